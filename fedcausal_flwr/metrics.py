@@ -1,0 +1,110 @@
+"""Graph-recovery metrics for FDBNL / PFDBNL (spec section 4.2).
+
+Estimates are binarized with ``est != 0`` (threshold first), truths with ``truth != 0``;
+``M[i, j] != 0`` means i -> j. W (d x d) and A (pd x d) are scored separately.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+
+def _ratio(num: int, den: int) -> float:
+    return float(num) / den if den else 0.0
+
+
+def _binary_pair(est: np.ndarray, truth: np.ndarray, ignore_diagonal: bool
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    E, T = np.asarray(est) != 0, np.asarray(truth) != 0
+    if E.shape != T.shape or E.ndim != 2:
+        raise ValueError(f"est {E.shape} and truth {T.shape} must be 2-D of the same shape")
+    if ignore_diagonal:
+        off = ~np.eye(*E.shape, dtype=bool)
+        E, T = E & off, T & off
+    return E, T
+
+
+def graph_metrics(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool = False
+                  ) -> dict[str, float]:
+    """Edge-recovery metrics of a binarized estimate against the truth.
+
+    Returns
+    -------
+    dict with ``shd`` (FP + FN, the official code: a reversed edge counts 2), ``shd_rev1``
+    (missing + extra + reversed, the paper: a reversed edge counts 1; equal to ``shd`` for
+    rectangular matrices such as A), ``tpr`` = TP / (TP + FN), ``fdr`` = FP / (TP + FP),
+    ``precision`` = TP / (TP + FP) (each 0 when its denominator is 0) and ``nnz`` (estimated
+    edges). ``ignore_diagonal`` drops self-loops from both matrices.
+    """
+    E, T = _binary_pair(est, truth, ignore_diagonal)
+    tp, fp, fn = int(np.sum(E & T)), int(np.sum(E & ~T)), int(np.sum(~E & T))
+    shd = fp + fn
+    reversed_ = 0
+    if E.shape[0] == E.shape[1]:
+        # i -> j estimated, j -> i true, and neither reverse edge present: one error, not two.
+        reversed_ = int(np.sum(E & ~E.T & T.T & ~T))
+    return {"shd": shd, "shd_rev1": shd - reversed_, "tpr": _ratio(tp, tp + fn),
+            "fdr": _ratio(fp, tp + fp), "precision": _ratio(tp, tp + fp), "nnz": int(E.sum())}
+
+
+def swapped_rates(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool = False
+                  ) -> dict[str, float]:
+    """The "TPR"/"FDR" that the paper's PFDBNL tables print (spec 4.2 caution).
+
+    The official demos call ``mea_acc(est, truth)`` with the arguments swapped, so their
+    "TPR" is precision and their "FDR" is 1 - recall (0 when the estimate, respectively the
+    truth, has no edges). Report these beside the true ``tpr``/``fdr`` of ``graph_metrics``.
+    """
+    m = graph_metrics(truth, est, ignore_diagonal=ignore_diagonal)
+    return {"tpr": m["tpr"], "fdr": m["fdr"]}
+
+
+def score_auc(scores: np.ndarray, truth: np.ndarray, *, mask: np.ndarray | None = None
+              ) -> dict[str, float]:
+    """AUROC and AUPR of continuous scores ``|scores|`` against the 0/1 truth.
+
+    ``mask`` selects the entries scored; by default the off-diagonal ones of a square matrix
+    (DREAM4 protocol) and all of a rectangular one. Pass ``np.ones_like(truth, bool)`` and a
+    binarized estimate for the official fMRI score. Both values are NaN when the selected
+    truth has a single class.
+    """
+    S, T = np.abs(np.asarray(scores, dtype=float)), np.asarray(truth) != 0
+    if S.shape != T.shape:
+        raise ValueError(f"scores {S.shape} and truth {T.shape} must have the same shape")
+    if mask is None:
+        mask = ~np.eye(*T.shape, dtype=bool) if T.ndim == 2 and T.shape[0] == T.shape[1] \
+            else np.ones(T.shape, dtype=bool)
+    mask = np.asarray(mask, dtype=bool)
+    y, s = T[mask], S[mask]
+    if not np.isfinite(s).all():
+        raise ValueError("scores contain NaN/inf")
+    if y.all() or not y.any():
+        return {"auroc": float("nan"), "aupr": float("nan")}
+    return {"auroc": float(roc_auc_score(y, s)), "aupr": float(average_precision_score(y, s))}
+
+
+def is_dag(W: np.ndarray) -> bool:
+    """True when the graph ``W != 0`` (square) has no directed cycle, self-loops included."""
+    B = np.asarray(W) != 0
+    if B.ndim != 2 or B.shape[0] != B.shape[1]:
+        raise ValueError(f"W must be square, got shape {B.shape}")
+    alive = np.ones(B.shape[0], dtype=bool)
+    while alive.any():
+        sources = alive & ~B[alive].any(axis=0)  # no incoming edge from a live node
+        if not sources.any():
+            return False
+        alive &= ~sources
+    return True
+
+
+def mean_metrics(metrics: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Key-wise mean of metric dicts (e.g. mSHD/mTPR/mFDR over clients or seeds)."""
+    if not metrics:
+        raise ValueError("no metrics to average")
+    keys = list(metrics[0])
+    if any(set(m) != set(keys) for m in metrics):
+        raise ValueError("metric dicts have different keys")
+    return {k: float(np.mean([m[k] for m in metrics])) for k in keys}
