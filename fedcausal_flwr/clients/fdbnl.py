@@ -1,0 +1,66 @@
+"""FDBNL client: the closed-form local ADMM step on the client's own time series."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from flwr.app import Context
+from flwr.client import NumPyClient
+
+from fedcausal_flwr.clients.base import check_shapes, checked_lagged
+from fedcausal_flwr.core import dbn
+
+
+class FDBNLClient(NumPyClient):
+    """Holds ``(Xt, Xlag)``; answers ``train.local`` with ``(B_k, D_k)``.
+
+    Only the second moments of the data are used, and only d x d / pd x d matrices leave.
+    """
+
+    phases = ("local",)
+
+    def __init__(self, Xt: np.ndarray, Xlag: np.ndarray, partition_id: int = 0,
+                 num_partitions: int = 1) -> None:
+        self.who = f"client {partition_id}"
+        Xt, Xlag = checked_lagged(Xt, Xlag, self.who)
+        self.n, self.d = Xt.shape
+        self.p = Xlag.shape[1] // self.d
+        self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
+        self.mom = dbn.moments(Xt, Xlag)
+
+    @classmethod
+    def from_context(cls, context: Context) -> FDBNLClient:
+        """Build the client of this node from the run config (``data``, ``data-path`` ...)."""
+        from fedcausal_flwr.data.dbn import client_data
+
+        pid = int(context.node_config.get("partition-id", 0))
+        k = int(context.node_config.get("num-partitions", 1))
+        try:
+            Xt, Xlag = client_data(context.run_config, pid, k)
+        except ValueError as e:
+            raise ValueError(f"client {pid}: {e}") from e
+        return cls(Xt, Xlag, pid, k)
+
+    def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
+        """Who this client is and the shape of its data (no data)."""
+        return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
+                "n": self.n, "d": self.d, "p": self.p}
+
+    def shapes(self) -> list[tuple[int, int]]:
+        """Shapes of W-like and A-like matrices for this client's data."""
+        return [(self.d, self.d), (self.p * self.d, self.d)]
+
+    def fit(self, parameters: list[np.ndarray], config: dict[str, Any]
+            ) -> tuple[list[np.ndarray], int, dict[str, Any]]:
+        """``train.local``: [W, A, beta_k, gamma_k] -> [B_k, D_k]."""
+        if config.get("phase") != "local":
+            raise ValueError(f"{self.who}: unknown FDBNL phase {config.get('phase')!r}")
+        check_shapes(self.who, parameters, self.shapes() * 2, ["W", "A", "beta", "gamma"])
+        B, D = dbn.admm_local_step(self.mom, *parameters, rho2=float(config["rho2"]))
+        return [B, D], self.n, {"loss": dbn.squared_loss(B, D, self.mom)}
+
+
+def from_context(context: Context) -> FDBNLClient:
+    """The App's entry point for ``algorithm = "fdbnl"``."""
+    return FDBNLClient.from_context(context)

@@ -1,0 +1,178 @@
+"""Start the App under real Flower: ``flwr run`` simulation, or a loopback deployment.
+
+Both stop everything they started (the simulation's detached local SuperLink; the deployment's
+SuperLink and SuperNodes), also on failure. Run as
+``python -m fedcausal_flwr.launch simulate --nodes 5 --run-config 'algorithm="pfdbnl"'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+APP_DIR = Path(__file__).resolve().parents[1]
+PATH_KEYS = ("outputs", "data-path")
+
+
+def toml_value(v: Any) -> str:
+    """One run-config value in TOML syntax."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def parse_run_config(text: str) -> dict[str, Any]:
+    """``'k=v k2="s"'`` (the ``flwr run --run-config`` syntax) as a dict."""
+    return tomllib.loads("\n".join(_split_pairs(text))) if text.strip() else {}
+
+
+def _split_pairs(text: str) -> list[str]:
+    out, cur, quote = [], "", False
+    for ch in text.strip():
+        if ch == '"':
+            quote = not quote
+        if ch.isspace() and not quote:
+            if cur:
+                out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + ([cur] if cur else [])
+
+
+def run_config_arg(cfg: Mapping[str, Any]) -> str:
+    """A dict as the ``--run-config`` argument, relative paths made absolute."""
+    cfg = dict(cfg)
+    for key in PATH_KEYS:
+        if cfg.get(key):
+            cfg[key] = str(Path(str(cfg[key])).expanduser().resolve())
+    return " ".join(f"{k}={toml_value(v)}" for k, v in cfg.items())
+
+
+def flwr_env(flwr_home: Path) -> dict[str, str]:
+    """Environment for the Flower CLIs: own FLWR_HOME, no per-run dependency install."""
+    flwr_home.mkdir(parents=True, exist_ok=True)
+    return {**os.environ, "FLWR_HOME": str(flwr_home),
+            "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+            "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0", "PYTHONUNBUFFERED": "1"}
+
+
+def _pids(pattern: str) -> set[int]:
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
+    return {int(p) for p in out.split()} - {os.getpid()}
+
+
+def _kill(pids: set[int]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.killpg(pid, sig) if os.getpgid(pid) == pid else os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.time() + 10
+        while time.time() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _flwr() -> str:
+    exe = Path(sys.executable).with_name("flwr")
+    return str(exe) if exe.exists() else (shutil.which("flwr") or "flwr")
+
+
+def simulate(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path = APP_DIR,
+             flwr_home: Path | None = None, timeout: float = 3600, cpus: int = 1
+             ) -> subprocess.CompletedProcess:
+    """``flwr run <app> local --stream`` with N SuperNodes; stops the SuperLink it started."""
+    env = flwr_env(flwr_home or app_dir / ".flwr")
+    before = _pids("flower-superlink")
+    cmd = [_flwr(), "run", str(app_dir), "local", "--stream",
+           "--run-config", run_config_arg(run_config),
+           "--federation-config",
+           f"num-supernodes={num_supernodes} client-resources-num-cpus={cpus}"]
+    try:
+        return subprocess.run(cmd, env=env, timeout=timeout, check=True)
+    finally:
+        _kill(_pids("flower-superlink") - before)
+
+
+def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path = APP_DIR,
+           workdir: Path | None = None, port: int = 9200, timeout: float = 3600
+           ) -> subprocess.CompletedProcess:
+    """A real deployment on loopback: one SuperLink, one SuperNode per client, ``flwr run``.
+
+    SuperLink on ``port``, SuperNodes on ``port + 1 + i`` with ``partition-id = i``. Logs go
+    to ``workdir``. Everything started here is stopped before returning.
+    """
+    workdir = Path(workdir or app_dir / ".flwr" / "deployment").resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    bindir = Path(sys.executable).parent
+    procs: list[subprocess.Popen] = []
+
+    def spawn(name: str, cmd: list[str]) -> None:
+        log = open(workdir / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
+        procs.append(subprocess.Popen(cmd, env=flwr_env(workdir / name), stdout=log,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      start_new_session=True))
+
+    try:
+        spawn("superlink", [str(bindir / "flower-superlink"), "--insecure", "--port", str(port),
+                            "--disable-runtime-dependency-installation"])
+        time.sleep(2.0)
+        for i in range(num_supernodes):
+            spawn(f"supernode{i}", [
+                str(bindir / "flower-supernode"), "--insecure",
+                "--superlink", f"127.0.0.1:{port}", "--port", str(port + 1 + i),
+                "--node-config", f"partition-id={i} num-partitions={num_supernodes}"])
+        cli_home = workdir / "cli"
+        env = flwr_env(cli_home)
+        (cli_home / "config.toml").write_text(
+            '[superlink]\ndefault = "loopback"\n\n'
+            f'[superlink.loopback]\naddress = "127.0.0.1:{port}"\ninsecure = true\n')
+        cmd = [_flwr(), "run", str(app_dir), "loopback", "--stream",
+               "--run-config", run_config_arg(run_config)]
+        return subprocess.run(cmd, env=env, timeout=timeout, check=True)
+    finally:
+        _kill({p.pid for p in reversed(procs)})
+        for p in procs:
+            p.wait(timeout=10)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: ``simulate`` or ``deploy`` with ``--nodes`` and ``--run-config``."""
+    ap = argparse.ArgumentParser(prog="python -m fedcausal_flwr.launch", description=__doc__)
+    ap.add_argument("mode", choices=["simulate", "deploy"])
+    ap.add_argument("--nodes", type=int, default=5, help="number of SuperNodes (= clients)")
+    ap.add_argument("--run-config", default="", help="overrides, flwr syntax: 'k=v k2=\"s\"'")
+    ap.add_argument("--port", type=int, default=9200, help="deployment: SuperLink port")
+    ap.add_argument("--timeout", type=float, default=3600)
+    args = ap.parse_args(argv)
+    cfg = parse_run_config(args.run_config)
+    cfg.setdefault("outputs", "outputs")
+    if args.mode == "simulate":
+        simulate(args.nodes, cfg, timeout=args.timeout)
+    else:
+        deploy(args.nodes, cfg, port=args.port, timeout=args.timeout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""PNG plots of learned graphs beside the truth, and of per-round curves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_graphs(estimates: Mapping[str, Any], truth: Mapping[str, Any], path: str | Path,
+                title: str = "") -> Path:
+    """Heatmaps of each 2-D estimate (top) above its ground truth (bottom) when known."""
+    plt = _pyplot()
+    names = [k for k, v in estimates.items() if np.ndim(v) == 2]
+    rows = 2 if any(k in truth for k in names) else 1
+    fig, axes = plt.subplots(rows, max(len(names), 1), squeeze=False,
+                             figsize=(3.6 * max(len(names), 1), 3.4 * rows))
+    for j, name in enumerate(names):
+        est = np.asarray(estimates[name], dtype=float)
+        ref = np.asarray(truth[name], dtype=float) if name in truth else None
+        vmax = max(np.abs(est).max(initial=0), np.abs(ref).max(initial=0) if ref is not None
+                   else 0) or 1.0
+        panels = [(est, f"learned {name}")] + ([(ref, f"true {name}")] if rows == 2 else [])
+        for i, (mat, label) in enumerate(panels):
+            ax = axes[i][j]
+            if mat is None:
+                ax.axis("off")
+                continue
+            im = ax.imshow(mat, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+            ax.set_title(label)
+            ax.set_xlabel("to")
+            ax.set_ylabel("from")
+            fig.colorbar(im, ax=ax, shrink=0.8)
+        if rows == 2 and ref is None:
+            axes[1][j].axis("off")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_history(history: Sequence[Mapping[str, Any]], keys: Sequence[str], path: str | Path,
+                 title: str = "") -> Path:
+    """One log-scale panel per key of the per-round history."""
+    plt = _pyplot()
+    keys = [k for k in keys if any(k in h for h in history)]
+    fig, axes = plt.subplots(1, max(len(keys), 1), squeeze=False,
+                             figsize=(3.6 * max(len(keys), 1), 3.0))
+    for ax, key in zip(axes[0], keys, strict=False):
+        pts = [(h["round"], h[key]) for h in history
+               if h.get(key) is not None and np.isfinite(h[key])]
+        if pts:
+            x, y = zip(*pts, strict=True)
+            ax.plot(x, y, marker=".")
+            if min(y) > 0:
+                ax.set_yscale("log")
+        ax.set_title(key)
+        ax.set_xlabel("round")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

@@ -1,0 +1,204 @@
+"""The FDBNL/PFDBNL strategy-client pairs through the Message API (in-process Grid).
+
+The reference loop is the oracle: the Flower path must give the same W and A. Also: what
+crosses the wire, bad clients dropped, bad data named, and a user's own ServerApp/ClientApp.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from flwr.app import Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp import ServerApp
+
+from fedcausal_flwr.client_app import app as client_app
+from fedcausal_flwr.clients import FDBNLClient, reply
+from fedcausal_flwr.core import dbn
+from fedcausal_flwr.data.dbn import client_data
+from fedcausal_flwr.data.timeseries import lagged
+from fedcausal_flwr.strategies import FDBNL, fdbnl, pfdbnl
+from fedcausal_flwr.testing import InProcessGrid
+
+RC = {"algorithm": "fdbnl", "seed": 3, "d": 5, "lags": 1, "samples-per-client": 40,
+      "generator": "svar", "num-rounds": 40, "lambda-w": 0.05, "lambda-a": 0.05,
+      "min-nodes": 2, "node-wait-s": 5.0}
+
+
+def run_inprocess(rc: dict, k: int, app=client_app):
+    grid = InProcessGrid(app, k, rc)
+    module = pfdbnl if rc["algorithm"] == "pfdbnl" else fdbnl
+    return module.from_run_config(rc).start(grid=grid), grid
+
+
+def reference(rc: dict, k: int, ids=None):
+    s = fdbnl.settings_from_run_config(rc)
+    moms = [dbn.moments(*client_data(rc, i, k)) for i in (ids if ids is not None else range(k))]
+    ref = dbn.pfdbnl_reference if rc["algorithm"] == "pfdbnl" else dbn.fdbnl_reference
+    return ref(moms, s, seed=int(rc["seed"]))
+
+
+@pytest.mark.parametrize("algorithm,extra", [
+    ("fdbnl", {}), ("fdbnl", {"clients-per-round": 2, "dual-update": "code"}),
+    ("fdbnl", {"lambda-scale": "pooled"}),
+    ("pfdbnl", {"heterogeneous": True, "num-rounds": 8}),
+    ("pfdbnl", {"heterogeneous": True, "num-rounds": 6, "clients-per-round": 2}),
+])
+def test_flower_path_equals_reference(algorithm, extra):
+    rc = {**RC, "algorithm": algorithm, **extra}
+    result, _ = run_inprocess(rc, 4)
+    state, history = reference(rc, 4)
+    assert result.status == "completed"
+    assert result.timing["rounds"] == len(history) == state.round
+    np.testing.assert_allclose(result.estimates["W"], state.W, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(result.estimates["A"], state.A, rtol=0, atol=1e-8)
+    if algorithm == "pfdbnl":
+        for i in range(4):
+            np.testing.assert_allclose(result.estimates["W_local"][i],
+                                       state.W_local.get(i, np.zeros_like(state.W)), atol=1e-8)
+    assert [h["round"] for h in result.history] == list(range(1, state.round + 1))
+    assert np.isclose(result.history[-1]["h"], history[-1]["h"], rtol=1e-6, atol=1e-12)
+
+
+def test_only_matrices_and_scalars_cross_the_wire():
+    rc = {**RC, "num-rounds": 5}
+    k, d, p = 3, RC["d"], RC["lags"]
+    result, grid = run_inprocess(rc, k)
+    assert result.status == "completed"
+    raw = [np.hstack(client_data(rc, i, k)) for i in range(k)]
+    allowed = {(d, d), (p * d, d), ()}
+    n_arrays = 0
+    for m in grid.sent + grid.received:
+        assert not m.has_error()
+        for rec in m.content.array_records.values():
+            for a in rec.to_numpy_ndarrays():
+                n_arrays += 1
+                assert a.shape in allowed, f"{m.metadata.message_type} carries {a.shape}"
+                for x in raw:  # no row of any client's series appears in a message
+                    rows = a.reshape(-1, d) if a.size and a.size % d == 0 else np.empty((0, d))
+                    gap = np.abs(rows[:, None, :] - x[None, :, :d]).max(axis=2, initial=0)
+                    assert gap.size == 0 or gap.min() > 1e-9
+        for rec in list(m.content.config_records.values()) + list(
+                m.content.metric_records.values()):
+            for v in rec.values():
+                assert isinstance(v, (int, float, str, bool)), f"non-scalar {type(v)}"
+    assert n_arrays == 5 * k * (4 + 2)  # [W, A, beta, gamma] down, [B, D] up per round
+
+
+def test_bad_data_errors_name_the_problem():
+    Xt, Xlag = client_data(RC, 0, 2)
+    bad = Xt.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        FDBNLClient(bad, Xlag, 0, 2)
+    with pytest.raises(ValueError, match="fewer rows than the lag"):
+        lagged(np.ones((1, 4)), 1)
+    wide = FDBNLClient(np.hstack([Xt, Xt[:, :1]]), np.hstack([Xlag, Xlag[:, :1]]), 0, 2)
+    d = Xt.shape[1]
+    with pytest.raises(ValueError, match="wrong number of columns"):
+        wide.fit([np.zeros((d, d)), np.zeros((d, d))] * 2, {"phase": "local", "rho2": 1.0})
+
+
+class LyingClient(FDBNLClient):
+    """Replies with what ``mode`` says instead of the true local step."""
+
+    mode = "shape"
+
+    def fit(self, parameters, config):
+        out, n, m = super().fit(parameters, config)
+        if self.mode == "shape":
+            out = [out[0][:-1], out[1]]
+        elif self.mode == "nan":
+            out[0][0, 1] = np.nan
+        elif self.mode == "crash":
+            raise RuntimeError("client crashed")
+        return out, n, m
+
+
+def faulty_app(rc: dict, modes: dict[int, str]) -> ClientApp:
+    app = ClientApp()
+
+    @app.train("local")
+    @app.query("info")
+    def handle(msg: Message, context: Context) -> Message:
+        pid, k = int(context.node_config["partition-id"]), int(
+            context.node_config["num-partitions"])
+        Xt, Xlag = client_data(rc, pid, k)
+        if modes.get(pid) == "columns":
+            Xt, Xlag = Xt[:, :-1], Xlag[:, :-1]
+        client = LyingClient(Xt, Xlag, pid, k)
+        client.mode = modes.get(pid, "honest")
+        return reply(client, msg)
+
+    return app
+
+
+def test_bad_replies_are_dropped_and_the_run_finishes_with_the_rest():
+    rc = {**RC, "num-rounds": 6}
+    modes = {1: "shape", 2: "nan", 3: "crash", 4: "columns"}
+    result, _ = run_inprocess(rc, 6, faulty_app(rc, modes))
+    assert result.status == "completed"
+    dropped = " | ".join(result.metrics["dropped"])
+    for cid, why in [(1, "shape"), (2, "non-finite"), (3, "client crashed"), (4, "reports")]:
+        assert f"client {cid}" in dropped and why in dropped
+    assert all(h["n_clients"] == 2 for h in result.history)
+    state, _ = reference(rc, 6, ids=[0, 5])  # only the honest clients 0 and 5 counted
+    np.testing.assert_allclose(result.estimates["W"], state.W, atol=1e-8)
+
+
+def test_too_few_valid_replies_stops_and_keeps_finished_rounds():
+    rc = {**RC, "num-rounds": 6, "min-nodes": 3}
+    saved = []
+
+    class Flaky(LyingClient):
+        def fit(self, parameters, config):
+            if config["server-round"] >= 3 and self.partition_id == 0:
+                raise RuntimeError("node went down")
+            return super().fit(parameters, config)
+
+    app = ClientApp()
+
+    @app.train("local")
+    @app.query("info")
+    def handle(msg, context):
+        pid = int(context.node_config["partition-id"])
+        c = Flaky(*client_data(rc, pid, 3), pid, 3)
+        c.mode = "honest"
+        return reply(c, msg)
+
+    strategy = fdbnl.from_run_config(rc)
+    strategy.checkpoint = lambda r: saved.append(len(r.history))
+    result = strategy.start(grid=InProcessGrid(app, 3, rc))
+    assert result.status.startswith("stopped")
+    assert len(result.history) == 2 and saved[-1] == 2
+    assert np.all(np.isfinite(result.estimates["W"]))
+
+
+def test_a_users_own_server_and_client_app():
+    """Another Flower project: imports only the FDBNL strategy and client (README snippet)."""
+    rng = np.random.default_rng(0)
+    series = [rng.standard_normal((60, 4)) for _ in range(3)]
+
+    user_client_app = ClientApp()
+
+    @user_client_app.train("local")
+    @user_client_app.query("info")
+    def client_handler(msg: Message, context: Context) -> Message:
+        pid = int(context.node_config["partition-id"])
+        X = series[pid]
+        return reply(FDBNLClient(X[1:], X[:-1], partition_id=pid, num_partitions=3), msg)
+
+    user_server_app = ServerApp()
+    out = {}
+
+    @user_server_app.main()
+    def server_main(grid, context: Context) -> None:
+        out["result"] = FDBNL(min_nodes=3, node_wait_s=5).start(grid=grid)
+
+    grid = InProcessGrid(user_client_app, 3)
+    user_server_app(grid, Context(1, 0, {}, RecordDict(), {}))
+    result = out["result"]
+    assert result.status == "completed" and result.metrics["clients"] == 3
+    moms = [dbn.moments(X[1:], X[:-1]) for X in series]
+    state, _ = dbn.fdbnl_reference(moms, dbn.ADMMSettings())
+    np.testing.assert_allclose(result.estimates["W"], state.W, atol=1e-8)
