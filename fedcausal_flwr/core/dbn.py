@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg as slin
+import scipy.optimize as sopt
 
 Moments = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -66,67 +68,188 @@ class ServerState:
     h: float = float("inf")
 
 
+def _h_and_grad(W: np.ndarray) -> tuple[float, np.ndarray]:
+    """h(W) and its gradient from one matrix exponential."""
+    E = slin.expm(W * W)
+    return float(np.trace(E) - W.shape[0]), E.T * W * 2.0
+
+
 def acyclicity(W: np.ndarray) -> float:
     """h(W) = tr(exp(W o W)) - d."""
-    raise NotImplementedError
+    return _h_and_grad(W)[0]
 
 
 def acyclicity_grad(W: np.ndarray) -> np.ndarray:
     """Gradient of h: exp(W o W)^T o 2W."""
-    raise NotImplementedError
+    return _h_and_grad(W)[1]
 
 
 def moments(Xt: np.ndarray, Xlag: np.ndarray) -> Moments:
     """Second moments (S, M, N) = (Xt'Xt, Xt'Xlag, Xlag'Xlag) / n_k."""
-    raise NotImplementedError
+    Xt, Xlag = np.asarray(Xt, dtype=float), np.asarray(Xlag, dtype=float)
+    if Xt.ndim != 2 or Xlag.ndim != 2:
+        raise ValueError(f"Xt and Xlag must be 2-D, got shapes {Xt.shape} and {Xlag.shape}")
+    n, d = Xt.shape
+    if n == 0 or d == 0:
+        raise ValueError(f"Xt must be non-empty n x d, got shape {Xt.shape}")
+    if Xlag.shape[0] != n:
+        raise ValueError(f"Xt has {n} rows but Xlag has {Xlag.shape[0]}")
+    if Xlag.shape[1] == 0 or Xlag.shape[1] % d:
+        raise ValueError(f"Xlag must be n x pd with p >= 1 and d = {d}, got shape {Xlag.shape}")
+    return Xt.T @ Xt / n, Xt.T @ Xlag / n, Xlag.T @ Xlag / n
+
+
+def _loss_and_grad(W: np.ndarray, A: np.ndarray, mom: Moments
+                   ) -> tuple[float, np.ndarray, np.ndarray]:
+    """l(W, A) and its gradients -S(I - W) + MA and NA - M'(I - W), from the moments."""
+    S, M, N = mom
+    E = np.eye(W.shape[0]) - W
+    SE, MA, NA = S @ E, M @ A, N @ A
+    loss = 0.5 * (np.sum(E * SE) - 2.0 * np.sum(E * MA) + np.sum(A * NA))
+    return float(loss), MA - SE, NA - M.T @ E
 
 
 def squared_loss(W: np.ndarray, A: np.ndarray, mom: Moments) -> float:
     """l(W, A) = 1/(2 n) ||Xt - Xt W - Xlag A||_F^2 computed from the moments."""
-    raise NotImplementedError
+    return _loss_and_grad(W, A, mom)[0]
 
 
 def admm_local_step(mom: Moments, W: np.ndarray, A: np.ndarray, beta: np.ndarray,
                     gamma: np.ndarray, rho2: float) -> tuple[np.ndarray, np.ndarray]:
     """FDBNL local step (2): closed-form (B_k, D_k)."""
-    raise NotImplementedError
+    S, M, N = mom
+    d = S.shape[0]
+    lhs = np.block([[S, M], [M.T, N]]) + rho2 * np.eye(d + N.shape[0])
+    rhs = np.vstack([S - beta + rho2 * W, M.T - gamma + rho2 * A])
+    BD = slin.solve(lhs, rhs, assume_a="pos")
+    return BD[:d], BD[d:]
 
 
 def consensus_targets(B: Sequence[np.ndarray], beta: Sequence[np.ndarray], rho2: float
                       ) -> np.ndarray:
     """V = mean_k(B_k + beta_k / rho2): the consensus terms equal K rho2/2 ||W - V||^2 + c."""
-    raise NotImplementedError
+    if len(B) == 0 or len(B) != len(beta):
+        raise ValueError(f"need as many duals as locals (> 0), got {len(B)} and {len(beta)}")
+    V = np.zeros_like(B[0], dtype=float)
+    for Bk, bk in zip(B, beta, strict=True):
+        V = V + (Bk + bk / rho2)
+    return V / len(B)
+
+
+def penalized_objective(x: np.ndarray, d: int, alpha: float, rho: float, lambda_w: float,
+                        lambda_a: float, mom: Moments | None = None,
+                        V_W: np.ndarray | None = None, V_A: np.ndarray | None = None,
+                        weight: float = 0.0) -> tuple[float, np.ndarray]:
+    """F and dF/dx on split variables x = [W+, W-, A_1+, A_1-, ..., A_p+, A_p-].
+
+    F = l(W, A) [if mom] + weight/2 (||W - V_W||^2 + ||A - V_A||^2) [if V_W, V_A]
+        + alpha h(W) + rho/2 h(W)^2 + lambda_w |W|_1 + lambda_a |A|_1,
+    the one objective of the FDBNL server step, the PFDBNL local step and DYNOTEARS.
+    """
+    W, A = split_to_dense(x, d)
+    f, gW, gA = 0.0, np.zeros_like(W), np.zeros_like(A)
+    if mom is not None:
+        f, gW, gA = _loss_and_grad(W, A, mom)
+    if V_W is not None:
+        RW, RA = W - V_W, A - V_A
+        f += 0.5 * weight * (np.sum(RW * RW) + np.sum(RA * RA))
+        gW, gA = gW + weight * RW, gA + weight * RA
+    h, gh = _h_and_grad(W)
+    f += alpha * h + 0.5 * rho * h * h + lambda_w * x[:2 * d * d].sum()
+    f += lambda_a * x[2 * d * d:].sum()
+    G = np.concatenate([(gW + (alpha + rho * h) * gh)[None], gA.reshape(-1, d, d)])
+    lam = np.full((G.shape[0], 1, 1), float(lambda_a))
+    lam[0] = lambda_w
+    return float(f), np.stack([lam + G, lam - G], axis=1).ravel()
+
+
+def split_to_dense(x: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """(W, A) from split variables [W+, W-, A_1+, A_1-, ...], each block d x d row-major."""
+    blocks = x.reshape(-1, 2, d, d)
+    diff = blocks[:, 0] - blocks[:, 1]
+    return diff[0], diff[1:].reshape(-1, d)
+
+
+def _split_bounds(d: int, p: int) -> list[tuple[float, float | None]]:
+    """x >= 0, with the diagonal of W+ and W- pinned to 0 (no self-loops in W)."""
+    diag = [(0.0, 0.0) if i == j else (0.0, None) for i in range(d) for j in range(d)]
+    return diag * 2 + [(0.0, None)] * (2 * p * d * d)
+
+
+def _lbfgs(d: int, p: int, restarts: int, alpha: float, rho: float, lambda_w: float,
+           lambda_a: float, x0: np.ndarray | None = None, mom: Moments | None = None,
+           V_W: np.ndarray | None = None, V_A: np.ndarray | None = None, weight: float = 0.0
+           ) -> np.ndarray:
+    """Minimize :func:`penalized_objective` by ``restarts`` warm-started L-BFGS-B calls."""
+    x = np.zeros(2 * (p + 1) * d * d) if x0 is None else x0
+    args = (d, alpha, rho, lambda_w, lambda_a, mom, V_W, V_A, weight)
+    bounds = _split_bounds(d, p)
+    for _ in range(max(1, restarts)):
+        x = sopt.minimize(penalized_objective, x, args=args, method="L-BFGS-B", jac=True,
+                          bounds=bounds).x
+    return x
 
 
 def admm_global_step(V_W: np.ndarray, V_A: np.ndarray, weight: float, alpha: float,
                      rho1: float, lambda_w: float, lambda_a: float, restarts: int = 5
                      ) -> tuple[np.ndarray, np.ndarray]:
     """FDBNL server step (3) by L-BFGS-B on split variables, zero diagonal in W."""
-    raise NotImplementedError
+    d = V_W.shape[0]
+    x = _lbfgs(d, V_A.shape[0] // d, restarts, alpha, rho1, lambda_w, lambda_a,
+               V_W=V_W, V_A=V_A, weight=weight)
+    return split_to_dense(x, d)
+
+
+def soft_threshold(V: np.ndarray, t: float) -> np.ndarray:
+    """sign(V) max(|V| - t, 0): the minimizer of t |X|_1 + 1/2 ||X - V||^2."""
+    return np.sign(V) * np.maximum(np.abs(V) - t, 0.0)
 
 
 def dual_update(dual: np.ndarray, local: np.ndarray, consensus: np.ndarray, rho2: float
                 ) -> np.ndarray:
     """beta + rho2 (B - W)."""
-    raise NotImplementedError
+    return dual + rho2 * (local - consensus)
 
 
 def pfdbnl_local_step(mom: Moments, W_anchor: np.ndarray, A_anchor: np.ndarray, mu: float,
                       alpha: float, rho1: float, lambda_w: float, lambda_a: float,
                       restarts: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """PFDBNL local step (10): personalized (W_k, A_k) by L-BFGS-B."""
-    raise NotImplementedError
+    d = W_anchor.shape[0]
+    x = _lbfgs(d, A_anchor.shape[0] // d, restarts, alpha, rho1, lambda_w, lambda_a,
+               mom=mom, V_W=W_anchor, V_A=A_anchor, weight=2.0 * mu)
+    return split_to_dense(x, d)
 
 
 def pfdbnl_copy(local: np.ndarray, consensus: np.ndarray, dual: np.ndarray, mu: float,
                 rho2: float, code_compat: bool = False) -> np.ndarray:
     """PFDBNL closed form (11): W~_k = (2 mu W_k + rho2 W - beta_k) / (2 mu + rho2)."""
-    raise NotImplementedError
+    if code_compat:  # the official code's operator precedence
+        return 2.0 * mu * local + rho2 * consensus - dual / (2.0 * mu + rho2)
+    return (2.0 * mu * local + rho2 * consensus - dual) / (2.0 * mu + rho2)
 
 
 def participants(ids: Sequence[int], per_round: int, rng: np.random.Generator) -> list[int]:
     """Clients of one round: all (per_round <= 0 or >= len) or a uniform sample, sorted."""
-    raise NotImplementedError
+    ids = [int(i) for i in ids]
+    if per_round <= 0 or per_round >= len(ids):
+        return sorted(ids)
+    return sorted(int(i) for i in rng.choice(np.asarray(ids), per_round, replace=False))
+
+
+def _lambda_multiplier(K: int, s: ADMMSettings) -> int:
+    """K for lambda_scale "pooled", 1 for "paper"."""
+    if s.lambda_scale not in ("paper", "pooled"):
+        raise ValueError(f"lambda_scale must be 'paper' or 'pooled', got {s.lambda_scale!r}")
+    return K if s.lambda_scale == "pooled" else 1
+
+
+def _next_rho(rho: float, phi: float, s: ADMMSettings) -> float:
+    return min(rho * phi, s.rho_max)
+
+
+def _zeros_like_duals(state: ServerState) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros_like(state.W), np.zeros_like(state.A)
 
 
 def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray, np.ndarray]],
@@ -136,39 +259,121 @@ def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray,
     Global step, dual updates for the ids in ``local`` only, alpha and rho updates; returns
     the new state (round + 1, h = h(W^(t+1))). Missing duals start at zero.
     """
-    raise NotImplementedError
+    if s.dual_update not in ("paper", "code"):
+        raise ValueError(f"dual_update must be 'paper' or 'code', got {s.dual_update!r}")
+    ids = sorted(local)
+    if not ids:
+        raise ValueError("fdbnl_server_round needs at least one accepted client")
+    K = len(ids)
+    local = {k: (np.asarray(local[k][0], dtype=float), np.asarray(local[k][1], dtype=float))
+             for k in ids}
+    zW, zA = _zeros_like_duals(state)
+    beta = {k: state.beta.get(k, zW) for k in ids}
+    gamma = {k: state.gamma.get(k, zA) for k in ids}
+    V_W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids], state.rho2)
+    V_A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids], state.rho2)
+    lam = _lambda_multiplier(K, s)
+    W, A = admm_global_step(V_W, V_A, K * state.rho2, state.alpha, state.rho1,
+                            lam * s.lambda_w, lam * s.lambda_a, s.restarts)
+    W_ref, A_ref = (W, A) if s.dual_update == "paper" else (state.W, state.A)
+    new_beta, new_gamma = dict(state.beta), dict(state.gamma)
+    for k in ids:
+        new_beta[k] = dual_update(beta[k], local[k][0], W_ref, state.rho2)
+        new_gamma[k] = dual_update(gamma[k], local[k][1], A_ref, state.rho2)
+    h = acyclicity(W)
+    return ServerState(W=W, A=A, alpha=state.alpha + state.rho1 * h,
+                       rho1=_next_rho(state.rho1, s.phi1, s),
+                       rho2=_next_rho(state.rho2, s.phi2, s), round=state.round + 1,
+                       beta=new_beta, gamma=new_gamma, W_tilde=dict(state.W_tilde),
+                       A_tilde=dict(state.A_tilde), W_local=dict(state.W_local),
+                       A_local=dict(state.A_local), h=h)
 
 
 def fdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
     """What the server sends client ``cid``: [W, A, beta_k, gamma_k] (rho2 goes in config)."""
-    raise NotImplementedError
+    zW, zA = _zeros_like_duals(state)
+    return [state.W.copy(), state.A.copy(), state.beta.get(cid, zW).copy(),
+            state.gamma.get(cid, zA).copy()]
 
 
 def pfdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
     """What the server sends client ``cid``: [W, A, W~_k, A~_k, beta_k, gamma_k]."""
-    raise NotImplementedError
+    zW, zA = _zeros_like_duals(state)
+    return [state.W.copy(), state.A.copy(), state.W_tilde.get(cid, zW).copy(),
+            state.A_tilde.get(cid, zA).copy(), state.beta.get(cid, zW).copy(),
+            state.gamma.get(cid, zA).copy()]
 
 
 def pfdbnl_client_step(mom: Moments, payload: Sequence[np.ndarray], alpha: float, rho1: float,
                        rho2: float, s: ADMMSettings) -> list[np.ndarray]:
     """Client side of one PFDBNL round: returns [W~_k, A~_k, W_k, A_k, h(W_k) as 0-d array]."""
-    raise NotImplementedError
+    W, A, W_tilde, A_tilde, beta, gamma = payload
+    if s.code_compat:  # zero prox anchor, one L-BFGS-B call
+        W_anchor, A_anchor, restarts = np.zeros_like(W), np.zeros_like(A), 1
+    else:
+        W_anchor, A_anchor, restarts = W_tilde, A_tilde, s.restarts
+    W_k, A_k = pfdbnl_local_step(mom, W_anchor, A_anchor, s.mu, alpha, rho1, s.lambda_w,
+                                 s.lambda_a, restarts)
+    return [pfdbnl_copy(W_k, W, beta, s.mu, rho2, s.code_compat),
+            pfdbnl_copy(A_k, A, gamma, s.mu, rho2, s.code_compat),
+            W_k, A_k, np.array(acyclicity(W_k))]
 
 
 def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndarray]],
                         s: ADMMSettings) -> ServerState:
     """One PFDBNL server round from accepted replies {id: pfdbnl_client_step output}."""
-    raise NotImplementedError
+    ids = sorted(local)
+    if not ids:
+        raise ValueError("pfdbnl_server_round needs at least one accepted client")
+    K = len(ids)
+    local = {k: [np.asarray(m, dtype=float) for m in local[k]] for k in ids}
+    zW, zA = _zeros_like_duals(state)
+    beta = {k: state.beta.get(k, zW) for k in ids}
+    gamma = {k: state.gamma.get(k, zA) for k in ids}
+    W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids], state.rho2)
+    A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids], state.rho2)
+    new = ServerState(W=W, A=A, rho1=_next_rho(state.rho1, s.phi1, s),
+                      rho2=_next_rho(state.rho2, s.phi2, s), round=state.round + 1,
+                      beta=dict(state.beta), gamma=dict(state.gamma),
+                      W_tilde=dict(state.W_tilde), A_tilde=dict(state.A_tilde),
+                      W_local=dict(state.W_local), A_local=dict(state.A_local))
+    hs = [float(local[k][4]) for k in ids]
+    for k in ids:
+        W_tilde, A_tilde, W_k, A_k = local[k][:4]
+        new.beta[k] = dual_update(beta[k], W_tilde, W, state.rho2)
+        new.gamma[k] = dual_update(gamma[k], A_tilde, A, state.rho2)
+        new.W_tilde[k], new.A_tilde[k], new.W_local[k], new.A_local[k] = W_tilde, A_tilde, W_k, A_k
+    new.h = float(np.mean(hs))
+    h_alpha = 2.0 * hs[-1] / K if s.code_compat else new.h
+    new.alpha = state.alpha + state.rho1 * h_alpha
+    return new
 
 
 def initial_state(d: int, p: int, s: ADMMSettings) -> ServerState:
     """W = 0, A = 0, alpha = 0, rho from the settings."""
-    raise NotImplementedError
+    return ServerState(W=np.zeros((d, d)), A=np.zeros((p * d, d)), rho1=s.rho1, rho2=s.rho2)
 
 
 def converged(state: ServerState, s: ADMMSettings) -> bool:
     """Stop rule: h <= h_tol or max_rounds reached."""
-    raise NotImplementedError
+    return state.h <= s.h_tol or state.round >= s.max_rounds
+
+
+def primal_residual(locals_: Sequence[np.ndarray], W: np.ndarray) -> float:
+    """max_k ||B_k - W||_F / max(||W||_F, 1e-12)."""
+    return max(np.linalg.norm(B - W) for B in locals_) / max(np.linalg.norm(W), 1e-12)
+
+
+def _history_row(state: ServerState, n_clients: int, residual: float) -> dict:
+    return {"round": state.round, "h": state.h, "alpha": state.alpha, "rho1": state.rho1,
+            "rho2": state.rho2, "n_clients": n_clients, "primal_residual": float(residual)}
+
+
+def _dims(clients: Sequence[Moments]) -> tuple[int, int]:
+    if not clients:
+        raise ValueError("need at least one client")
+    d = clients[0][0].shape[0]
+    return d, clients[0][2].shape[0] // d
 
 
 def fdbnl_reference(clients: Sequence[Moments], s: ADMMSettings, seed: int = 0
@@ -177,27 +382,62 @@ def fdbnl_reference(clients: Sequence[Moments], s: ADMMSettings, seed: int = 0
 
     Client ids are 0..K-1 in order. Returns the final state and per-round history dicts.
     """
-    raise NotImplementedError
+    rng = np.random.default_rng(seed)
+    state, history = initial_state(*_dims(clients), s), []
+    while not converged(state, s):
+        ids = participants(range(len(clients)), s.clients_per_round, rng)
+        local = {k: admm_local_step(clients[k], *fdbnl_client_payload(state, k),
+                                    rho2=state.rho2) for k in ids}
+        state = fdbnl_server_round(state, local, s)
+        res = primal_residual([local[k][0] for k in ids], state.W)
+        history.append(_history_row(state, len(ids), res))
+    return state, history
 
 
 def pfdbnl_reference(clients: Sequence[Moments], s: ADMMSettings, seed: int = 0
                      ) -> tuple[ServerState, list[dict]]:
     """In-process PFDBNL, same contract as :func:`fdbnl_reference`."""
-    raise NotImplementedError
+    rng = np.random.default_rng(seed)
+    state, history = initial_state(*_dims(clients), s), []
+    while not converged(state, s):
+        ids = participants(range(len(clients)), s.clients_per_round, rng)
+        local = {k: pfdbnl_client_step(clients[k], pfdbnl_client_payload(state, k),
+                                       state.alpha, state.rho1, state.rho2, s) for k in ids}
+        state = pfdbnl_server_round(state, local, s)
+        res = primal_residual([local[k][0] for k in ids], state.W)
+        history.append(_history_row(state, len(ids), res))
+    return state, history
 
 
 def dynotears(mom: Moments, lambda_w: float, lambda_a: float, max_iter: int = 100,
               h_tol: float = 1e-8, rho_max: float = 1e16) -> tuple[np.ndarray, np.ndarray]:
     """Centralized DYNOTEARS (augmented Lagrangian, spec 4.3); unthresholded (W, A)."""
-    raise NotImplementedError
+    d = mom[0].shape[0]
+    p = mom[2].shape[0] // d
+    x, rho, alpha, h = np.zeros(2 * (p + 1) * d * d), 1.0, 0.0, np.inf
+    x_new, h_new = x, h
+    for _ in range(max_iter):
+        while rho < rho_max:
+            x_new = _lbfgs(d, p, 1, alpha, rho, lambda_w, lambda_a, x0=x, mom=mom)
+            h_new = acyclicity(split_to_dense(x_new, d)[0])
+            if h_new > 0.25 * h:
+                rho *= 10.0
+            else:
+                break
+        x, h = x_new, h_new
+        alpha += rho * h
+        if h <= h_tol or rho >= rho_max:
+            break
+    return split_to_dense(x, d)
 
 
 def ave_baseline(clients: Sequence[Moments], lambda_w: float, lambda_a: float
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The paper's Ave baseline: per-client DYNOTEARS, weights averaged (unthresholded)."""
-    raise NotImplementedError
+    fits = [dynotears(mom, lambda_w, lambda_a) for mom in clients]
+    return (np.mean([W for W, _ in fits], axis=0), np.mean([A for _, A in fits], axis=0))
 
 
 def threshold(M: np.ndarray, tau: float) -> np.ndarray:
     """Zero every entry with |m| < tau."""
-    raise NotImplementedError
+    return np.where(np.abs(M) < tau, 0.0, M)

@@ -1,0 +1,383 @@
+"""Unit and small end-to-end checks of the FDBNL / PFDBNL math core (spec section 6, 1-4)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from scipy.optimize import check_grad
+
+from fedcausal_flwr.core import dbn
+
+
+def svar_data(d: int, n: int, rng: np.random.Generator, edge_prob: float = 0.3
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A random SVAR(1): x_t = (I - W)^{-T} (A' x_{t-1} + u_t); returns W, A, Xt, Xlag."""
+    mask = np.tril(rng.random((d, d)) < edge_prob, k=-1)
+    perm = rng.permutation(d)
+    signs = rng.choice([-1.0, 1.0], (d, d))
+    W = mask[np.ix_(perm, perm)] * rng.uniform(0.5, 2.0, (d, d)) * signs
+    Binv = np.linalg.inv(np.eye(d) - W).T
+    while True:  # a few lag edges, redrawn until the process is stationary
+        A = np.zeros((d, d))
+        idx = rng.choice(d * d, d, replace=False)
+        A.flat[idx] = rng.uniform(0.3, 0.6, d) * rng.choice([-1.0, 1.0], d)
+        if np.max(np.abs(np.linalg.eigvals(Binv @ A.T))) < 0.9:
+            break
+    X = np.zeros((n + 101, d))
+    for t in range(1, n + 101):
+        X[t] = Binv @ (A.T @ X[t - 1] + rng.standard_normal(d))
+    X = X[100:]
+    return W, A, X[1:], X[:-1]
+
+
+def split_clients(Xt: np.ndarray, Xlag: np.ndarray, K: int) -> list[dbn.Moments]:
+    """Contiguous equal blocks, one per client."""
+    return [dbn.moments(a, b) for a, b in zip(np.array_split(Xt, K), np.array_split(Xlag, K),
+                                               strict=True)]
+
+
+def shd(est: np.ndarray, truth: np.ndarray) -> int:
+    """FP + FN on the support (a reversed edge counts 2)."""
+    e, t = est != 0, truth != 0
+    return int(np.sum(e & ~t) + np.sum(~e & t))
+
+
+def is_dag(W: np.ndarray) -> bool:
+    """Binary adjacency is nilpotent."""
+    B = (W != 0).astype(float)
+    return not np.any(np.linalg.matrix_power(B, W.shape[0]))
+
+
+@pytest.fixture(scope="module")
+def homogeneous():
+    """d = 10, K = 5 clients of 300 rows from one SVAR(1), and the FDBNL run on it."""
+    rng = np.random.default_rng(7)
+    W, A, Xt, Xlag = svar_data(10, 1500, rng)
+    clients = split_clients(Xt, Xlag, 5)
+    state, hist = dbn.fdbnl_reference(clients, dbn.ADMMSettings(), seed=0)
+    return W, A, clients, state, hist
+
+
+@pytest.fixture
+def small():
+    """d = 4, p = 2 random moments for unit checks."""
+    rng = np.random.default_rng(3)
+    Xt, Xlag = rng.normal(size=(40, 4)), rng.normal(size=(40, 8))
+    return rng, Xt, Xlag, dbn.moments(Xt, Xlag)
+
+
+# -- basics ---------------------------------------------------------------------------------
+
+def test_moments_validate_shapes():
+    X = np.ones((5, 3))
+    with pytest.raises(ValueError, match="rows"):
+        dbn.moments(X, np.ones((4, 3)))
+    with pytest.raises(ValueError, match="pd"):
+        dbn.moments(X, np.ones((5, 4)))
+    with pytest.raises(ValueError, match="2-D"):
+        dbn.moments(X[0], X)
+
+
+def test_loss_from_moments_equals_data_loss(small):
+    rng, Xt, Xlag, mom = small
+    W, A = rng.normal(size=(4, 4)), rng.normal(size=(8, 4))
+    R = Xt - Xt @ W - Xlag @ A
+    assert dbn.squared_loss(W, A, mom) == pytest.approx(0.5 / 40 * np.sum(R * R), rel=1e-12)
+
+
+def test_acyclicity_zero_on_dag_positive_on_cycle():
+    W = np.triu(np.ones((4, 4)), k=1)
+    assert abs(dbn.acyclicity(W)) < 1e-12
+    W[3, 0] = 0.5
+    assert dbn.acyclicity(W) > 1e-3
+    G = dbn.acyclicity_grad(W)
+    E = np.zeros_like(W)
+    E[3, 0] = 1e-6
+    fd = (dbn.acyclicity(W + E) - dbn.acyclicity(W - E)) / 2e-6
+    assert fd == pytest.approx(G[3, 0], rel=1e-6)
+
+
+def test_threshold():
+    M = np.array([[0.1, -0.5], [0.3, -0.29]])
+    np.testing.assert_array_equal(dbn.threshold(M, 0.3), [[0.0, -0.5], [0.3, 0.0]])
+
+
+# -- check 1: local step -------------------------------------------------------------------
+
+def test_local_step_zero_gradient_and_block_solve(small):
+    rng, Xt, Xlag, mom = small
+    n, rho2 = Xt.shape[0], 1.7
+    W, A = rng.normal(size=(4, 4)), rng.normal(size=(8, 4))
+    beta, gamma = rng.normal(size=(4, 4)), rng.normal(size=(8, 4))
+    B, D = dbn.admm_local_step(mom, W, A, beta, gamma, rho2)
+    R = Xt - Xt @ B - Xlag @ D  # gradient of J from the raw data
+    gB = -Xt.T @ R / n + beta + rho2 * (B - W)
+    gD = -Xlag.T @ R / n + gamma + rho2 * (D - A)
+    assert max(np.abs(gB).max(), np.abs(gD).max()) < 1e-8
+    S, M, N = mom  # the paper's Schur-complement formulas
+    P, Q = S + rho2 * np.eye(4), N + rho2 * np.eye(8)
+    b1, b2 = S - beta + rho2 * W, M.T - gamma + rho2 * A
+    Qi, Pi = np.linalg.inv(Q), np.linalg.inv(P)
+    B_ref = np.linalg.solve(P - M @ Qi @ M.T, b1 - M @ Qi @ b2)
+    D_ref = np.linalg.solve(Q - M.T @ Pi @ M, b2 - M.T @ Pi @ b1)
+    np.testing.assert_allclose(B, B_ref, atol=1e-10)
+    np.testing.assert_allclose(D, D_ref, atol=1e-10)
+
+
+# -- check 2: global step ------------------------------------------------------------------
+
+def test_penalized_objective_gradient_matches_finite_differences(small):
+    rng, _, _, mom = small
+    d, p = 4, 2
+    V_W, V_A = rng.normal(size=(d, d)), rng.normal(size=(p * d, d))
+    x = 0.3 * np.abs(rng.normal(size=2 * (p + 1) * d * d))
+    for kw in ({"V_W": V_W, "V_A": V_A, "weight": 2.5}, {"mom": mom},
+               {"mom": mom, "V_W": V_W, "V_A": V_A, "weight": 0.2}):
+        def f(z, kw=kw):
+            return dbn.penalized_objective(z, d, 0.7, 3.0, 0.2, 0.3, **kw)[0]
+
+        def g(z, kw=kw):
+            return dbn.penalized_objective(z, d, 0.7, 3.0, 0.2, 0.3, **kw)[1]
+
+        assert check_grad(f, g, x) / np.linalg.norm(g(x)) < 1e-5
+
+
+def test_consensus_targets_is_the_quadratic_center():
+    rng = np.random.default_rng(5)
+    Bs, betas, rho2 = list(rng.normal(size=(3, 4, 4))), list(rng.normal(size=(3, 4, 4))), 1.3
+    V = dbn.consensus_targets(Bs, betas, rho2)
+
+    def consensus(W):
+        return sum(np.sum(b * (B - W)) + rho2 / 2 * np.sum((B - W) ** 2)
+                   for B, b in zip(Bs, betas, strict=True))
+
+    W1, W2 = rng.normal(size=(4, 4)), rng.normal(size=(4, 4))
+    lhs = consensus(W1) - consensus(W2)
+    rhs = 3 * rho2 / 2 * (np.sum((W1 - V) ** 2) - np.sum((W2 - V) ** 2))
+    assert lhs == pytest.approx(rhs, rel=1e-10)
+
+
+@pytest.mark.parametrize("rho1", [1e2, 1e4])
+def test_global_step_A_is_soft_threshold(rho1):
+    rng = np.random.default_rng(int(rho1))
+    d, p, weight, lam_a = 5, 2, 3 * 1.5, 0.4
+    V_W, V_A = rng.normal(size=(d, d)), rng.normal(size=(p * d, d))
+    W, A = dbn.admm_global_step(V_W, V_A, weight, rng.uniform(0, 2), rho1, 0.1, lam_a)
+    np.testing.assert_allclose(A, dbn.soft_threshold(V_A, lam_a / weight), atol=1e-4)
+    assert np.all(np.diag(W) == 0)
+    assert np.any(A == 0) and np.any(np.diag(A.reshape(p, d, d)[0]) != 0)
+
+
+# -- PFDBNL steps --------------------------------------------------------------------------
+
+def test_pfdbnl_local_step_is_kkt_point(small):
+    rng, _, _, mom = small
+    d, mu, alpha, rho1, lam = 4, 0.3, 0.5, 2.0, 0.05
+    W_anchor, A_anchor = rng.normal(size=(d, d)), rng.normal(size=(2 * d, d))
+    W, A = dbn.pfdbnl_local_step(mom, W_anchor, A_anchor, mu, alpha, rho1, lam, lam, 5)
+    S, M, N = mom  # gradient of the smooth part: l + mu ||. - anchor||^2 + h terms
+    gW, gA = S @ W + M @ A - S, M.T @ W + N @ A - M.T
+    h, gh = dbn.acyclicity(W), dbn.acyclicity_grad(W)
+    G = np.vstack([gW + 2 * mu * (W - W_anchor) + (alpha + rho1 * h) * gh,
+                   gA + 2 * mu * (A - A_anchor)])
+    X, off = np.vstack([W, A]), ~np.vstack([np.eye(d, dtype=bool), np.zeros((2 * d, d), bool)])
+    nz, z = off & (X != 0), off & (X == 0)
+    assert np.abs(G[nz] + lam * np.sign(X[nz])).max() < 1e-4
+    assert np.all(np.abs(G[z]) <= lam + 1e-4) and np.any(z) and np.all(np.diag(W) == 0)
+
+
+def test_pfdbnl_copy_solves_eq14_and_code_compat_differs():
+    rng = np.random.default_rng(11)
+    Wk, W, beta, mu, rho2 = (*rng.normal(size=(3, 4, 4)), 0.1, 1.7)
+    Wt = dbn.pfdbnl_copy(Wk, W, beta, mu, rho2)
+    grad = 2 * mu * (Wt - Wk) + beta + rho2 * (Wt - W)
+    assert np.abs(grad).max() < 1e-12
+    bug = dbn.pfdbnl_copy(Wk, W, beta, mu, rho2, code_compat=True)
+    np.testing.assert_allclose(bug, 2 * mu * Wk + rho2 * W - beta / (2 * mu + rho2))
+
+
+def test_pfdbnl_server_step_is_exact_average():
+    rng = np.random.default_rng(2)
+    d, s = 4, dbn.ADMMSettings()
+    state = dbn.initial_state(d, 1, s)
+    state.rho2, state.rho1, state.alpha = 2.0, 3.0, 0.5
+    state.beta = {0: rng.normal(size=(d, d)), 9: rng.normal(size=(d, d))}
+    state.gamma = {0: rng.normal(size=(d, d))}
+    local = {k: [rng.normal(size=(d, d)) for _ in range(4)] + [np.array(0.1 * (k + 1))]
+             for k in (2, 0)}
+    new = dbn.pfdbnl_server_round(state, local, s)
+    zero = np.zeros((d, d))
+    W = np.mean([local[0][0] + state.beta[0] / 2.0, local[2][0] + zero], axis=0)
+    A = np.mean([local[0][1] + state.gamma[0] / 2.0, local[2][1] + zero], axis=0)
+    np.testing.assert_allclose(new.W, W, atol=1e-14)
+    np.testing.assert_allclose(new.A, A, atol=1e-14)
+    np.testing.assert_allclose(new.beta[2], 2.0 * (local[2][0] - W))
+    np.testing.assert_allclose(new.beta[0], state.beta[0] + 2.0 * (local[0][0] - W))
+    assert new.beta[9] is state.beta[9]
+    assert new.h == pytest.approx(0.2) and new.alpha == pytest.approx(0.5 + 3.0 * 0.2)
+    assert (new.rho1, new.rho2, new.round) == (3.0 * s.phi1, 2.0 * s.phi2, 1)
+    np.testing.assert_array_equal(new.W_local[2], local[2][2])
+    compat = dbn.pfdbnl_server_round(state, local, dataclasses.replace(s, code_compat=True))
+    assert compat.alpha == pytest.approx(0.5 + 3.0 * 2 * 0.3 / 2)  # 2 h(last id) / K
+
+
+# -- FDBNL server round --------------------------------------------------------------------
+
+def _one_round(s: dbn.ADMMSettings, K: int = 3, rounds: int = 1):
+    rng = np.random.default_rng(4)
+    _, _, Xt, Xlag = svar_data(5, 60 * K, rng)
+    clients = split_clients(Xt, Xlag, K)
+    state = dbn.initial_state(5, 1, s)
+    for _ in range(rounds):
+        local = {k: dbn.admm_local_step(clients[k], *dbn.fdbnl_client_payload(state, k),
+                                        rho2=state.rho2) for k in range(K)}
+        prev, state = state, dbn.fdbnl_server_round(state, local, s)
+    return prev, local, state
+
+
+def test_fdbnl_dual_update_code_vs_paper():
+    s = dbn.ADMMSettings()
+    prev, local, paper = _one_round(s, rounds=3)
+    code = dbn.fdbnl_server_round(prev, local, dataclasses.replace(s, dual_update="code"))
+    np.testing.assert_array_equal(code.W, paper.W)  # same global step
+    for k, (B, _) in local.items():
+        np.testing.assert_allclose(paper.beta[k], prev.beta[k] + prev.rho2 * (B - paper.W))
+        np.testing.assert_allclose(code.beta[k], prev.beta[k] + prev.rho2 * (B - prev.W))
+    assert not np.allclose(code.beta[0], paper.beta[0])
+    K = len(local)
+    for scale, lam in (("paper", s.lambda_a), ("pooled", K * s.lambda_a)):
+        new = dbn.fdbnl_server_round(prev, local, dataclasses.replace(s, lambda_scale=scale))
+        V_A = np.mean([local[k][1] + prev.gamma[k] / prev.rho2 for k in local], axis=0)
+        np.testing.assert_allclose(new.A, dbn.soft_threshold(V_A, lam / (K * prev.rho2)),
+                                   atol=1e-4)
+    assert paper.alpha == pytest.approx(prev.alpha + prev.rho1 * dbn.acyclicity(paper.W))
+    assert paper.h == dbn.acyclicity(paper.W) and paper.round == prev.round + 1
+    assert (paper.rho1, paper.rho2) == (prev.rho1 * s.phi1, prev.rho2 * s.phi2)
+
+
+def test_fdbnl_server_round_validates_and_does_not_mutate():
+    prev, local, new = _one_round(dbn.ADMMSettings(), rounds=2)
+    snapshot = {k: v.copy() for k, v in prev.beta.items()}
+    W0 = prev.W.copy()
+    for bad in ({"dual_update": "x"}, {"lambda_scale": "x"}):
+        with pytest.raises(ValueError):
+            dbn.fdbnl_server_round(prev, local, dataclasses.replace(dbn.ADMMSettings(), **bad))
+    again = dbn.fdbnl_server_round(prev, local, dbn.ADMMSettings())
+    np.testing.assert_array_equal(again.W, new.W)
+    np.testing.assert_array_equal(prev.W, W0)
+    for k, v in snapshot.items():
+        np.testing.assert_array_equal(prev.beta[k], v)
+    pooled = dbn.fdbnl_server_round(prev, local, dbn.ADMMSettings(lambda_scale="pooled"))
+    assert np.sum(pooled.W == 0) > np.sum(new.W == 0)  # 3x the L1 weight: sparser
+
+
+def test_participants():
+    rng = np.random.default_rng(0)
+    assert dbn.participants(range(5), 0, rng) == [0, 1, 2, 3, 4]
+    assert dbn.participants([3, 1, 2], 7, rng) == [1, 2, 3]
+    picks = [dbn.participants(range(6), 2, rng) for _ in range(50)]
+    assert all(len(set(p)) == 2 and p == sorted(p) for p in picks)
+    assert len({tuple(p) for p in picks}) > 5
+
+
+def test_partial_participation_keeps_unselected_duals():
+    s = dbn.ADMMSettings()
+    prev, local, state = _one_round(s, K=4, rounds=2)
+    sub = {k: local[k] for k in (1, 3)}
+    new = dbn.fdbnl_server_round(state, sub, s)
+    for k in (0, 2):
+        np.testing.assert_array_equal(new.beta[k], state.beta[k])
+        np.testing.assert_array_equal(new.gamma[k], state.gamma[k])
+    for k in (1, 3):
+        assert not np.array_equal(new.beta[k], state.beta[k])
+    order = dbn.fdbnl_server_round(state, {3: local[3], 1: local[1]}, s)
+    np.testing.assert_array_equal(order.W, new.W)  # reply order does not matter
+
+
+def test_payloads_default_to_zero_duals():
+    s = dbn.ADMMSettings()
+    state = dbn.initial_state(3, 2, s)
+    W, A, beta, gamma = dbn.fdbnl_client_payload(state, 42)
+    assert W.shape == (3, 3) and A.shape == (6, 3) and gamma.shape == (6, 3)
+    assert not beta.any() and not gamma.any()
+    shapes = [m.shape for m in dbn.pfdbnl_client_payload(state, 42)]
+    assert shapes == [(3, 3), (6, 3), (3, 3), (6, 3), (3, 3), (6, 3)]
+
+
+# -- check 3 and 4: end to end -------------------------------------------------------------
+
+def test_fdbnl_converges_on_homogeneous_data(homogeneous):
+    W_true, A_true, _, state, hist = homogeneous
+    assert state.h <= 1e-8 and state.round <= 200 and len(hist) == state.round
+    assert hist[-1]["primal_residual"] < 1e-2
+    assert all(r["n_clients"] == 5 for r in hist)
+    W = dbn.threshold(state.W, 0.3)
+    assert is_dag(W)
+    n_edges = int(np.sum(W_true != 0))
+    assert np.sum((W != 0) & (W_true != 0)) >= 0.7 * n_edges
+    assert shd(W, W_true) <= 0.5 * n_edges
+    assert shd(dbn.threshold(state.A, 0.2), A_true) <= 0.5 * np.sum(A_true != 0)
+
+
+def test_fdbnl_k1_close_to_dynotears():
+    rng = np.random.default_rng(1)
+    W_true, _, Xt, Xlag = svar_data(6, 300, rng)
+    mom = dbn.moments(Xt, Xlag)
+    state, _ = dbn.fdbnl_reference([mom], dbn.ADMMSettings(), seed=0)
+    W_dyn, _ = dbn.dynotears(mom, 0.1, 0.1)
+    assert dbn.acyclicity(W_dyn) <= 1e-8
+    shd_fed = shd(dbn.threshold(state.W, 0.3), W_true)
+    shd_dyn = shd(dbn.threshold(W_dyn, 0.3), W_true)
+    assert abs(shd_fed - shd_dyn) <= 2
+    W_ave, _ = dbn.ave_baseline([mom, mom], 0.1, 0.1)
+    np.testing.assert_array_equal(W_ave, W_dyn)
+
+
+def test_reference_runs_are_deterministic():
+    rng = np.random.default_rng(8)
+    _, _, Xt, Xlag = svar_data(5, 240, rng)
+    clients = split_clients(Xt, Xlag, 4)
+    s = dbn.ADMMSettings(clients_per_round=2, max_rounds=8)
+    for run in (dbn.fdbnl_reference, dbn.pfdbnl_reference):
+        (a, ha), (b, hb) = run(clients, s, seed=5), run(clients, s, seed=5)
+        np.testing.assert_array_equal(a.W, b.W)
+        np.testing.assert_array_equal(a.A, b.A)
+        assert ha == hb and len(ha) == 8 and all(r["n_clients"] == 2 for r in ha)
+        assert {"round", "h", "alpha", "rho1", "rho2", "primal_residual"} <= set(ha[0])
+        c, _ = run(clients, s, seed=6)
+        assert not np.array_equal(a.W, c.W)
+
+
+def _pfdbnl_clients() -> list[dbn.Moments]:
+    rng = np.random.default_rng(9)
+    _, _, Xt, Xlag = svar_data(5, 150, rng)
+    return split_clients(Xt, Xlag, 3)
+
+
+@pytest.mark.parametrize("code_compat", [False, True])
+def test_pfdbnl_runs(code_compat):
+    clients = _pfdbnl_clients()
+    s = dbn.ADMMSettings(code_compat=code_compat, max_rounds=12)
+    state, hist = dbn.pfdbnl_reference(clients, s, seed=0)
+    assert np.isfinite(state.W).all() and hist[-1]["h"] < hist[0]["h"]
+    assert sorted(state.W_local) == [0, 1, 2] and all(r["n_clients"] == 3 for r in hist)
+    assert state.h == pytest.approx(np.mean([dbn.acyclicity(W) for W in state.W_local.values()]))
+
+
+def test_pfdbnl_client_step_paper_vs_code_compat():
+    clients, s = _pfdbnl_clients(), dbn.ADMMSettings(max_rounds=3)
+    state, _ = dbn.pfdbnl_reference(clients, s, seed=0)
+    payload = dbn.pfdbnl_client_payload(state, 0)
+    args = (clients[0], payload, state.alpha, state.rho1, state.rho2)
+    paper = dbn.pfdbnl_client_step(*args, s)
+    compat = dbn.pfdbnl_client_step(*args, dataclasses.replace(s, code_compat=True))
+    assert [m.shape for m in paper] == [(5, 5), (5, 5), (5, 5), (5, 5), ()]
+    assert float(paper[4]) == pytest.approx(dbn.acyclicity(paper[2]))
+    assert not np.allclose(paper[2], compat[2])  # W~_k anchor vs zero anchor
+    W_k, _ = dbn.pfdbnl_local_step(clients[0], payload[2], payload[3], s.mu, state.alpha,
+                                   state.rho1, s.lambda_w, s.lambda_a, s.restarts)
+    np.testing.assert_array_equal(paper[2], W_k)
+    np.testing.assert_allclose(paper[0], dbn.pfdbnl_copy(paper[2], payload[0], payload[4],
+                                                         s.mu, state.rho2))
