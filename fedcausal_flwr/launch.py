@@ -65,7 +65,8 @@ def flwr_env(flwr_home: Path) -> dict[str, str]:
     flwr_home.mkdir(parents=True, exist_ok=True)
     return {**os.environ, "FLWR_HOME": str(flwr_home),
             "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
-            "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0", "PYTHONUNBUFFERED": "1"}
+            "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0", "PYTHONUNBUFFERED": "1",
+            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
 
 
 def _pids(pattern: str) -> set[int]:

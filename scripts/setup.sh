@@ -23,3 +23,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 fi
 export FLWR_HOME="$ROOT/.flwr"
 export FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1
+# Our matrices are small (d x d): a multi-threaded BLAS only adds contention, up to 15x
+# slower on 2 cores (measured on the FDBNL global step).
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"

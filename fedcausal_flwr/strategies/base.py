@@ -81,6 +81,7 @@ class CausalStrategy(Strategy):
     """
 
     algorithm = "base"
+    progress_keys: tuple[str, ...] = ("n_clients", "dropped", "seconds")
 
     def __init__(self, *, min_nodes: int = 2, node_wait_s: float = 60.0,
                  timeout_s: float = 600.0,
@@ -286,7 +287,8 @@ class CausalStrategy(Strategy):
                 rec.update(self.evaluate_fn(self.estimates(), sorted(self.nodes)))
             rec["seconds"] = time.time() - t0
             result.history.append(rec)
-            log(INFO, "[%s round %d] %s", self.algorithm, self._round, _progress(rec))
+            log(INFO, "[%s round %d] %s", self.algorithm, self._round,
+                _progress(rec, self.progress_keys))
             if self.checkpoint is not None:
                 result.estimates = self.estimates()
                 self.checkpoint(result)
@@ -332,7 +334,6 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "error reply"
 
 
-def _progress(rec: Mapping[str, Any]) -> str:
-    skip = {"round", "bytes_up", "bytes_down"}
-    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                    for k, v in rec.items() if k not in skip and np.isscalar(v))
+def _progress(rec: Mapping[str, Any], keys: Sequence[str]) -> str:
+    return " ".join(f"{k}={rec[k]:.4g}" if isinstance(rec[k], float) else f"{k}={rec[k]}"
+                    for k in keys if k in rec)

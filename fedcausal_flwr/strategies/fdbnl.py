@@ -34,6 +34,8 @@ class FDBNL(CausalStrategy):
 
     algorithm = "fdbnl"
     phase = "local"
+    progress_keys = ("h", "rho1", "primal_residual", "shd_w", "tpr_w", "fdr_w", "shd_a",
+                     "tpr_a", "fdr_a", "auroc", "aupr", "n_clients", "dropped", "seconds")
 
     def __init__(self, settings: dbn.ADMMSettings | None = None, *, seed: int = 0,
                  tau_w: float = 0.3, tau_a: float = 0.3, d: int | None = None,
