@@ -100,11 +100,18 @@ def _flwr() -> str:
 
 
 def simulate(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path = APP_DIR,
-             flwr_home: Path | None = None, timeout: float = 3600, cpus: int = 1
-             ) -> subprocess.CompletedProcess:
-    """``flwr run <app> local --stream`` with N SuperNodes; stops the SuperLink it started."""
-    env = flwr_env(flwr_home or app_dir / ".flwr")
-    before = _pids("flower-superlink")
+             flwr_home: Path | None = None, timeout: float = 3600, cpus: int = 1,
+             port: int = 39091) -> subprocess.CompletedProcess:
+    """``flwr run <app> local --stream`` with N SuperNodes; stops the SuperLink it started.
+
+    The local simulation SuperLink listens on ``port`` (control API on ``port + 2``), so
+    runs with different ports can go on side by side.
+    """
+    env = {**flwr_env(flwr_home or app_dir / ".flwr"),
+           "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(port),
+           "FLWR_LOCAL_CONTROL_API_PORT": str(port + 2)}
+    pattern = f"flower-superlink .*--port {port}( |$)"
+    before = _pids(pattern)
     cmd = [_flwr(), "run", str(app_dir), "local", "--stream",
            "--run-config", run_config_arg(run_config),
            "--federation-config",
@@ -112,7 +119,7 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Pat
     try:
         return subprocess.run(cmd, env=env, timeout=timeout, check=True)
     finally:
-        _kill(_pids("flower-superlink") - before)
+        _kill(_pids(pattern) - before)
 
 
 def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path = APP_DIR,
@@ -163,15 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("mode", choices=["simulate", "deploy"])
     ap.add_argument("--nodes", type=int, default=5, help="number of SuperNodes (= clients)")
     ap.add_argument("--run-config", default="", help="overrides, flwr syntax: 'k=v k2=\"s\"'")
-    ap.add_argument("--port", type=int, default=9200, help="deployment: SuperLink port")
+    ap.add_argument("--port", type=int, default=None,
+                    help="SuperLink port (default 39091 simulation, 9200 deployment)")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args(argv)
     cfg = parse_run_config(args.run_config)
     cfg.setdefault("outputs", "outputs")
     if args.mode == "simulate":
-        simulate(args.nodes, cfg, timeout=args.timeout)
+        simulate(args.nodes, cfg, timeout=args.timeout, port=args.port or 39091)
     else:
-        deploy(args.nodes, cfg, port=args.port, timeout=args.timeout)
+        deploy(args.nodes, cfg, port=args.port or 9200, timeout=args.timeout)
     return 0
 
 

@@ -42,7 +42,8 @@ def check_against_reference(result: dict, k: int) -> None:
 ])
 def test_flwr_run_simulation_equals_reference(tmp_path, algorithm, k, extra):
     rc = {**RC, "algorithm": algorithm, **extra, "outputs": str(tmp_path), "run-name": "sim"}
-    launch.simulate(k, rc, flwr_home=tmp_path / "flwr", timeout=600)
+    launch.simulate(k, rc, flwr_home=tmp_path / "flwr", timeout=600, port=39191)
+    assert not launch._pids("flower-superlink .*--port 39191")
     result = load_result(tmp_path / "sim")
     check_against_reference(result, k)
     assert (tmp_path / "sim" / "graphs.png").stat().st_size > 0
