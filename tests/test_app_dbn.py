@@ -35,7 +35,7 @@ def reference(rc: dict, k: int, ids=None):
     s = fdbnl.settings_from_run_config(rc)
     moms = [dbn.moments(*client_data(rc, i, k)) for i in (ids if ids is not None else range(k))]
     ref = dbn.pfdbnl_reference if rc["algorithm"] == "pfdbnl" else dbn.fdbnl_reference
-    return ref(moms, s, seed=int(rc["seed"]))
+    return ref(moms, s, seed=int(rc.get("seed", 0)))
 
 
 @pytest.mark.parametrize("algorithm,extra", [
@@ -201,4 +201,26 @@ def test_a_users_own_server_and_client_app():
     assert result.status == "completed" and result.metrics["clients"] == 3
     moms = [dbn.moments(X[1:], X[:-1]) for X in series]
     state, _ = dbn.fdbnl_reference(moms, dbn.ADMMSettings())
+    np.testing.assert_allclose(result.estimates["W"], state.W, atol=1e-8)
+
+
+DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.mark.parametrize("algorithm,rc", [
+    ("fdbnl", {"data": "netsim", "data-path": str(DATA / "netsim" / "sim1.mat"),
+               "netsim-subject": 3, "num-rounds": 6}),
+    ("pfdbnl", {"data": "netsim", "data-path": str(DATA / "netsim" / "sim1.mat"),
+                "heterogeneous": True, "netsim-subject": 2, "num-rounds": 3}),
+    ("fdbnl", {"data": "dream4", "num-rounds": 1, "lambda-w": 0.0025, "lambda-a": 0.0025,
+               "data-path": str(DATA / "dream4" / "insilico_size100_1_timeseries.tsv")}),
+])
+def test_real_data_through_the_app(algorithm, rc):
+    if not DATA.is_dir():
+        pytest.skip("shared/data not beside the checkout")
+    rc = {**rc, "algorithm": algorithm, "lambda-scale": "paper"}
+    result, grid = run_inprocess(rc, 5)
+    assert result.status == "completed" and result.metrics["clients"] == 5
+    assert 0.0 < result.metrics["auroc"] <= 1.0
+    state, _ = reference(rc, 5)
     np.testing.assert_allclose(result.estimates["W"], state.W, atol=1e-8)
