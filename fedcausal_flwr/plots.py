@@ -18,6 +18,15 @@ def _pyplot():
     return plt
 
 
+def _saved(plt, fig, path: str | Path, title: str) -> Path:
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
 def plot_graphs(estimates: Mapping[str, Any], truth: Mapping[str, Any], path: str | Path,
                 title: str = "") -> Path:
     """Heatmaps of each 2-D estimate (top) above its ground truth (bottom) when known."""
@@ -44,12 +53,7 @@ def plot_graphs(estimates: Mapping[str, Any], truth: Mapping[str, Any], path: st
             fig.colorbar(im, ax=ax, shrink=0.8)
         if rows == 2 and ref is None:
             axes[1][j].axis("off")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return _saved(plt, fig, path, title)
 
 
 def plot_history(history: Sequence[Mapping[str, Any]], keys: Sequence[str], path: str | Path,
@@ -69,9 +73,4 @@ def plot_history(history: Sequence[Mapping[str, Any]], keys: Sequence[str], path
                 ax.set_yscale("log")
         ax.set_title(key)
         ax.set_xlabel("round")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return _saved(plt, fig, path, title)
