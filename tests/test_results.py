@@ -1,0 +1,35 @@
+"""The result contract: result.json round-trips, non-finite numbers become null, plots exist."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from fedcausal_flwr.launch import parse_run_config, run_config_arg
+from fedcausal_flwr.results import RunResult, load_result
+from fedcausal_flwr.server_app import save_with_plots
+
+
+def test_result_json_round_trip_and_plots(tmp_path):
+    W = np.array([[0.0, 0.5], [0.0, 0.0]])
+    r = RunResult("fdbnl", {"lambda": np.float64(0.1)}, metrics={"shd": np.int64(1)},
+                  history=[{"round": 1, "h": np.nan, "loss": 2.0},
+                           {"round": 2, "h": 1e-3, "loss": 1.0}],
+                  estimates={"W": W, "A": W.T}, truth={"W": W}, timing={"wall_s": 1.5})
+    save_with_plots(r, tmp_path)
+    doc = load_result(tmp_path)
+    assert set(doc) >= {"algorithm", "config", "metrics", "history", "estimates", "timing"}
+    assert doc["history"][0]["h"] is None  # NaN is not valid JSON; it becomes null
+    assert doc["estimates"]["W"] == W.tolist() and doc["metrics"]["shd"] == 1
+    json.loads((tmp_path / "result.json").read_text())  # strict JSON
+    assert (tmp_path / "graphs.png").stat().st_size > 1000
+    assert (tmp_path / "history.png").stat().st_size > 1000
+
+
+def test_run_config_argument_round_trips(tmp_path):
+    cfg = {"algorithm": "pfdbnl", "num-rounds": 5, "lambda-w": 0.05, "heterogeneous": True,
+           "run-name": 'a "quoted" name'}
+    assert parse_run_config(run_config_arg(cfg)) == cfg
+    out = parse_run_config(run_config_arg({"outputs": "rel/dir"}))["outputs"]
+    assert out.startswith("/") and out.endswith("rel/dir")
