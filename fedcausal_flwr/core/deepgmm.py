@@ -1,0 +1,416 @@
+"""Deep GMM for instrumental-variable regression, centralized and federated (FedGDA).
+
+Notation follows Geetika, Tyagi, Chatterjee (2025). Client i holds ``(x, y, z)``; the model
+``g(x; theta)`` and the test function ``f(z; tau)`` are networks. The client's moment game
+(eq. 14, with theta~ = the current theta held constant) is
+
+    U_i(theta, tau) = mean f(z)(y - g(x)) - 1/4 mean f(z)^2 (y - g~(x))^2,
+
+minimised in theta and maximised in tau by simultaneous gradient descent-ascent. FedGDA
+(Algorithm 1) runs E local epochs on every client from the global ``(theta_t, tau_t)`` and
+averages the deltas of both players (uniformly, or n_i-weighted).
+
+Parameters travel as lists of float64 numpy arrays in ``named_parameters`` order.
+Everything here is pure torch/numpy: no I/O, no logging, no Flower.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+Params = list[np.ndarray]
+DTYPE = torch.float64
+
+
+@dataclass(frozen=True)
+class GDASettings:
+    """Hyper-parameters of (Fed)DeepGMM.
+
+    ``mode``: ``"gda"`` takes full local-batch steps, ``"sgda"`` minibatches of ``batch_size``.
+    ``local_epochs`` (R): local passes per round (GDA: R full-batch steps).
+    ``optimizer``: ``"sgd"`` (the paper), ``"sgdm"`` (momentum, the authors' code) or
+    ``"oadam"`` (optimistic Adam, DeepGMM); federated clients restart it every round.
+    ``weighting``: ``"uniform"`` (eq. 20) or ``"n"`` (n_i-weighted FedAvg, the code).
+    """
+
+    lr_g: float = 0.01
+    lr_f: float = 0.05
+    mode: str = "gda"
+    batch_size: int = 256
+    local_epochs: int = 1
+    optimizer: str = "sgd"
+    momentum: float = 0.9
+    betas: tuple[float, float] = (0.5, 0.9)
+    weighting: str = "uniform"
+    rounds: int = 200
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("gda", "sgda"):
+            raise ValueError(f"mode must be 'gda' or 'sgda', got {self.mode!r}")
+        if self.optimizer not in ("sgd", "sgdm", "oadam"):
+            raise ValueError(f"optimizer must be sgd, sgdm or oadam, got {self.optimizer!r}")
+        if self.weighting not in ("uniform", "n"):
+            raise ValueError(f"weighting must be 'uniform' or 'n', got {self.weighting!r}")
+
+
+@dataclass
+class Batch:
+    """One client's data as float64 tensors (``x`` may be images ``(n, 1, h, w)``)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    z: torch.Tensor
+
+    @property
+    def n(self) -> int:
+        """Number of samples."""
+        return int(self.y.shape[0])
+
+    def rows(self, idx: torch.Tensor | slice) -> Batch:
+        """The sub-batch of rows ``idx``."""
+        return Batch(self.x[idx], self.y[idx], self.z[idx])
+
+
+def batch(x: np.ndarray, y: np.ndarray, z: np.ndarray, device: str = "cpu") -> Batch:
+    """Arrays as a float64 :class:`Batch` on ``device`` (``y`` as a column)."""
+    t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float64), device=device)  # noqa: E731
+    return Batch(t(x), t(y).reshape(-1, 1), t(z))
+
+
+def device_of(name: str = "auto") -> str:
+    """``"cuda"`` when asked for or when ``"auto"`` finds a GPU, else ``"cpu"``."""
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name
+
+
+# ---- networks ------------------------------------------------------------------------------
+class LeakySoftmax(nn.Module):
+    """DeepGMM's output head: 0.01 leaky_relu(h) + 0.99 sum(leaky_relu(h)) softmax(h)."""
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        a = nn.functional.leaky_relu(h)
+        return 0.01 * a + 0.99 * a.sum(dim=1, keepdim=True) * torch.softmax(h, dim=1)
+
+
+def mlp(sizes: Sequence[int]) -> nn.Sequential:
+    """Linear layers with LeakyReLU between; Xavier-normal weights (gain 1), zero biases."""
+    layers: list[nn.Module] = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        lin = nn.Linear(a, b)
+        nn.init.xavier_normal_(lin.weight)
+        nn.init.zeros_(lin.bias)
+        layers += [lin] + ([nn.LeakyReLU()] if i < len(sizes) - 2 else [])
+    return nn.Sequential(*layers)
+
+
+def cnn(channels: int, side: int) -> nn.Sequential:
+    """DeepGMM's DefaultCNN for ``channels x side x side`` images, without its BatchNorm.
+
+    (BatchNorm's running statistics are buffers that FedGDA would have to average; dropped.)
+    """
+    s = side // 2
+    s = (s + 2) // 2
+    return nn.Sequential(
+        nn.Conv2d(channels, 20, 3, padding=1), nn.LeakyReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(20, 50, 3, padding=2), nn.LeakyReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(50 * s * s, 200), nn.LeakyReLU(), nn.Linear(200, 10), LeakySoftmax(),
+        nn.Linear(10, 1))
+
+
+def network(shape: Sequence[int], role: str) -> nn.Module:
+    """g (``role="g"``) or f (``"f"``) for inputs of per-sample ``shape``.
+
+    Vectors: g = MLP(d, 20, 3, 1), f = MLP(d, 20, 1) (the authors' low-dim nets);
+    images ``(c, h, w)``: the CNN.
+    """
+    if len(shape) == 3:
+        return cnn(int(shape[0]), int(shape[1]))
+    d = int(np.prod(shape)) if len(shape) else 1
+    return mlp([d, 20, 3, 1] if role == "g" else [d, 20, 1])
+
+
+def networks(x_shape: Sequence[int], z_shape: Sequence[int], seed: int,
+             device: str = "cpu") -> tuple[nn.Module, nn.Module]:
+    """``(g, f)`` in float64, initialised from ``seed``."""
+    torch.manual_seed(int(seed))
+    g, f = network(x_shape, "g"), network(z_shape, "f")
+    return g.to(device=device, dtype=DTYPE), f.to(device=device, dtype=DTYPE)
+
+
+def get_params(net: nn.Module) -> Params:
+    """The network's parameters as float64 numpy arrays (``named_parameters`` order)."""
+    return [p.detach().cpu().numpy().astype(np.float64, copy=True) for p in net.parameters()]
+
+
+def set_params(net: nn.Module, params: Sequence[np.ndarray]) -> nn.Module:
+    """Load ``params`` (``get_params`` order and shapes) into ``net``; returns ``net``."""
+    ps = list(net.parameters())
+    if len(ps) != len(params):
+        raise ValueError(f"expected {len(ps)} parameter arrays, got {len(params)}")
+    with torch.no_grad():
+        for p, a in zip(ps, params, strict=True):
+            if tuple(p.shape) != tuple(np.shape(a)):
+                raise ValueError(f"parameter of shape {tuple(np.shape(a))}, expected "
+                                 f"{tuple(p.shape)}")
+            p.copy_(torch.as_tensor(np.asarray(a), dtype=p.dtype, device=p.device))
+    return net
+
+
+def shapes(net: nn.Module) -> list[tuple[int, ...]]:
+    """Shapes of the network's parameter arrays."""
+    return [tuple(p.shape) for p in net.parameters()]
+
+
+# ---- the moment game -----------------------------------------------------------------------
+def predict(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Network output as a column ``(n, 1)``; a 1-D input is one feature per row."""
+    return net(x.reshape(-1, 1) if x.ndim == 1 else x).reshape(-1, 1)
+
+
+def game_value(g: nn.Module, f: nn.Module, b: Batch) -> torch.Tensor:
+    """U(theta, tau) on batch ``b`` (eq. 14, theta~ = current theta, detached)."""
+    r = b.y - predict(g, b.x)
+    fz = predict(f, b.z)
+    return (fz * r).mean() - 0.25 * (fz ** 2 * r.detach() ** 2).mean()
+
+
+def moment(g: nn.Module, f: nn.Module, b: Batch) -> float:
+    """psi(f; theta) = mean f(z)(y - g(x)) on ``b``."""
+    with torch.no_grad():
+        return float((predict(f, b.z) * (b.y - predict(g, b.x))).mean())
+
+
+@dataclass
+class OptState:
+    """Per-player optimizer memory (momentum buffers, OAdam moments and last step)."""
+
+    step: int = 0
+    buf: dict[str, list[torch.Tensor]] = field(default_factory=dict)
+
+
+def _direction(grads: list[torch.Tensor], lr: float, key: str, s: GDASettings,
+               st: OptState) -> list[torch.Tensor]:
+    """The step ``u`` of one player for its gradients (``p <- p - u`` descends)."""
+    if s.optimizer == "sgd":
+        return [lr * g for g in grads]
+    if s.optimizer == "sgdm":
+        m = st.buf.setdefault(key, [torch.zeros_like(g) for g in grads])
+        for mi, g in zip(m, grads, strict=True):
+            mi.mul_(s.momentum).add_(g)
+        return [lr * mi for mi in m]
+    b1, b2 = s.betas  # OAdam: u_t = lr m^_t/(sqrt(v^_t)+eps), p <- p - 2u_t + u_{t-1}
+    m = st.buf.setdefault(key + ".m", [torch.zeros_like(g) for g in grads])
+    v = st.buf.setdefault(key + ".v", [torch.zeros_like(g) for g in grads])
+    prev = st.buf.setdefault(key + ".u", [torch.zeros_like(g) for g in grads])
+    t = st.step
+    out = []
+    for i, g in enumerate(grads):
+        m[i].mul_(b1).add_((1 - b1) * g)
+        v[i].mul_(b2).add_((1 - b2) * g * g)
+        u = lr * (m[i] / (1 - b1 ** t)) / ((v[i] / (1 - b2 ** t)).sqrt() + 1e-8)
+        out.append(2 * u - prev[i])
+        prev[i] = u
+    return out
+
+
+def gda_step(g: nn.Module, f: nn.Module, b: Batch, s: GDASettings, st: OptState) -> float:
+    """One simultaneous descent (theta) / ascent (tau) step on ``b``; returns U before it."""
+    th, ta = list(g.parameters()), list(f.parameters())
+    u = game_value(g, f, b)
+    grads = torch.autograd.grad(u, th + ta)
+    st.step += 1
+    d_th = _direction(list(grads[:len(th)]), s.lr_g, "g", s, st)
+    d_ta = _direction(list(grads[len(th):]), s.lr_f, "f", s, st)
+    with torch.no_grad():
+        for p, d in zip(th, d_th, strict=True):
+            p.sub_(d)
+        for p, d in zip(ta, d_ta, strict=True):
+            p.add_(d)
+    return float(u.detach())
+
+
+def minibatches(n: int, s: GDASettings, seed: Sequence[int]) -> list[np.ndarray]:
+    """Row indices of one epoch: everything (GDA) or shuffled minibatches (SGDA)."""
+    if s.mode == "gda":
+        return [np.arange(n)]
+    perm = np.random.default_rng(list(seed)).permutation(n)
+    return [perm[i:i + s.batch_size] for i in range(0, n, s.batch_size)]
+
+
+def train_epochs(g: nn.Module, f: nn.Module, b: Batch, s: GDASettings, st: OptState,
+                 epochs: int, seed: Sequence[int]) -> float:
+    """``epochs`` passes of :func:`gda_step`; returns the mean U of the last pass."""
+    if s.mode == "sgda" and b.n < s.batch_size:
+        raise ValueError(f"{b.n} samples, fewer than one minibatch of {s.batch_size}")
+    values: list[float] = []
+    for e in range(epochs):
+        values = [gda_step(g, f, b.rows(torch.as_tensor(idx, device=b.y.device)), s, st)
+                  for idx in minibatches(b.n, s, [*seed, e])]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def local_update(g: nn.Module, f: nn.Module, b: Batch, theta: Params, tau: Params,
+                 s: GDASettings, seed: Sequence[int]) -> tuple[Params, Params, float]:
+    """Client step of FedGDA: R local epochs from ``(theta, tau)``; ``(dtheta, dtau, U)``.
+
+    ``seed`` (e.g. ``[run seed, round, client id]``) fixes the minibatch order.
+    """
+    set_params(g, theta)
+    set_params(f, tau)
+    u = train_epochs(g, f, b, s, OptState(), s.local_epochs, seed)
+    dth = [a - b0 for a, b0 in zip(get_params(g), theta, strict=True)]
+    dta = [a - b0 for a, b0 in zip(get_params(f), tau, strict=True)]
+    return dth, dta, u
+
+
+def client_weights(n: Mapping[int, int], s: GDASettings) -> dict[int, float]:
+    """Averaging weights by client id: 1/N (eq. 20) or n_i / sum n (``weighting="n"``)."""
+    if s.weighting == "n":
+        total = sum(n.values())
+        return {c: n[c] / total for c in n}
+    return {c: 1.0 / len(n) for c in n}
+
+
+def server_update(params: Params, deltas: Mapping[int, Params], weights: Mapping[int, float]
+                  ) -> Params:
+    """``params + sum_i w_i delta_i`` over the clients that answered (weights renormalised)."""
+    total = sum(weights[c] for c in deltas)
+    return [p + sum(weights[c] / total * d[j] for c, d in sorted(deltas.items()))
+            for j, p in enumerate(params)]
+
+
+# ---- validation moment criterion (model selection without pooling) -------------------------
+def rff(z_dim: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random Fourier features ``(W, b)`` of bandwidth sqrt(z_dim) for the validation class."""
+    rng = np.random.default_rng([int(seed), 0xF1])
+    return rng.standard_normal((z_dim, m)) / math.sqrt(z_dim), rng.uniform(0, 2 * np.pi, m)
+
+
+def features(z: np.ndarray, basis: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """phi(z) = [1, sqrt(2/m) cos(z W + b)] (rows of flattened ``z``)."""
+    W, b = basis
+    zf = np.asarray(z, dtype=float).reshape(len(z), -1)
+    return np.hstack([np.ones((len(zf), 1)), math.sqrt(2 / W.shape[1]) * np.cos(zf @ W + b)])
+
+
+def validation_sums(g: nn.Module, b: Batch, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sum_k phi_k e_k, sum_k phi_k phi_k^T e_k^2)`` with e = y - g(x) on ``b``."""
+    with torch.no_grad():
+        e = (b.y - predict(g, b.x)).cpu().numpy().ravel()
+    return phi.T @ e, (phi * e[:, None] ** 2).T @ phi
+
+
+def criterion(psi_sum: np.ndarray, c_sum: np.ndarray, n: int, ridge: float = 1e-8) -> float:
+    """sup_v v^T psi - 1/4 v^T C v = psi^T C^{-1} psi over the linear span of phi (Lemma 1).
+
+    ``psi = psi_sum / n``, ``C = c_sum / n``; smaller is better (fewer moment violations).
+    """
+    psi, C = psi_sum / n, c_sum / n
+    C = C + ridge * np.trace(C) / len(C) * np.eye(len(C))
+    return float(psi @ np.linalg.solve(C, psi))
+
+
+# ---- reference loops -----------------------------------------------------------------------
+@dataclass
+class FedState:
+    """Server state of FedGDA: global players, the best round by validation, the history."""
+
+    theta: Params
+    tau: Params
+    round: int = 0
+    best_round: int = 0
+    best_score: float = math.inf
+    best_theta: Params = field(default_factory=list)
+    history: list[dict] = field(default_factory=list)
+
+
+def select(state: FedState, score: float, theta: Params, rnd: int) -> None:
+    """Keep ``theta`` (the global after round ``rnd``) when its score is the best yet."""
+    if np.isfinite(score) and score < state.best_score:
+        state.best_round, state.best_score = rnd, score
+        state.best_theta = [a.copy() for a in theta]
+
+
+def fedgda_reference(clients: Sequence[Batch], s: GDASettings, seed: int,
+                     val: Sequence[tuple[Batch, np.ndarray]] | None = None,
+                     device: str = "cpu",
+                     evaluate: Callable[[Params], dict] | None = None) -> FedState:
+    """FedGDA in process, in the Flower path's order (oracle of the tests).
+
+    Round t: each client i (id = position) validates the incoming global theta_t on its
+    validation batch (if ``val``), runs :func:`local_update` with seed ``[seed, t, i]``; the
+    server averages both players' deltas. After the last round the final global is validated.
+    """
+    xs, zs = tuple(clients[0].x.shape[1:]), tuple(clients[0].z.shape[1:])
+    g, f = networks(xs, zs, seed, device)
+    st = FedState(get_params(g), get_params(f))
+    w = client_weights({i: c.n for i, c in enumerate(clients)}, s)
+    for t in range(1, s.rounds + 1):
+        st.round = t
+        dth, dta, us, sums = {}, {}, {}, []
+        for i, b in enumerate(clients):
+            if val is not None:
+                set_params(g, st.theta)
+                sums.append(validation_sums(g, *val[i]) + (val[i][0].n,))
+            dth[i], dta[i], us[i] = local_update(g, f, b, st.theta, st.tau, s, [seed, t, i])
+        if sums:
+            select(st, pooled_criterion(sums), st.theta, t - 1)
+        st.theta = server_update(st.theta, dth, w)
+        st.tau = server_update(st.tau, dta, w)
+        st.history.append({"round": t, "loss": float(np.mean(list(us.values()))),
+                           **(evaluate(st.theta) if evaluate else {})})
+    if val is not None:
+        set_params(g, st.theta)
+        select(st, pooled_criterion([validation_sums(g, *v) + (v[0].n,) for v in val]),
+               st.theta, s.rounds)
+    return st
+
+
+def pooled_criterion(sums: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> float:
+    """:func:`criterion` of the clients' summed validation sums ``(psi_sum, c_sum, n)``."""
+    return criterion(sum(s[0] for s in sums), sum(s[1] for s in sums), sum(s[2] for s in sums))
+
+
+def centralized_deepgmm(b: Batch, s: GDASettings, seed: int, epochs: int, device: str = "cpu",
+                        val: tuple[Batch, np.ndarray] | None = None, eval_every: int = 1
+                        ) -> tuple[nn.Module, nn.Module, Params, int]:
+    """DeepGMM on pooled data: ``epochs`` epochs, one optimizer kept throughout.
+
+    Returns ``(g, f, best theta, best epoch)``, best by the validation criterion (the last
+    epoch when ``val`` is None). Epoch e uses minibatch seed ``[seed, e, 0]`` so that one
+    client with R = 1 reproduces it round by round.
+    """
+    g, f = networks(tuple(b.x.shape[1:]), tuple(b.z.shape[1:]), seed, device)
+    st = OptState()
+    best = (math.inf, get_params(g), 0)
+    for e in range(1, epochs + 1):
+        train_epochs(g, f, b, s, st, 1, [seed, e, 0])
+        if val is not None and (e % eval_every == 0 or e == epochs):
+            score = criterion(*validation_sums(g, *val), val[0].n)
+            if np.isfinite(score) and score < best[0]:
+                best = (score, get_params(g), e)
+    if val is None:
+        best = (0.0, get_params(g), epochs)
+    return g, f, best[1], best[2]
+
+
+def g_values(g: nn.Module, theta: Params, x: np.ndarray, device: str = "cpu",
+             chunk: int = 4096) -> np.ndarray:
+    """g(x; theta) as a flat numpy array."""
+    set_params(g, theta)
+    xt = torch.as_tensor(np.asarray(x, dtype=np.float64), device=device)
+    with torch.no_grad():
+        return np.concatenate([predict(g, xt[i:i + chunk]).cpu().numpy().ravel()
+                               for i in range(0, len(xt), chunk)])
+
+
+def mse(pred: np.ndarray, truth: np.ndarray) -> float:
+    """Mean squared error."""
+    return float(np.mean((np.asarray(pred).ravel() - np.asarray(truth).ravel()) ** 2))

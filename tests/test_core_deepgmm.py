@@ -1,0 +1,168 @@
+"""FedIV core: Lemma 1/2 closed form, FedGDA's reductions to centralized GDA, the data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fedcausal_flwr.core import deepgmm as dg
+from fedcausal_flwr.data import iv
+
+RC = {"iv-scenario": "abs", "seed": 5, "iv-n": 600, "iv-alpha": 0.3}
+
+
+def batches(rc, k):
+    return [dg.batch(c["train"].x, c["train"].y, c["train"].z)
+            for c in (iv.client_data(rc, i, k) for i in range(k))]
+
+
+def pooled(bs):
+    return dg.Batch(torch.cat([b.x for b in bs]), torch.cat([b.y for b in bs]),
+                    torch.cat([b.z for b in bs]))
+
+
+def assert_params_close(a, b, tol=1e-10):
+    assert len(a) == len(b)
+    for u, v in zip(a, b, strict=True):
+        np.testing.assert_allclose(u, v, rtol=0, atol=tol)
+
+
+def test_lemma1_ascent_on_linear_f_reaches_closed_form():
+    """A1: ascent on v of v'psi - v'Cv/4 (client means) -> v* = 2 C^-1 psi, value psi'C^-1 psi."""
+    rng = np.random.default_rng(0)
+    basis = dg.rff(2, 6, 0)
+    psis, Cs = [], []
+    for i in range(3):
+        z, e = rng.uniform(-3, 3, (50 + 20 * i, 2)), rng.standard_normal(50 + 20 * i)
+        phi = dg.features(z, basis)
+        psis.append(phi.T @ e / len(e))
+        Cs.append((phi * e[:, None] ** 2).T @ phi / len(e))
+    psi, C = np.mean(psis, axis=0), np.mean(Cs, axis=0)
+    v = np.zeros_like(psi)
+    step = 1.0 / np.linalg.eigvalsh(C).max()
+    for _ in range(200000):
+        grad = psi - 0.5 * C @ v
+        v += step * grad
+        if np.linalg.norm(grad) < 1e-14:
+            break
+    v_star = 2 * np.linalg.solve(C, psi)
+    np.testing.assert_allclose(v, v_star, rtol=1e-6)
+    value = v @ psi - 0.25 * v @ C @ v
+    closed = dg.criterion(psi * 7, C * 7, 7, ridge=0.0)
+    assert abs(value - closed) / closed < 1e-6
+
+
+def test_game_value_is_the_moment_minus_quarter_variance():
+    b = batches(RC, 1)[0]
+    g, f = dg.networks((1,), (2,), 0)
+    with torch.no_grad():
+        r = (b.y - g(b.x)).numpy().ravel()
+        fz = f(b.z).numpy().ravel()
+    u = float(dg.game_value(g, f, b).detach())
+    assert abs(u - (np.mean(fz * r) - 0.25 * np.mean(fz ** 2 * r ** 2))) < 1e-12
+    assert abs(dg.moment(g, f, b) - np.mean(fz * r)) < 1e-12
+
+
+@pytest.mark.parametrize("mode", ["gda", "sgda"])
+def test_one_client_is_centralized_gda(mode):
+    """A2: N = 1, R = 1 gives exactly centralized (S)GDA after T steps/epochs."""
+    s = dg.GDASettings(lr_g=0.05, lr_f=0.2, mode=mode, batch_size=128, rounds=6)
+    b = batches(RC, 1)[0]
+    st = dg.fedgda_reference([b], s, seed=3)
+    g, f, _, _ = dg.centralized_deepgmm(b, s, seed=3, epochs=6)
+    assert_params_close(st.theta, dg.get_params(g))
+    assert_params_close(st.tau, dg.get_params(f))
+    g0, _ = dg.networks((1,), (2,), 3)
+    assert max(np.abs(a - c).max() for a, c in zip(st.theta, dg.get_params(g0),
+                                                     strict=True)) > 1e-3  # it did move
+
+
+def test_one_full_batch_step_n_weighted_is_pooled_gda():
+    """A2: R = 1, full batch, n_i-weighted averaging = centralized GDA on the pooled data."""
+    s = dg.GDASettings(lr_g=0.05, lr_f=0.2, weighting="n", rounds=4)
+    bs = batches(RC, 4)
+    assert len({b.n for b in bs}) > 1
+    st = dg.fedgda_reference(bs, s, seed=2)
+    g, f, _, _ = dg.centralized_deepgmm(pooled(bs), s, seed=2, epochs=4)
+    assert_params_close(st.theta, dg.get_params(g))
+    assert_params_close(st.tau, dg.get_params(f))
+    uni = dg.fedgda_reference(bs, dg.GDASettings(lr_g=0.05, lr_f=0.2, rounds=4), seed=2)
+    assert max(np.abs(a - c).max() for a, c in zip(uni.theta, st.theta, strict=True)) > 1e-8
+
+
+def test_uniform_weights_step_on_the_mean_game():
+    """A2: R = 1 uniform = one GDA step on (1/N) sum_i U_i (eq. 20)."""
+    s = dg.GDASettings(lr_g=0.05, lr_f=0.2)
+    bs = batches(RC, 3)
+    g, f = dg.networks((1,), (2,), 4)
+    theta, tau = dg.get_params(g), dg.get_params(f)
+    u = sum(dg.game_value(g, f, b) for b in bs) / 3
+    grads = torch.autograd.grad(u, list(g.parameters()) + list(f.parameters()))
+    want_th = [p - 0.05 * gr.numpy() for p, gr in zip(theta, grads[:len(theta)], strict=True)]
+    want_ta = [p + 0.2 * gr.numpy() for p, gr in zip(tau, grads[len(theta):], strict=True)]
+    d = {i: dg.local_update(g, f, b, theta, tau, s, [0, 1, i]) for i, b in enumerate(bs)}
+    w = dg.client_weights({i: b.n for i, b in enumerate(bs)}, s)
+    assert_params_close(dg.server_update(theta, {i: v[0] for i, v in d.items()}, w), want_th)
+    assert_params_close(dg.server_update(tau, {i: v[1] for i, v in d.items()}, w), want_ta)
+
+
+def test_identical_clients_give_identical_deltas():
+    b = batches(RC, 1)[0]
+    s = dg.GDASettings(mode="sgda", batch_size=100, local_epochs=2)
+    g, f = dg.networks((1,), (2,), 0)
+    theta, tau = dg.get_params(g), dg.get_params(f)
+    a = dg.local_update(g, f, b, theta, tau, s, [0, 1, 7])
+    c = dg.local_update(g, f, b, theta, tau, s, [0, 1, 7])
+    assert_params_close(a[0], c[0], 0)
+    assert_params_close(a[1], c[1], 0)
+
+
+@pytest.mark.parametrize("opt", ["sgdm", "oadam"])
+def test_optimizers_move_and_stay_finite(opt):
+    b = batches(RC, 1)[0]
+    s = dg.GDASettings(lr_g=0.01, lr_f=0.01, optimizer=opt, rounds=3)
+    g, f, _, _ = dg.centralized_deepgmm(b, s, seed=1, epochs=3)
+    sgd, _, _, _ = dg.centralized_deepgmm(b, dg.GDASettings(lr_g=0.01, lr_f=0.01), 1, 3)
+    assert all(np.isfinite(p).all() for p in dg.get_params(g))
+    assert max(np.abs(a - c).max() for a, c in zip(dg.get_params(g), dg.get_params(sgd),
+                                                     strict=True)) > 1e-6
+
+
+def test_sgda_needs_one_minibatch():
+    b = batches(RC, 1)[0].rows(slice(0, 100))
+    g, f = dg.networks((1,), (2,), 0)
+    with pytest.raises(ValueError, match="fewer than one minibatch"):
+        dg.local_update(g, f, b, dg.get_params(g), dg.get_params(f),
+                        dg.GDASettings(mode="sgda"), [0])
+
+
+def test_data_generating_process():
+    """A4: endogeneity, valid instrument, standardization, Dirichlet splits, image classes."""
+    rng = np.random.default_rng(0)
+    for dgp in ("paper", "code"):
+        x, y, z, g = iv.raw_split("abs", 20000, dgp, rng)
+        eps = y - g
+        assert np.corrcoef(x, eps)[0, 1] > 0.2
+        m = z[:, 0] * eps
+        assert abs(m.mean()) < 3 * m.std() / np.sqrt(len(m))
+    data = iv.dataset({**RC, "iv-n": 4000})
+    assert abs(data["train"].y.mean()) < 1e-12 and abs(data["train"].y.std() - 1) < 1e-12
+    idx = iv.split_indices({**RC, "iv-n": 4000}, 10)
+    for parts in idx.values():
+        sizes = [len(p) for p in parts]
+        assert sum(sizes) == 4000 and min(sizes) >= 5
+        assert sorted(np.concatenate(parts).tolist()) == list(range(4000))
+    assert [len(p) for p in idx["train"]] != [len(p) for p in idx["val"]]
+    assert iv.digit_class(np.array([-10 / 3, 8 / 3, 5.0, -9.0]))[:2].tolist() == [0, 9]
+    assert iv.g0("step", np.array([-1.0, 0.0]), "code").tolist() == [1.0, 2.5]
+
+
+def test_image_scenarios_shapes_and_true_g():
+    for sc in iv.IMAGE:
+        d = iv.dataset({"iv-scenario": sc, "seed": 1, "iv-n": 300})["train"]
+        assert d.x.shape[1:] == ((1, 8, 8) if sc != "image-z" else (1,))
+        assert d.z.shape[1:] == ((1, 8, 8) if sc != "image-x" else (1,))
+        g, f = dg.networks(d.x.shape[1:], d.z.shape[1:], 0)
+        b = dg.batch(d.x[:50], d.y[:50], d.z[:50])
+        assert np.isfinite(float(dg.game_value(g, f, b).detach()))
