@@ -1,0 +1,571 @@
+"""State-space federated causal learning: FedGC (Mohanty et al.) and FedCF (Mohamed et al.).
+
+Global LTI system ``h^t = A h^{t-1} + B u^{t-1} + b^t + w^t``, ``y^t = C h^t + v^t`` with block
+``A = [A_mn]``, ``B = [B_mn]`` and block-diagonal ``C``. Client m knows ``A_mm, B_mm, C_mm``,
+runs a proprietary Kalman filter ``hc`` and augments it with ``theta_m y_m`` (and the constant
+``phi_m`` in FedCF). The server learns the off-diagonal blocks ``A_mn`` (and ``B_mn``) from the
+states the clients send and returns gradients w.r.t. the augmented states.
+
+One exchange carries a *window* of time steps ``ts`` (each t >= 1): the clients' states with
+their current parameters, the server's window-mean gradients, one Jacobi step on both sides.
+``W = 1`` is FedGC's online schedule, ``W = T - 1`` FedCF's full batch.
+
+FedGC is FedCF without inputs, with ``phi = 0`` and ``xi = 0``: then ``r_s = -D`` and
+``L_s^FedCF = (1 + xi) L_s^FedGC`` (tested). Row convention: a window of states is ``W x P``.
+
+Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import scipy.linalg as slin
+
+
+# ---- systems and simulation ------------------------------------------------------------------
+@dataclass(frozen=True)
+class LTISystem:
+    """A block LTI system; ``P, U, D`` are the per-client state, input, output sizes."""
+
+    A: np.ndarray
+    B: np.ndarray
+    C: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    P: tuple[int, ...]
+    U: tuple[int, ...]
+    D: tuple[int, ...]
+
+    def block(self, M: np.ndarray, rows: Sequence[int], cols: Sequence[int], m: int, n: int
+              ) -> np.ndarray:
+        """Block (m, n) of ``M`` with row sizes ``rows`` and column sizes ``cols``."""
+        r, c = np.cumsum((0, *rows)), np.cumsum((0, *cols))
+        return M[r[m]:r[m + 1], c[n]:c[n + 1]]
+
+
+def offsets(sizes: Sequence[int]) -> np.ndarray:
+    """Start index of each block, and the total at the end."""
+    return np.cumsum((0, *sizes))
+
+
+def spectral_radius(A: np.ndarray) -> float:
+    """max |eig(A)| (0 for an empty matrix)."""
+    return float(np.max(np.abs(np.linalg.eigvals(A)))) if A.size else 0.0
+
+
+def random_system(P: Sequence[int], U: Sequence[int], D: Sequence[int],
+                  couplings: dict[tuple[int, int], np.ndarray], rng: np.random.Generator, *,
+                  rho_local: tuple[float, float] = (0.5, 0.8), b_std: float = 0.5,
+                  b_couplings: bool = True, q: float = 1e-3, r: float = 1e-3,
+                  max_rho: float = 0.95) -> LTISystem:
+    """Random stable system with given off-diagonal ``A_mn = couplings[(m, n)]`` (else 0).
+
+    Diagonal blocks are ``U diag(s) V^T`` with random orthogonal U, V and singular values
+    drawn in ``rho_local`` (so ``||A_mm||_2 < 1``); ``B`` blocks ~ N(0, b_std^2)
+    (off-diagonal ones only when ``b_couplings``); ``C_mm`` ~ N(0, 1). The whole ``A`` is
+    rescaled to spectral radius ``max_rho`` when it is larger.
+    """
+    pa, ua = offsets(P), offsets(U)
+    A = np.zeros((pa[-1], pa[-1]))
+    B = rng.normal(0.0, b_std, (pa[-1], ua[-1]))
+    for m, p in enumerate(P):
+        U1, _, V1 = np.linalg.svd(rng.normal(size=(p, p)))
+        A[pa[m]:pa[m + 1], pa[m]:pa[m + 1]] = U1 @ np.diag(rng.uniform(*rho_local, p)) @ V1
+        for n in range(len(P)):
+            if n != m and not b_couplings:
+                B[pa[m]:pa[m + 1], ua[n]:ua[n + 1]] = 0.0
+    for (m, n), block in couplings.items():
+        A[pa[m]:pa[m + 1], pa[n]:pa[n + 1]] = block
+    rho = spectral_radius(A)
+    if rho > max_rho:
+        A *= max_rho / rho
+    C = slin.block_diag(*[rng.normal(size=(d, p)) for d, p in zip(D, P, strict=True)])
+    return LTISystem(A, B, C, q * np.eye(pa[-1]), r * np.eye(C.shape[0]), tuple(P), tuple(U),
+                     tuple(D))
+
+
+def mean_shifts(T: int, P: Sequence[int], windows: Sequence[tuple[float, float, float]],
+                client: int = 0, cycle: bool = False) -> np.ndarray:
+    """Piecewise-constant state offsets ``b^t`` (T x sum P) on one client's states.
+
+    ``windows`` holds ``(start, stop, level)`` with start, stop as fractions of T. The level
+    goes to every state of the client, or (``cycle``) to state ``i mod P`` in window i, so
+    that the shifts excite every direction of the client's state.
+    """
+    pa = offsets(P)
+    b = np.zeros((T, pa[-1]))
+    for i, (lo, hi, level) in enumerate(windows):
+        cols = (slice(pa[client] + i % P[client], pa[client] + i % P[client] + 1) if cycle
+                else slice(pa[client], pa[client + 1]))
+        b[int(lo * T):int(hi * T), cols] = level
+    return b
+
+
+def simulate(sys: LTISystem, T: int, rng: np.random.Generator, *, u: np.ndarray | None = None,
+             shifts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """States, measurements and inputs ``(h, y, u)`` for t = 0..T-1, ``h^{-1} = 0``."""
+    n, k = sys.A.shape[0], sys.B.shape[1]
+    u = np.zeros((T, k)) if u is None else u
+    b = np.zeros((T, n)) if shifts is None else shifts
+    w = rng.multivariate_normal(np.zeros(n), sys.Q, T)
+    v = rng.multivariate_normal(np.zeros(sys.C.shape[0]), sys.R, T)
+    h = np.zeros((T, n))
+    prev = np.zeros(n)
+    for t in range(T):
+        prev = sys.A @ prev + (sys.B @ u[t - 1] if t else 0.0) + b[t] + w[t]
+        h[t] = prev
+    return h, h @ sys.C.T + v, u
+
+
+def inputs(T: int, U: int, rng: np.random.Generator, ar: float = 0.0) -> np.ndarray:
+    """Unit-variance inputs: i.i.d. N(0, 1) (``ar = 0``) or AR(1) with coefficient ``ar``."""
+    e = rng.normal(size=(T, U))
+    if ar == 0.0:
+        return e
+    u = np.zeros_like(e)
+    s = np.sqrt(1.0 - ar * ar)
+    for t in range(T):
+        u[t] = (ar * u[t - 1] if t else 0.0) + s * e[t]
+    return u
+
+
+# ---- Kalman filters ------------------------------------------------------------------------
+def kalman_gain(A: np.ndarray, C: np.ndarray, Q: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """Steady-state filter gain ``K = S C^T (C S C^T + R)^{-1}``, S the DARE prior covariance."""
+    S = slin.solve_discrete_are(A.T, C.T, Q, R)
+    return S @ C.T @ np.linalg.inv(C @ S @ C.T + R)
+
+
+def kalman_filter(A: np.ndarray, C: np.ndarray, K: np.ndarray, y: np.ndarray,
+                  B: np.ndarray | None = None, u: np.ndarray | None = None) -> np.ndarray:
+    """Posterior states ``hhat^t = h^t + K (y^t - C h^t)``, ``h^t = A hhat^{t-1} + B u^{t-1}``."""
+    T, p = y.shape[0], A.shape[0]
+    out = np.zeros((T, p))
+    prev = np.zeros(p)
+    for t in range(T):
+        prior = A @ prev + (B @ u[t - 1] if (B is not None and B.size and t) else 0.0)
+        prev = prior + K @ (y[t] - C @ prior)
+        out[t] = prev
+    return out
+
+
+def oracle_filter(sys: LTISystem, y: np.ndarray, u: np.ndarray | None = None) -> np.ndarray:
+    """The centralized Kalman oracle: all ``y``, the true full ``A, B``, block-diagonal ``C``."""
+    K = kalman_gain(sys.A, sys.C, sys.Q, sys.R)
+    return kalman_filter(sys.A, sys.C, K, y, sys.B, u)
+
+
+# ---- client data -----------------------------------------------------------------------------
+@dataclass
+class ClientData:
+    """What client m holds: its local blocks, gain, series and proprietary KF states."""
+
+    A: np.ndarray
+    B: np.ndarray
+    C: np.ndarray
+    K: np.ndarray
+    y: np.ndarray
+    u: np.ndarray
+    hc: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.hc = kalman_filter(self.A, self.C, self.K, self.y, self.B, self.u)
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """``(P, U, D)``."""
+        return self.A.shape[0], self.B.shape[1], self.C.shape[0]
+
+
+def checked_client(A: np.ndarray, B: np.ndarray, C: np.ndarray, K: np.ndarray, y: np.ndarray,
+                   u: np.ndarray, who: str = "client") -> ClientData:
+    """A :class:`ClientData`, or a ValueError naming ``who`` and the problem."""
+    A, B, C, K, y, u = (np.asarray(x, dtype=float) for x in (A, B, C, K, y, u))
+    p = A.shape[0]
+    if A.shape != (p, p) or C.ndim != 2 or C.shape[1] != p:
+        raise ValueError(f"{who}: A_mm is {A.shape} and C_mm is {C.shape}; need P x P, D x P")
+    if y.ndim != 2 or y.shape[1] != C.shape[0]:
+        raise ValueError(f"{who}: y has shape {y.shape}, expected T x {C.shape[0]}")
+    if u.ndim != 2 or u.shape[0] != y.shape[0] or B.shape != (p, u.shape[1]):
+        raise ValueError(f"{who}: u is {u.shape} and B_mm is {B.shape}; need T x U, P x U "
+                         f"with T = {y.shape[0]}")
+    if y.shape[0] < 2:
+        raise ValueError(f"{who}: {y.shape[0]} time steps; need at least 2")
+    for name, x in (("y", y), ("u", u), ("A_mm", A), ("B_mm", B), ("C_mm", C), ("K", K)):
+        if not np.all(np.isfinite(x)):
+            bad = np.argwhere(~np.isfinite(x))[0]
+            raise ValueError(f"{who}: {name} has {int((~np.isfinite(x)).sum())} non-finite "
+                             f"values (first at {tuple(int(i) for i in bad)})")
+    if spectral_radius(A) >= 1.0:
+        raise ValueError(f"{who}: A_mm is unstable (spectral radius {spectral_radius(A):.3f} "
+                         ">= 1)")
+    if np.linalg.matrix_rank(C) < p:
+        raise ValueError(f"{who}: C_mm ({C.shape[0]} x {p}) does not have full column rank "
+                         f"({np.linalg.matrix_rank(C)} < {p})")
+    if K.shape != (p, C.shape[0]):
+        raise ValueError(f"{who}: gain K is {K.shape}, expected {(p, C.shape[0])}")
+    return ClientData(A, B, C, K, y, u)
+
+
+def split_clients(sys: LTISystem, y: np.ndarray, u: np.ndarray) -> list[ClientData]:
+    """Per-client data with local DARE gains from the local blocks and noise covariances."""
+    out = []
+    for m in range(len(sys.P)):
+        A = sys.block(sys.A, sys.P, sys.P, m, m)
+        C = sys.block(sys.C, sys.D, sys.P, m, m)
+        Q = sys.block(sys.Q, sys.P, sys.P, m, m)
+        R = sys.block(sys.R, sys.D, sys.D, m, m)
+        da, ua = offsets(sys.D), offsets(sys.U)
+        out.append(ClientData(A, sys.block(sys.B, sys.P, sys.U, m, m), C,
+                              kalman_gain(A, C, Q, R), y[:, da[m]:da[m + 1]],
+                              u[:, ua[m]:ua[m + 1]]))
+    return out
+
+
+# ---- settings and state ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Settings:
+    """Hyper-parameters of FedGC / FedCF (the papers give no values; ours are documented).
+
+    Steps are normalized: each block moves by ``lr / L`` along its gradient, with ``L`` a
+    bound of the block's curvature computed from the window itself (for ``W = 1`` this is
+    normalized LMS), so the same ``lr`` works across scales. ``eta1``/``eta2`` weight the
+    client's local loss and the server loss in the client step (eq 24 / eqs 9-10).
+    ``target``: ``"predicted"`` (paper: ``r_s = h_s - h_a``) or ``"refined"`` (spec A5:
+    regress on ``hhat_a^t``, which carries ``y^t``). ``alg1_literal`` drops ``g~`` (spec A2).
+    """
+
+    window: int = 100
+    epochs: int = 3
+    lr_server: float = 0.5
+    lr_client: float = 0.5
+    eta1: float = 1.0
+    eta2: float = 1.0
+    lambda_g: float = 0.0
+    lambda_l: float = 0.0
+    xi: float = 0.0
+    learn_phi: bool = False
+    target: str = "predicted"
+    alg1_literal: bool = False
+
+
+def windows(T: int, W: int, epochs: int) -> list[np.ndarray]:
+    """Time indices of every exchange: t = 1..T-1 in chunks of W, ``epochs`` times."""
+    if W < 1:
+        raise ValueError(f"window must be >= 1, got {W}")
+    chunks = [np.arange(s, min(s + W, T)) for s in range(1, T, W)]
+    return [c for _ in range(epochs) for c in chunks]
+
+
+@dataclass
+class ClientParams:
+    """Client m's private parameters."""
+
+    theta: np.ndarray
+    phi: np.ndarray
+
+
+@dataclass
+class ServerParams:
+    """Off-diagonal estimates, full-size with zero diagonal blocks."""
+
+    A_hat: np.ndarray
+    B_hat: np.ndarray
+
+
+def initial_server(P: Sequence[int], U: Sequence[int], init_std: float = 0.0,
+                   rng: np.random.Generator | None = None) -> ServerParams:
+    """``A_hat = B_hat = 0`` off the diagonal (or N(0, init_std^2) with ``rng``)."""
+    pa, ua = offsets(P), offsets(U)
+    A = np.zeros((pa[-1], pa[-1]))
+    B = np.zeros((pa[-1], ua[-1]))
+    if init_std and rng is not None:
+        A, B = rng.normal(0, init_std, A.shape), rng.normal(0, init_std, B.shape)
+    return ServerParams(*_off_diagonal(A, B, P, U))
+
+
+def _off_diagonal(A: np.ndarray, B: np.ndarray, P: Sequence[int], U: Sequence[int]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    pa, ua = offsets(P), offsets(U)
+    A, B = A.copy(), B.copy()
+    for m in range(len(P)):
+        A[pa[m]:pa[m + 1], pa[m]:pa[m + 1]] = 0.0
+        B[pa[m]:pa[m + 1], ua[m]:ua[m + 1]] = 0.0
+    return A, B
+
+
+def initial_client(c: ClientData) -> ClientParams:
+    """``theta = 0``, ``phi = 0``."""
+    p, _, d = c.dims
+    return ClientParams(np.zeros((p, d)), np.zeros(p))
+
+
+# ---- the augmented client --------------------------------------------------------------------
+def client_states(c: ClientData, par: ClientParams, ts: np.ndarray, s: Settings
+                  ) -> list[np.ndarray]:
+    """What client m sends for window ``ts``: ``[target, hhat_a^{t-1}, hhat_c^{t-1}, u^{t-1}]``.
+
+    ``target`` is ``h_a^t = A hhat_a^{t-1} + B u^{t-1} + phi`` (predicted) or ``hhat_a^t``
+    (refined). FedGC uses only ``[hhat_a^{t-1}, hhat_c^{t-1}]``.
+    """
+    ha_prev = c.hc[ts - 1] + c.y[ts - 1] @ par.theta.T
+    if s.target == "refined":
+        target = c.hc[ts] + c.y[ts] @ par.theta.T
+    else:
+        target = ha_prev @ c.A.T + c.u[ts - 1] @ c.B.T + par.phi
+    return [target, ha_prev, c.hc[ts - 1], c.u[ts - 1]]
+
+
+def local_residual(c: ClientData, par: ClientParams, ts: np.ndarray) -> np.ndarray:
+    """``r_a^t = y^t - C (A hhat_a^{t-1} + B u^{t-1} + phi)`` (eq 20 / eq 5), W x D."""
+    ha_prev = c.hc[ts - 1] + c.y[ts - 1] @ par.theta.T
+    return c.y[ts] - (ha_prev @ c.A.T + c.u[ts - 1] @ c.B.T + par.phi) @ c.C.T
+
+
+def local_loss(c: ClientData, par: ClientParams, ts: np.ndarray) -> float:
+    """Window mean of ``||r_a^t||^2``."""
+    return float(np.mean(np.sum(local_residual(c, par, ts) ** 2, axis=1)))
+
+
+def local_gradients(c: ClientData, par: ClientParams, ts: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``(grad_theta L_a, grad_phi L_a)`` (eq 21 and the FedCF table), window means."""
+    r = local_residual(c, par, ts)
+    W = len(ts)
+    return (-2.0 / W) * (c.C @ c.A).T @ r.T @ c.y[ts - 1], (-2.0 / W) * c.C.T @ r.sum(axis=0)
+
+
+def server_grad_theta(c: ClientData, ts: np.ndarray, g: np.ndarray, g_tilde: np.ndarray,
+                      s: Settings) -> tuple[np.ndarray, np.ndarray]:
+    """``(grad_theta L_s, grad_phi L_s)`` from the server's gradients (eqs 7-8)."""
+    y_prev = c.y[ts - 1]
+    if s.target == "refined":  # d hhat_a^t / d theta = y^t; phi does not enter
+        return g.T @ c.y[ts] + g_tilde.T @ y_prev, np.zeros(c.A.shape[0])
+    gt = np.zeros_like(g) if s.alg1_literal else g_tilde
+    return (g @ c.A + gt).T @ y_prev, g.sum(axis=0)
+
+
+def client_step(c: ClientData, par: ClientParams, ts: np.ndarray, g: np.ndarray,
+                g_tilde: np.ndarray, s: Settings) -> ClientParams:
+    """One Jacobi step of ``theta`` (and ``phi``): eq 24 / eqs 9-10, normalized step."""
+    gth_a, gph_a = local_gradients(c, par, ts)
+    gth_s, gph_s = server_grad_theta(c, ts, g, g_tilde, s)
+    Y = c.y[ts - 1] if s.target != "refined" else np.vstack([c.y[ts - 1], c.y[ts]])
+    sy = np.linalg.norm(Y, 2) ** 2 / len(ts)
+    CA, A = np.linalg.norm(c.C @ c.A, 2) ** 2, max(np.linalg.norm(c.A, 2) ** 2, 1.0)
+    L = 2.0 * sy * (s.eta1 * CA + s.eta2 * (1.0 + s.xi) * A) + 2.0 * s.lambda_l + 1e-12
+    theta = par.theta - (s.lr_client / L) * (s.eta1 * gth_a + s.eta2 * gth_s
+                                             + 2.0 * s.lambda_l * par.theta)
+    phi = par.phi
+    if s.learn_phi:
+        Lp = 2.0 * (s.eta1 * np.linalg.norm(c.C, 2) ** 2 + s.eta2) + 1e-12
+        phi = par.phi - (s.lr_client / Lp) * (s.eta1 * gph_a + s.eta2 * gph_s)
+    return ClientParams(theta, phi)
+
+
+# ---- the server ------------------------------------------------------------------------------
+@dataclass
+class ServerWindow:
+    """Window results: losses, per-client gradients and the gradients of the estimates."""
+
+    L_s: float
+    penalty: float
+    residual: float
+    g: list[np.ndarray]
+    g_tilde: list[np.ndarray]
+    grad_A: np.ndarray
+    grad_B: np.ndarray
+
+
+def server_window(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarray],
+                  par: ServerParams, msgs: Sequence[Sequence[np.ndarray]], xi: float
+                  ) -> ServerWindow:
+    """FedCF server model (eqs 11-16) on one window; ``msgs[m]`` from :func:`client_states`.
+
+    ``h_s = A_mm hc + sum_n A_mn hc_n + B_mm u + sum_n B_mn u_n``, ``r_s = h_s - target``,
+    ``D_m = A_mm (ha - hc) - sum_n A_mn hc_n``, ``L_s = mean_t sum_m ||r_s||^2 + xi ||D_m||^2``.
+    """
+    P = [a.shape[0] for a in A_diag]
+    U = [b.shape[1] for b in B_diag]
+    pa = offsets(P)
+    HC = np.hstack([m[2] for m in msgs])
+    UU = np.hstack([m[3] for m in msgs])
+    W = HC.shape[0]
+    X = HC @ par.A_hat.T  # x_m for all m (the diagonal blocks of A_hat are zero)
+    Bu = UU @ par.B_hat.T
+    g, gt, R, Dm = [], [], [], []
+    res = pen = 0.0
+    for m, (target, ha, hc, u) in enumerate(msgs):
+        sl = slice(pa[m], pa[m + 1])
+        hs = hc @ A_diag[m].T + X[:, sl] + u @ B_diag[m].T + Bu[:, sl]
+        r = hs - target
+        D = (ha - hc) @ A_diag[m].T - X[:, sl]
+        res += float(np.sum(r * r)) / W
+        pen += float(np.sum(D * D)) / W
+        g.append((-2.0 / W) * r)
+        gt.append((2.0 * xi / W) * D @ A_diag[m])
+        R.append(r)
+        Dm.append(D)
+    R, Dm = np.hstack(R), np.hstack(Dm)
+    grad_A = (2.0 / W) * (R - xi * Dm).T @ HC
+    grad_B = (2.0 / W) * R.T @ UU
+    grad_A, grad_B = _off_diagonal(grad_A, grad_B, P, U)
+    return ServerWindow(res + xi * pen, pen, res, g, gt, grad_A, grad_B)
+
+
+def fedgc_server_window(A_diag: Sequence[np.ndarray], A_hat: np.ndarray,
+                        msgs: Sequence[Sequence[np.ndarray]]) -> ServerWindow:
+    """FedGC server (eqs 15, 16, 22) on one window; ``msgs[m] = [hhat_a^{t-1}, hhat_c^{t-1}]``.
+
+    ``D_m = A_mm (ha - hc) - sum_n A_mn hc_n``, ``L_s = mean_t sum_m ||D_m||^2``,
+    ``g_m = 2 A_mm^T D_m`` (w.r.t. ``hhat_a^{t-1}``), ``grad A_mn = -2 D_m hc_n^T``.
+    """
+    P = [a.shape[0] for a in A_diag]
+    pa = offsets(P)
+    HC = np.hstack([m[1] for m in msgs])
+    W = HC.shape[0]
+    X = HC @ A_hat.T
+    D = np.hstack([(ha - hc) @ A_diag[m].T - X[:, pa[m]:pa[m + 1]]
+                   for m, (ha, hc) in enumerate(msgs)])
+    g = [(2.0 / W) * D[:, pa[m]:pa[m + 1]] @ A_diag[m] for m in range(len(P))]
+    grad_A = _off_diagonal((-2.0 / W) * D.T @ HC, np.zeros((pa[-1], 0)), P, [0] * len(P))[0]
+    L = float(np.sum(D * D)) / W
+    return ServerWindow(L, L, L, [np.zeros_like(x) for x in g], g, grad_A,
+                        np.zeros((pa[-1], 0)))
+
+
+def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np.ndarray]],
+                s: Settings, hc_index: int = 2, u_index: int = 3) -> ServerParams:
+    """``A_hat -= lr / L_A (grad + 2 lambda_g A_hat)``; likewise ``B_hat`` (eqs 3, 14-15)."""
+    HC = np.hstack([m[hc_index] for m in msgs])
+    W = HC.shape[0]
+    LA = 2.0 * max(1.0 + s.xi, 1.0) * np.linalg.norm(HC, 2) ** 2 / W + 2 * s.lambda_g + 1e-12
+    A = par.A_hat - (s.lr_server / LA) * (win.grad_A + 2 * s.lambda_g * par.A_hat)
+    B = par.B_hat
+    if B.size:
+        UU = np.hstack([m[u_index] for m in msgs])
+        LB = 2.0 * np.linalg.norm(UU, 2) ** 2 / W + 2 * s.lambda_g + 1e-12
+        B = B - (s.lr_server / LB) * (win.grad_B + 2 * s.lambda_g * B)
+    return ServerParams(A, B)
+
+
+# ---- the two protocols as one loop -----------------------------------------------------------
+def fedgc_messages(full: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """FedGC sends only ``[hhat_a^{t-1}, hhat_c^{t-1}]`` of :func:`client_states`."""
+    return [full[1], full[2]]
+
+
+def exchange_step(clients: Sequence[ClientData], cpar: Sequence[ClientParams],
+                  spar: ServerParams, ts: np.ndarray, s: Settings, model: str
+                  ) -> tuple[list[ClientParams], ServerParams, ServerWindow]:
+    """One exchange on window ``ts``: client states, server window, both Jacobi steps."""
+    full = [client_states(c, p, ts, s) for c, p in zip(clients, cpar, strict=True)]
+    _, win, sp = server_update(clients_A(clients), clients_B(clients), spar, full, s, model)
+    new = [client_step(c, p, ts, win.g[m], win.g_tilde[m], s)
+           for m, (c, p) in enumerate(zip(clients, cpar, strict=True))]
+    return new, sp, win
+
+
+def clients_A(clients: Sequence[ClientData]) -> list[np.ndarray]:
+    """The ``A_mm`` the clients send once."""
+    return [c.A for c in clients]
+
+
+def clients_B(clients: Sequence[ClientData]) -> list[np.ndarray]:
+    """The ``B_mm`` the clients send once."""
+    return [c.B for c in clients]
+
+
+def server_update(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarray],
+                  spar: ServerParams, msgs: Sequence[Sequence[np.ndarray]], s: Settings,
+                  model: str) -> tuple[list, ServerWindow, ServerParams]:
+    """Server side of an exchange given what the clients sent (FedGC: 2 arrays, FedCF: 4)."""
+    if model == "fedgc":
+        msgs = [fedgc_messages(m) if len(m) == 4 else list(m) for m in msgs]
+        win = fedgc_server_window(A_diag, spar.A_hat, msgs)
+        return msgs, win, server_step(spar, win, msgs, replace(s, xi=0.0), hc_index=1)
+    win = server_window(A_diag, B_diag, spar, msgs, s.xi)
+    return list(msgs), win, server_step(spar, win, msgs, s)
+
+
+@dataclass
+class ReferenceRun:
+    """End state and per-exchange history of :func:`reference`."""
+
+    clients: list[ClientParams]
+    server: ServerParams
+    history: list[dict[str, float]]
+
+
+def check_lengths(clients: Sequence[ClientData]) -> int:
+    """Common T of all clients, or a ValueError naming the first client that differs."""
+    T = clients[0].y.shape[0]
+    for m, c in enumerate(clients):
+        if c.y.shape[0] != T:
+            raise ValueError(f"client {m}: {c.y.shape[0]} time steps, client 0 has {T}")
+    return T
+
+
+def reference(clients: Sequence[ClientData], s: Settings, model: str = "fedcf",
+              spar: ServerParams | None = None) -> ReferenceRun:
+    """The in-process loop: the same core calls, in the same order, as the Flower path."""
+    T = check_lengths(clients)
+    spar = spar or initial_server([c.dims[0] for c in clients],
+                                  [c.dims[1] if model == "fedcf" else 0 for c in clients])
+    cpar = [initial_client(c) for c in clients]
+    hist = []
+    for k, ts in enumerate(windows(T, s.window, s.epochs)):
+        la = [local_loss(c, p, ts) for c, p in zip(clients, cpar, strict=True)]
+        cpar, spar, win = exchange_step(clients, cpar, spar, ts, s, model)
+        hist.append(history_row(k + 1, win, la))
+    return ReferenceRun(cpar, spar, hist)
+
+
+def history_row(k: int, win: ServerWindow, local: Sequence[float]) -> dict[str, float]:
+    """Per-exchange numbers: L_s, its parts and the clients' local losses."""
+    row = {"round": k, "L_s": win.L_s, "penalty": win.penalty, "residual": win.residual}
+    row.update({f"L_a_{m}": float(v) for m, v in enumerate(local)})
+    return row
+
+
+# ---- evaluation ------------------------------------------------------------------------------
+def full_estimate(A_diag: Sequence[np.ndarray], A_hat: np.ndarray) -> np.ndarray:
+    """Known diagonal blocks plus learned off-diagonal blocks."""
+    return A_hat + slin.block_diag(*A_diag)
+
+
+def block_error(est: np.ndarray, truth: np.ndarray, rows: Sequence[int], cols: Sequence[int],
+                m: int, n: int) -> float:
+    """``||est_mn - truth_mn||_F``."""
+    r, c = offsets(rows), offsets(cols)
+    sl = (slice(r[m], r[m + 1]), slice(c[n], c[n + 1]))
+    return float(np.linalg.norm(est[sl] - truth[sl]))
+
+
+def counterfactual(C_mm: np.ndarray, B_hat_mn: np.ndarray, delta_u: np.ndarray) -> np.ndarray:
+    """Change of ``E[y_m]`` when client n's input changes by ``delta_u``: ``C_mm B_mn du``."""
+    return C_mm @ (B_hat_mn @ delta_u)
+
+
+def counterfactual_error(C_mm: np.ndarray, B_hat_mn: np.ndarray, B_mn: np.ndarray) -> float:
+    """``||C_mm (B_hat_mn - B_mn)||_F / ||C_mm B_mn||_F`` (spec A6)."""
+    return float(np.linalg.norm(C_mm @ (B_hat_mn - B_mn)) / np.linalg.norm(C_mm @ B_mn))
+
+
+def prediction_loss(c: ClientData, states: np.ndarray, ts: np.ndarray) -> float:
+    """Mean ``||y^t - C A states^{t-1}||^2`` of a posterior state sequence (plain, aug, oracle)."""
+    r = c.y[ts] - states[ts - 1] @ (c.C @ c.A).T
+    return float(np.mean(np.sum(r * r, axis=1)))
+
+
+def augmented_states(c: ClientData, par: ClientParams) -> np.ndarray:
+    """``hhat_a^t = hhat_c^t + theta y^t`` for all t."""
+    return c.hc + c.y @ par.theta.T
+
+
+def iterate_windows(T: int, s: Settings) -> Iterator[tuple[int, np.ndarray]]:
+    """``(exchange number, ts)`` pairs of a run."""
+    yield from enumerate(windows(T, s.window, s.epochs), start=1)

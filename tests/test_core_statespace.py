@@ -1,0 +1,203 @@
+"""core/statespace: gradients vs finite differences, FedGC = FedCF without inputs, oracle, loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fedcausal_flwr.core import statespace as ss
+from fedcausal_flwr.data.statespace import all_clients, merged_config
+
+
+def small_clients(U: int = 2, T: int = 60, seed: int = 0, coupling: float = 0.3):
+    rng = np.random.default_rng(seed)
+    sys = ss.random_system([2, 3], [U, U], [4, 5], {(1, 0): coupling * np.ones((3, 2))}, rng,
+                           q=1e-2, r=1e-2)
+    _, y, u = ss.simulate(sys, T, rng, u=ss.inputs(T, 2 * U, rng))
+    return sys, ss.split_clients(sys, y, u)
+
+
+def random_params(clients, rng, U: int):
+    cpar = [ss.ClientParams(rng.normal(0, 0.3, (c.dims[0], c.dims[2])),
+                            rng.normal(0, 0.3, c.dims[0])) for c in clients]
+    sp = ss.initial_server([2, 3], [U, U], 0.3, rng)
+    return cpar, sp
+
+
+def server_loss(clients, cpar, sp, ts, s):
+    msgs = [ss.client_states(c, p, ts, s) for c, p in zip(clients, cpar, strict=True)]
+    return ss.server_window(ss.clients_A(clients), ss.clients_B(clients), sp, msgs, s.xi)
+
+
+def fd(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        old = x[i]
+        x[i] = old + eps
+        up = f()
+        x[i] = old - eps
+        down = f()
+        x[i] = old
+        g[i] = (up - down) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("target", ["predicted", "refined"])
+def test_fedcf_gradients_match_finite_differences(target):
+    _, clients = small_clients()
+    rng = np.random.default_rng(1)
+    cpar, sp = random_params(clients, rng, 2)
+    ts = np.arange(5, 25)
+    s = ss.Settings(xi=3.0, target=target)
+    win = server_loss(clients, cpar, sp, ts, s)
+    mask_A, mask_B = ss._off_diagonal(np.ones_like(sp.A_hat), np.ones_like(sp.B_hat), [2, 3],
+                                      [2, 2])
+    gA = fd(lambda: server_loss(clients, cpar, sp, ts, s).L_s, sp.A_hat) * mask_A
+    gB = fd(lambda: server_loss(clients, cpar, sp, ts, s).L_s, sp.B_hat) * mask_B
+    np.testing.assert_allclose(win.grad_A, gA, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(win.grad_B, gB, rtol=1e-6, atol=1e-8)
+    for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
+        gth, gph = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s)
+        np.testing.assert_allclose(
+            gth, fd(lambda: server_loss(clients, cpar, sp, ts, s).L_s, p.theta), rtol=1e-6,
+            atol=1e-8)
+        np.testing.assert_allclose(
+            gph, fd(lambda: server_loss(clients, cpar, sp, ts, s).L_s, p.phi), rtol=1e-6,
+            atol=1e-8)
+        lth, lph = ss.local_gradients(c, p, ts)
+        np.testing.assert_allclose(lth, fd(lambda c=c, p=p: ss.local_loss(c, p, ts), p.theta),
+                                   rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(lph, fd(lambda c=c, p=p: ss.local_loss(c, p, ts), p.phi),
+                                   rtol=1e-6, atol=1e-8)
+
+
+def test_alg1_literal_drops_g_tilde():
+    _, clients = small_clients()
+    cpar, sp = random_params(clients, np.random.default_rng(2), 2)
+    ts = np.arange(1, 30)
+    s = ss.Settings(xi=2.0)
+    win = server_loss(clients, cpar, sp, ts, s)
+    c = clients[1]
+    full = ss.server_grad_theta(c, ts, win.g[1], win.g_tilde[1], s)[0]
+    lit = ss.server_grad_theta(c, ts, win.g[1], win.g_tilde[1],
+                               ss.Settings(xi=2.0, alg1_literal=True))[0]
+    np.testing.assert_allclose(full - lit, win.g_tilde[1].T @ c.y[ts - 1], atol=1e-12)
+    assert np.abs(win.g_tilde[1]).max() > 0
+
+
+def test_fedgc_gradients_match_finite_differences():
+    _, clients = small_clients(U=0)
+    rng = np.random.default_rng(3)
+    cpar, sp = random_params(clients, rng, 0)
+    ts = np.arange(1, 40)
+    s = ss.Settings()
+
+    def loss():
+        msgs = [ss.fedgc_messages(ss.client_states(c, p, ts, s))
+                for c, p in zip(clients, cpar, strict=True)]
+        return ss.fedgc_server_window(ss.clients_A(clients), sp.A_hat, msgs)
+
+    win = loss()
+    mask = ss._off_diagonal(np.ones_like(sp.A_hat), np.zeros((5, 0)), [2, 3], [0, 0])[0]
+    np.testing.assert_allclose(win.grad_A, fd(lambda: loss().L_s, sp.A_hat) * mask, rtol=1e-6,
+                               atol=1e-8)
+    for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
+        gth = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s)[0]
+        np.testing.assert_allclose(gth, fd(lambda: loss().L_s, p.theta), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("xi", [0.0, 1.0, 10.0])
+def test_fedgc_is_fedcf_without_inputs(xi):
+    """U = 0, phi = 0: L_s^FedCF = (1 + xi) L_s^FedGC, and so are all the gradients."""
+    _, clients = small_clients(U=0, seed=4)
+    rng = np.random.default_rng(5)
+    cpar, sp = random_params(clients, rng, 0)
+    cpar = [ss.ClientParams(p.theta, np.zeros_like(p.phi)) for p in cpar]
+    ts = np.arange(3, 50)
+    s = ss.Settings(xi=xi)
+    full = [ss.client_states(c, p, ts, s) for c, p in zip(clients, cpar, strict=True)]
+    cf = ss.server_window(ss.clients_A(clients), ss.clients_B(clients), sp, full, xi)
+    gc = ss.fedgc_server_window(ss.clients_A(clients), sp.A_hat,
+                                [ss.fedgc_messages(m) for m in full])
+    assert gc.L_s > 0
+    assert cf.L_s == pytest.approx((1 + xi) * gc.L_s, rel=1e-12)
+    np.testing.assert_allclose(cf.grad_A, (1 + xi) * gc.grad_A, rtol=1e-10, atol=1e-14)
+    for m, c in enumerate(clients):
+        a = ss.server_grad_theta(c, ts, cf.g[m], cf.g_tilde[m], s)[0]
+        b = ss.server_grad_theta(c, ts, gc.g[m], gc.g_tilde[m], s)[0]
+        np.testing.assert_allclose(a, (1 + xi) * b, rtol=1e-10, atol=1e-14)
+    # and the loops agree: FedCF with xi = 0 and no inputs is FedGC
+    a = ss.reference(clients, ss.Settings(window=7, epochs=2), "fedcf")
+    b = ss.reference(clients, ss.Settings(window=7, epochs=2), "fedgc")
+    np.testing.assert_allclose(a.server.A_hat, b.server.A_hat, atol=1e-12)
+    np.testing.assert_allclose(a.clients[1].theta, b.clients[1].theta, atol=1e-12)
+
+
+def test_kalman_filter_is_the_oracle_without_coupling_and_nothing_is_learned():
+    rc = merged_config({"seed": 11, "ss-t": 1500, "ss-coupling": 0.0}, "fedcf")
+    sys, clients = all_clients(rc)
+    sys = ss.LTISystem(ss.full_estimate(ss.clients_A(clients), 0 * sys.A),
+                       np.asarray(__import__("scipy").linalg.block_diag(
+                           *ss.clients_B(clients))), sys.C, sys.Q, sys.R, sys.P, sys.U, sys.D)
+    _, y, u = ss.simulate(sys, 1500, np.random.default_rng(0),
+                          u=ss.inputs(1500, 4, np.random.default_rng(1)))
+    clients = ss.split_clients(sys, y, u)
+    oracle = ss.oracle_filter(sys, y, u)
+    np.testing.assert_allclose(np.hstack([c.hc for c in clients]), oracle, atol=1e-10)
+    run = ss.reference(clients, ss.Settings(window=100, epochs=3, xi=10.0, learn_phi=True),
+                       "fedcf")
+    assert np.abs(run.server.A_hat).max() < 0.05
+    assert np.abs(run.server.B_hat).max() < 0.05
+
+
+def test_gain_is_stable_and_oracle_beats_the_plain_client():
+    rc = merged_config({"seed": 5, "ss-t": 2000})
+    sys, clients = all_clients(rc)
+    for c in clients:
+        assert ss.spectral_radius(c.A - c.A @ c.K @ c.C) < 1
+    ts = np.arange(1, 2000)
+    oracle = ss.oracle_filter(sys, np.hstack([c.y for c in clients]))
+    c = clients[1]
+    plain = ss.prediction_loss(c, c.hc, ts)
+    r = c.y[ts] - (oracle[ts - 1] @ sys.A.T)[:, 2:] @ c.C.T
+    assert float(np.mean(np.sum(r * r, axis=1))) < plain
+
+
+def test_windows_cover_every_step_each_epoch():
+    w = ss.windows(11, 4, 2)
+    assert [len(x) for x in w] == [4, 4, 2] * 2
+    np.testing.assert_array_equal(np.concatenate(w[:3]), np.arange(1, 11))
+    with pytest.raises(ValueError, match="window"):
+        ss.windows(10, 0, 1)
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda d: d.update(y=np.where(np.arange(d["y"].size).reshape(d["y"].shape) == 7, np.nan,
+                                   d["y"])), "non-finite"),
+    (lambda d: d.update(A=1.2 * np.eye(2)), "unstable"),
+    (lambda d: d.update(C=np.ones((4, 2))), "full column rank"),
+    (lambda d: d.update(u=d["u"][:-1]), "T x U"),
+])
+def test_bad_client_data_is_named(change, match):
+    _, clients = small_clients()
+    c = clients[0]
+    d = {"A": c.A, "B": c.B, "C": c.C, "K": c.K, "y": c.y.copy(), "u": c.u}
+    change(d)
+    with pytest.raises(ValueError, match=f"client 3: .*{match}"):
+        ss.checked_client(d["A"], d["B"], d["C"], d["K"], d["y"], d["u"], "client 3")
+
+
+def test_mismatched_lengths_name_the_client():
+    _, clients = small_clients()
+    short = ss.ClientData(clients[1].A, clients[1].B, clients[1].C, clients[1].K,
+                          clients[1].y[:-3], clients[1].u[:-3])
+    with pytest.raises(ValueError, match="client 1: 57 time steps"):
+        ss.reference([clients[0], short], ss.Settings())
+
+
+def test_counterfactual_is_c_b_delta():
+    rng = np.random.default_rng(0)
+    C, B, du = rng.normal(size=(4, 2)), rng.normal(size=(2, 3)), rng.normal(size=3)
+    np.testing.assert_allclose(ss.counterfactual(C, B, du), C @ B @ du)
+    assert ss.counterfactual_error(C, B, B) == 0
+    assert ss.counterfactual_error(C, 0 * B, B) == pytest.approx(1.0)
