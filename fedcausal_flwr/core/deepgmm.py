@@ -341,25 +341,28 @@ def select(state: FedState, score: float, theta: Params, rnd: int) -> None:
 def fedgda_reference(clients: Sequence[Batch], s: GDASettings, seed: int,
                      val: Sequence[tuple[Batch, np.ndarray]] | None = None,
                      device: str = "cpu",
-                     evaluate: Callable[[Params], dict] | None = None) -> FedState:
+                     evaluate: Callable[[Params], dict] | None = None,
+                     ids: Sequence[int] | None = None) -> FedState:
     """FedGDA in process, in the Flower path's order (oracle of the tests).
 
-    Round t: each client i (id = position) validates the incoming global theta_t on its
-    validation batch (if ``val``), runs :func:`local_update` with seed ``[seed, t, i]``; the
-    server averages both players' deltas. After the last round the final global is validated.
+    Round t: each client c (``ids``, default positions) validates the incoming global theta_t
+    on its validation batch (if ``val``) and runs :func:`local_update` with seed
+    ``[seed, t, c]``; the server averages both players' deltas. After the last round the final
+    global is validated.
     """
     xs, zs = tuple(clients[0].x.shape[1:]), tuple(clients[0].z.shape[1:])
     g, f = networks(xs, zs, seed, device)
     st = FedState(get_params(g), get_params(f))
-    w = client_weights({i: c.n for i, c in enumerate(clients)}, s)
+    ids = list(range(len(clients)) if ids is None else ids)
+    w = client_weights({c: b.n for c, b in zip(ids, clients, strict=True)}, s)
     for t in range(1, s.rounds + 1):
         st.round = t
         dth, dta, us, sums = {}, {}, {}, []
-        for i, b in enumerate(clients):
+        for i, (c, b) in enumerate(zip(ids, clients, strict=True)):
             if val is not None:
                 set_params(g, st.theta)
                 sums.append(validation_sums(g, *val[i]) + (val[i][0].n,))
-            dth[i], dta[i], us[i] = local_update(g, f, b, st.theta, st.tau, s, [seed, t, i])
+            dth[c], dta[c], us[c] = local_update(g, f, b, st.theta, st.tau, s, [seed, t, c])
         if sums:
             select(st, pooled_criterion(sums), st.theta, t - 1)
         st.theta = server_update(st.theta, dth, w)

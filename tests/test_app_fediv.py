@@ -1,0 +1,158 @@
+"""The FedIV strategy/client pair through the Message API (in-process Grid).
+
+The reference loop is the oracle: the Flower path must give the same g and f parameters and
+select the same round. Also: what crosses the wire, bad data, small clients, divergence.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from flwr.app import Context, Message
+from flwr.clientapp import ClientApp
+
+from fedcausal_flwr.client_app import app as client_app
+from fedcausal_flwr.clients import reply
+from fedcausal_flwr.clients.fediv import FedIVClient
+from fedcausal_flwr.core import deepgmm as dg
+from fedcausal_flwr.data import iv
+from fedcausal_flwr.strategies import fediv
+from fedcausal_flwr.testing import InProcessGrid
+
+RC = {"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600, "num-rounds": 5,
+      "iv-lr-g": 0.05, "iv-lr-f": 0.25, "iv-val-features": 8, "min-nodes": 2,
+      "node-wait-s": 5.0, "iv-device": "cpu"}
+
+
+def run_inprocess(rc: dict, k: int, app=client_app):
+    grid = InProcessGrid(app, k, rc)
+    return fediv.from_run_config(rc).start(grid=grid), grid
+
+
+def reference(rc: dict, k: int, ids=None) -> dg.FedState:
+    data = [iv.client_data(rc, i, k) for i in (ids if ids is not None else range(k))]
+    tr = [dg.batch(d["train"].x, d["train"].y, d["train"].z) for d in data]
+    basis = dg.rff(2, int(rc["iv-val-features"]), int(rc["seed"]))
+    val = [(dg.batch(d["val"].x, d["val"].y, d["val"].z), dg.features(d["val"].z, basis))
+           for d in data]
+    return dg.fedgda_reference(tr, fediv.settings_from_run_config(rc), int(rc["seed"]), val,
+                               ids=ids)
+
+
+def assert_params_equal(a, b, tol=1e-10):
+    assert len(a) == len(b)
+    for u, v in zip(a, b, strict=True):
+        np.testing.assert_allclose(np.asarray(u), v, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("extra", [
+    {}, {"iv-mode": "sgda", "iv-batch-size": 64, "iv-weighting": "n", "iv-alpha": 5.0,
+         "iv-local-epochs": 2, "num-rounds": 3},
+    {"iv-optimizer": "oadam", "iv-lr-g": 0.01, "iv-lr-f": 0.01, "num-rounds": 3},
+])
+def test_flower_path_equals_reference(extra):
+    rc = {**RC, **extra}
+    result, _ = run_inprocess(rc, 3)
+    st = reference(rc, 3)
+    assert result.status == "completed"
+    assert result.timing["rounds"] == st.round == rc["num-rounds"]
+    assert_params_equal(result.estimates["g_params"], st.theta)
+    assert_params_equal(result.estimates["f_params"], st.tau)
+    assert result.estimates["selected_round"] == st.best_round
+    assert_params_equal(result.estimates["g_params_selected"], st.best_theta)
+    assert [h["round"] for h in result.history] == list(range(1, st.round + 1))
+    for key in ("test_mse", "test_mse_selected", "test_mse_client_mean", "selected_round"):
+        assert np.isfinite(result.metrics[key])
+
+
+def test_only_parameters_and_sums_cross_the_wire():
+    rc = {**RC, "num-rounds": 2}
+    k = 3
+    result, grid = run_inprocess(rc, k)
+    assert result.status == "completed"
+    g, f = dg.networks((1,), (2,), 0)
+    m = rc["iv-val-features"] + 1
+    allowed = set(dg.shapes(g) + dg.shapes(f)) | {(m,), (m, m), (1,)}
+    raw = np.concatenate([np.concatenate([d.x.ravel(), d.y, d.z.ravel()])
+                          for i in range(k) for d in iv.client_data(rc, i, k).values()])
+    n_arrays = 0
+    for msg in grid.sent + grid.received:
+        assert not msg.has_error()
+        for rec in msg.content.array_records.values():
+            for a in rec.to_numpy_ndarrays():
+                n_arrays += 1
+                assert a.shape in allowed, f"{msg.metadata.message_type} carries {a.shape}"
+                assert not np.isin(a.ravel(), raw).any(), "a raw X/Y/Z value left a client"
+    per_round = len(dg.shapes(g)) + len(dg.shapes(f))
+    assert n_arrays == k * (2 * (2 * per_round + 3) + len(dg.shapes(g)) + 2)
+    assert all(h["bytes_up"] > h["bytes_down"] > 0 for h in result.history)
+
+
+def test_bad_data_errors_name_the_problem():
+    d = iv.client_data(RC, 0, 2)
+    tr, va = (d["train"].x, d["train"].y, d["train"].z), (d["val"].x, d["val"].y, d["val"].z)
+    for j, name in enumerate("XYZ"):
+        bad = [a.copy() for a in tr]
+        bad[j].reshape(-1)[3] = np.nan
+        with pytest.raises(ValueError, match=f"client 0: train {name} has 1 NaN"):
+            FedIVClient(tuple(bad), va, 0, 2)
+    c = FedIVClient(tr, va, 0, 2)
+    with pytest.raises(ValueError, match="client 0: expected 10 arrays"):
+        c.fit([np.zeros(3)], {"phase": "local"})
+
+
+def faulty_app(rc: dict, modes: dict[int, str]) -> ClientApp:
+    app = ClientApp()
+
+    @app.train("local")
+    @app.train("validate")
+    @app.query("info")
+    def handle(msg: Message, context: Context) -> Message:
+        pid, k = int(context.node_config["partition-id"]), int(
+            context.node_config["num-partitions"])
+        d = iv.client_data(rc, pid, k)
+        tr = [d["train"].x.copy(), d["train"].y.copy(), d["train"].z.copy()]
+        if modes.get(pid) in ("x", "y", "z"):
+            tr["xyz".index(modes[pid])].reshape(-1)[0] = np.inf
+        if modes.get(pid) == "small":
+            tr = [a[:40] for a in tr]
+        return reply(FedIVClient(tuple(tr), (d["val"].x, d["val"].y, d["val"].z), pid, k),
+                     msg)
+
+    return app
+
+
+def test_bad_clients_are_dropped_and_the_run_finishes_with_the_rest():
+    rc = {**RC, "iv-mode": "sgda", "iv-batch-size": 64, "iv-alpha": 50.0, "num-rounds": 2}
+    result, _ = run_inprocess(rc, 6, faulty_app(rc, {1: "x", 2: "y", 3: "z", 4: "small"}))
+    assert result.status == "completed"
+    dropped = " | ".join(result.metrics["dropped"])
+    for name in "XYZ":
+        assert f"train {name} has 1 NaN/inf" in dropped
+    assert "client 4: 40 train samples, fewer than one minibatch of 64" in dropped
+    assert all(h["n_clients"] == 2 for h in result.history)
+    st = reference(rc, 6, ids=[0, 5])  # only the honest clients 0 and 5 counted
+    assert_params_equal(result.estimates["g_params"], st.theta)
+    assert result.estimates["selected_round"] == st.best_round
+
+
+def test_a_diverging_run_stops_and_keeps_the_best_round():
+    rc = {**RC, "num-rounds": 40, "iv-lr-g": 30.0, "iv-lr-f": 60.0}
+    saved = []
+    strategy = fediv.from_run_config(rc)
+    strategy.checkpoint = lambda r: saved.append(len(r.history))
+    result = strategy.start(grid=InProcessGrid(client_app, 3, rc))
+    assert result.status.startswith("stopped") and "diverged" in result.status
+    assert 0 < len(result.history) < 40 and saved[-1] == len(result.history)
+    sel = result.estimates["selected_round"]
+    assert f"keeping round {sel}" in result.status
+    assert all(np.isfinite(a).all() for a in result.estimates["g_params_selected"])
+    assert np.isfinite(result.metrics["test_mse_selected"])
+
+
+def test_app_writes_g_against_g0_png(tmp_path):
+    rc = {**RC, "num-rounds": 2, "outputs": str(tmp_path), "run-name": "r"}
+    result, _ = run_inprocess(rc, 2)
+    result.save(tmp_path / "r")
+    assert fediv.truth_for_plots(rc, result) == {}
+    assert (tmp_path / "r" / "g_vs_g0.png").stat().st_size > 0
