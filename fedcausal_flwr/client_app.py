@@ -1,4 +1,9 @@
-"""The ClientApp: serves every algorithm's NumPyClient over ``train.<phase>``/``query.info``."""
+"""The ClientApp: serves every algorithm's NumPyClient over ``train.<phase>``/``query.<phase>``.
+
+The run config's ``algorithm`` picks ``clients/<algorithm>.py``; only that module is imported.
+A user's own ClientApp registers its phases with ``@app.train("<phase>")`` and calls
+:func:`fedcausal_flwr.clients.base.reply` instead.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,7 @@ from importlib import import_module
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
-from fedcausal_flwr.clients import PHASES, reply
-
-app = ClientApp()
+from fedcausal_flwr.clients.base import reply
 
 
 def handle(msg: Message, context: Context) -> Message:
@@ -19,6 +22,12 @@ def handle(msg: Message, context: Context) -> Message:
     return reply(client, msg)
 
 
-for _phase in PHASES:
-    app.train(_phase)(handle)
-app.query("info")(handle)
+class CausalClientApp(ClientApp):
+    """A ClientApp that hands every message to :func:`handle`, whatever its phase."""
+
+    def __call__(self, message: Message, context: Context) -> Message:
+        """Answer one message."""
+        return handle(message, context)
+
+
+app = CausalClientApp()

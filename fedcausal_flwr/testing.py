@@ -48,6 +48,7 @@ class InProcessGrid(Grid):
             for i in range(num_nodes)}
         self.sent: list[Message] = []
         self.received: list[Message] = []
+        self._replies: dict[str, Message] = {}
         self._run = None
 
     def set_run(self, run_id: int) -> None:  # noqa: D102
@@ -65,16 +66,9 @@ class InProcessGrid(Grid):
     def get_node_ids(self) -> list[int]:  # noqa: D102
         return list(self.contexts)
 
-    def push_messages(self, messages: Iterable[Message]) -> list[str]:  # noqa: D102
-        raise NotImplementedError("use send_and_receive")
-
-    def pull_messages(self, message_ids: Iterable[str]) -> list[Message]:  # noqa: D102
-        raise NotImplementedError("use send_and_receive")
-
-    def send_and_receive(self, messages: Iterable[Message], *,
-                         timeout: float | None = None) -> list[Message]:
-        """Deliver each message to its node; a raising client yields an error reply."""
-        replies = []
+    def push_messages(self, messages: Iterable[Message]) -> list[str]:
+        """Deliver each message to its node now; a raising client yields an error reply."""
+        ids = []
         for m in messages:
             m.metadata.__dict__["_message_id"] = m.object_id
             self.sent.append(m)
@@ -83,5 +77,15 @@ class InProcessGrid(Grid):
             except Exception:  # noqa: BLE001 - becomes an error reply, as on a SuperNode
                 r = Message(Error(code=0, reason=traceback.format_exc()), reply_to=m)
             self.received.append(r)
-            replies.append(r)
-        return replies
+            self._replies[m.metadata.message_id] = r
+            ids.append(m.metadata.message_id)
+        return ids
+
+    def pull_messages(self, message_ids: Iterable[str]) -> list[Message]:
+        """The replies to ``message_ids`` that have not been pulled yet."""
+        return [self._replies.pop(i) for i in list(message_ids) if i in self._replies]
+
+    def send_and_receive(self, messages: Iterable[Message], *,
+                         timeout: float | None = None) -> list[Message]:
+        """Push, then pull every reply (all are ready at once in process)."""
+        return self.pull_messages(self.push_messages(messages))

@@ -1,8 +1,18 @@
-"""Message-API strategies of every algorithm: ``X(...).start(grid=grid)``."""
+"""Message-API strategies of every algorithm: ``X(...).start(grid=grid)``.
 
-from fedcausal_flwr.strategies.base import CausalStrategy, TooFewReplies
-from fedcausal_flwr.strategies.fdbnl import FDBNL
-from fedcausal_flwr.strategies.fediv import FedIV as FedIV
-from fedcausal_flwr.strategies.pfdbnl import PFDBNL
+Exports are lazy (see ``fedcausal_flwr.clients``). Add one line to ``_EXPORTS`` per new
+strategy class.
+"""
 
-__all__ = ["FDBNL", "PFDBNL", "CausalStrategy", "TooFewReplies"]
+from fedcausal_flwr.lazy import lazy_getattr
+
+_EXPORTS = {
+    "CausalStrategy": "base",
+    "TooFewReplies": "base",
+    "FDBNL": "fdbnl",
+    "PFDBNL": "pfdbnl",
+    "FedIV": "fediv",
+    "FedGC": "fedgc", "FedCF": "fedcf",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

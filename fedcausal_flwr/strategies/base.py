@@ -170,8 +170,21 @@ class CausalStrategy(Strategy):
                            for a in (arrays.to_numpy_ndarrays() if arrays else [])],
                 "config": sorted(content.config_records.get("config", {}).keys()),
             })
-        replies = grid.send_and_receive(messages, timeout=self.timeout_s)
-        return {r.metadata.src_node_id: r for r in replies}
+        return {r.metadata.src_node_id: r for r in self._send_and_receive(grid, messages)}
+
+    def _send_and_receive(self, grid: Grid, messages: list[Message]) -> list[Message]:
+        """Push, then pull with a short, growing interval (Flower's own loop sleeps 3 s)."""
+        pending = {i for i in grid.push_messages(messages) if i}
+        replies: list[Message] = []
+        deadline, wait = time.time() + self.timeout_s, 0.002
+        while pending and time.time() < deadline:
+            got = list(grid.pull_messages(pending))
+            replies += got
+            pending -= {r.metadata.reply_to_message_id for r in got}
+            if pending:
+                time.sleep(wait)
+                wait = min(1.5 * wait, 0.2)
+        return replies
 
     def drop(self, who: str, why: str) -> None:
         """Log and count a dropped node or reply."""
