@@ -46,6 +46,13 @@ class LTISystem:
         return M[r[m]:r[m + 1], c[n]:c[n + 1]]
 
 
+def block(M: np.ndarray, rows: Sequence[int], cols: Sequence[int], m: int, n: int
+          ) -> np.ndarray:
+    """Block (m, n) of ``M`` with row sizes ``rows`` and column sizes ``cols``."""
+    r, c = offsets(rows), offsets(cols)
+    return M[r[m]:r[m + 1], c[n]:c[n + 1]]
+
+
 def offsets(sizes: Sequence[int]) -> np.ndarray:
     """Start index of each block, and the total at the end."""
     return np.cumsum((0, *sizes))
@@ -210,10 +217,11 @@ def checked_client(A: np.ndarray, B: np.ndarray, C: np.ndarray, K: np.ndarray, y
     return ClientData(A, B, C, K, y, u)
 
 
-def split_clients(sys: LTISystem, y: np.ndarray, u: np.ndarray) -> list[ClientData]:
+def split_clients(sys: LTISystem, y: np.ndarray, u: np.ndarray, only: int | None = None
+                  ) -> list[ClientData]:
     """Per-client data with local DARE gains from the local blocks and noise covariances."""
     out = []
-    for m in range(len(sys.P)):
+    for m in range(len(sys.P)) if only is None else [only]:
         A = sys.block(sys.A, sys.P, sys.P, m, m)
         C = sys.block(sys.C, sys.D, sys.P, m, m)
         Q = sys.block(sys.Q, sys.P, sys.P, m, m)

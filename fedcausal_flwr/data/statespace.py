@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +84,16 @@ def all_clients(rc: Mapping[str, Any]) -> tuple[ss.LTISystem, list[ss.ClientData
     return sys, ss.split_clients(sys, y, u)
 
 
-def client_data(rc: Mapping[str, Any], pid: int) -> ss.ClientData:
-    """Client ``pid``'s data."""
-    sys, clients = all_clients(rc)
-    if not 0 <= pid < len(clients):
-        raise ValueError(f"partition-id {pid} but the system has {len(clients)} clients "
+@lru_cache(maxsize=8)
+def _client_data(key: str, pid: int) -> ss.ClientData:
+    rc = json.loads(key)
+    sys, _, y, u = synthetic_series(rc)
+    if not 0 <= pid < len(sys.P):
+        raise ValueError(f"partition-id {pid} but the system has {len(sys.P)} clients "
                          "(set ss-clients to the number of SuperNodes)")
-    return clients[pid]
+    return ss.split_clients(sys, y, u, only=pid)[0]
+
+
+def client_data(rc: Mapping[str, Any], pid: int) -> ss.ClientData:
+    """Client ``pid``'s data (cached per run config: a SuperNode rebuilds its client often)."""
+    return _client_data(json.dumps(dict(rc), sort_keys=True, default=str), int(pid))

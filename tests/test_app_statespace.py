@@ -1,0 +1,169 @@
+"""FedGC/FedCF strategy-client pairs through the Message API (in-process Grid).
+
+The reference loop is the oracle for every window size; the wire carries states and
+gradients only; bad clients are named and dropped; the counterfactual answer is C_mm B_mn du.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from flwr.app import Context, Message
+from flwr.clientapp import ClientApp
+
+from fedcausal_flwr.client_app import app as client_app
+from fedcausal_flwr.clients import reply
+from fedcausal_flwr.clients.fedcf import FedCFClient
+from fedcausal_flwr.clients.fedgc import FedGCClient
+from fedcausal_flwr.core import statespace as ss
+from fedcausal_flwr.data.statespace import all_clients, merged_config
+from fedcausal_flwr.strategies import fedcf, fedgc
+from fedcausal_flwr.strategies.fedgc import settings_from_run_config
+from fedcausal_flwr.testing import InProcessGrid
+
+RC = {"algorithm": "fedgc", "seed": 3, "ss-t": 120, "ss-window": 1, "ss-epochs": 1,
+      "min-nodes": 2, "node-wait-s": 5.0}
+
+
+def run_inprocess(rc: dict, k: int, app=client_app):
+    grid = InProcessGrid(app, k, rc)
+    module = fedcf if rc["algorithm"] == "fedcf" else fedgc
+    return module.from_run_config(rc).start(grid=grid), grid
+
+
+def reference(rc: dict):
+    model = rc["algorithm"]
+    full = merged_config(rc, model)
+    sys, clients = all_clients(full)
+    return sys, clients, ss.reference(clients, settings_from_run_config(full, model), model)
+
+
+@pytest.mark.parametrize("algorithm,extra", [
+    ("fedgc", {}), ("fedgc", {"ss-window": 25, "ss-epochs": 3}),
+    ("fedcf", {"ss-window": 1}), ("fedcf", {"ss-window": 40, "ss-epochs": 2}),
+    ("fedcf", {"ss-window": 119, "ss-epochs": 3, "ss-target": "refined", "ss-xi": 1.0}),
+    ("fedgc", {"ss-clients": 3, "ss-window": 30, "ss-epochs": 2}),
+])
+def test_flower_path_equals_reference(algorithm, extra):
+    rc = {**RC, "algorithm": algorithm, **extra}
+    k = int(rc.get("ss-clients", 2))
+    result, grid = run_inprocess(rc, k)
+    _, _, ref = reference(rc)
+    assert result.status == "completed"
+    assert len(result.history) == len(ref.history)
+    np.testing.assert_allclose(result.estimates["A_hat"], ref.server.A_hat, rtol=0, atol=1e-10)
+    if algorithm == "fedcf":
+        np.testing.assert_allclose(result.estimates["B_hat"], ref.server.B_hat, atol=1e-10)
+    for a, b in zip(result.history, ref.history, strict=True):
+        assert a["L_s"] == pytest.approx(b["L_s"], rel=1e-9, abs=1e-15)
+        assert a["L_a_1"] == pytest.approx(b["L_a_1"], rel=1e-9, abs=1e-15)
+    for i, ctx in enumerate(grid.contexts.values()):  # the private theta_m, phi_m too
+        theta, phi = ctx.state["ss_params"].to_numpy_ndarrays()
+        np.testing.assert_allclose(theta, ref.clients[i].theta, atol=1e-10)
+        np.testing.assert_allclose(phi, ref.clients[i].phi, atol=1e-10)
+    assert np.abs(ref.server.A_hat).max() > 0  # something was learned
+
+
+@pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
+def test_only_states_and_gradients_cross_the_wire(algorithm):
+    rc = {**RC, "algorithm": algorithm, "ss-window": 30, "ss-epochs": 1,
+          "ss-cf-delta": "1,0.5"}
+    result, grid = run_inprocess(rc, 2)
+    assert result.status == "completed"
+    _, clients, _ = reference(rc)
+    thetas = [ctx.state["ss_params"].to_numpy_ndarrays()[0] for ctx in grid.contexts.values()]
+    secrets = [x for c in clients for x in (c.y, c.C, c.K)] + thetas
+    p, u, d = clients[0].dims
+    allowed = {(30, p), (29, p), (0, p), (p, p), (p, u), (30, u), (29, u), (), (p,)}
+    if algorithm == "fedcf":
+        allowed.add((d,))  # the counterfactual answer C_mm delta_h
+    for m in grid.sent + grid.received:
+        assert not m.has_error()
+        for rec in m.content.array_records.values():
+            for a in rec.to_numpy_ndarrays():
+                assert a.shape in allowed, f"{m.metadata.message_type} carries {a.shape}"
+                for x in secrets:  # no row or column of y, C, K, theta appears anywhere
+                    for vec in (list(x) + list(x.T)):
+                        n = vec.size
+                        flat = a.reshape(-1)
+                        if flat.size >= n:
+                            win = np.lib.stride_tricks.sliding_window_view(flat, n)
+                            assert np.abs(win - vec).max(axis=1).min() > 1e-12
+        for rec in m.content.config_records.values():
+            assert all(isinstance(v, (int, float, str, bool)) for v in rec.values())
+
+
+def faulty_app(rc: dict, bad: dict[int, str]) -> ClientApp:
+    app = ClientApp()
+
+    @app.train("ss_setup")
+    @app.train("ss_window")
+    @app.query("info")
+    def handle(msg: Message, context: Context) -> Message:
+        pid = int(context.node_config["partition-id"])
+        k = int(context.node_config["num-partitions"])
+        _, clients = all_clients(merged_config(rc))
+        c = clients[pid]
+        A, C, y = c.A, c.C, c.y.copy()
+        if bad.get(pid) == "nan":
+            y[5, 1] = np.inf
+        elif bad.get(pid) == "unstable":
+            A = 1.05 * np.eye(A.shape[0])
+        elif bad.get(pid) == "rank":
+            C = np.outer(C[:, 0], np.ones(C.shape[1]))
+        elif bad.get(pid) == "short":
+            y = y[:-7]
+        return reply(FedGCClient(A, C, c.K, y, partition_id=pid, num_partitions=k,
+                                 state=context.state), msg)
+
+    return app
+
+
+def test_bad_clients_are_named_and_dropped():
+    rc = {**RC, "ss-clients": 5, "ss-window": 40, "min-nodes": 1}
+    bad = {1: "nan", 2: "unstable", 3: "rank", 4: "short"}
+    result, _ = run_inprocess(rc, 5, faulty_app(rc, bad))
+    assert result.status == "completed", result.status
+    dropped = " | ".join(result.metrics["dropped"])
+    for cid, why in [(1, "non-finite"), (2, "unstable"), (3, "full column rank"),
+                     (4, "'t': 113")]:
+        assert f"client {cid}" in dropped and why in dropped, dropped
+    assert result.metrics["clients"] == 1
+
+
+def test_bad_input_raises_naming_the_client():
+    _, clients = all_clients(merged_config(RC))
+    c = clients[0]
+    y = c.y.copy()
+    y[2, 0] = np.nan
+    with pytest.raises(ValueError, match="client 7: y has 1 non-finite"):
+        FedGCClient(c.A, c.C, c.K, y, partition_id=7)
+    client = FedGCClient(c.A, c.C, c.K, c.y, partition_id=7)
+    cfg = {"phase": "ss_window", "start": 1, "stop": 3, "prev-start": 3, "prev-stop": 5,
+           "lr-client": 0.5, "eta1": 1.0, "eta2": 1.0, "lambda-l": 0.0, "xi": 0.0,
+           "learn-phi": False, "target": "predicted", "alg1-literal": False}
+    with pytest.raises(ValueError, match="client 7: server gradient of shape"):
+        client.fit([np.zeros((3, 2))], cfg)
+    with pytest.raises(ValueError, match="client 7: window outside"):
+        client.fit([np.zeros((2, 2))], {**cfg, "stop": 10_000})
+
+
+def test_counterfactual_query_answer_in_result():
+    rc = {**RC, "algorithm": "fedcf", "ss-window": 40, "ss-epochs": 2,
+          "ss-cf-client": 1, "ss-cf-source": 0, "ss-cf-delta": "1.0,-0.5"}
+    result, _ = run_inprocess(rc, 2)
+    sys, clients, ref = reference(rc)
+    cf = result.metrics["counterfactual"]
+    du = np.array([1.0, -0.5])
+    expect = ss.counterfactual(clients[1].C, ss.block(ref.server.B_hat, sys.P, sys.U, 1, 0), du)
+    np.testing.assert_allclose(cf["delta_y"], expect, atol=1e-10)
+    assert cf["client"] == 1 and cf["source"] == 0
+    assert "cf_error_21" in result.metrics and "err_B" in result.metrics
+
+
+def test_fedcf_client_rejects_a_bad_query():
+    _, clients = all_clients(merged_config(RC, "fedcf"))
+    c = clients[0]
+    client = FedCFClient(c.A, c.C, c.K, c.y, c.B, c.u, partition_id=2)
+    with pytest.raises(ValueError, match="client 2: a counterfactual query"):
+        client.fit([np.zeros(5)], {"phase": "ss_query"})
