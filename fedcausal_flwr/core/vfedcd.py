@@ -1,0 +1,400 @@
+"""VFedCD core (spec seed 003): encoders, decoders, graph fragments, CTV spectral penalty.
+
+K parties hold disjoint column blocks S_k of the same samples. The first layer of the
+per-attribute MLPs is split vertically into linear encoders ``W_kt`` (d_k x d_t x h), source
+party k to target party t, and every encoder is a sum of fragments ``W_kt = sum_i F[i][k][t]``,
+fragment i held by party i (under the secure dispatch; without it only ``F[k][k][t]``).
+
+    Z_t = sum_k x^k W_kt                          (n x d_t x h, exact in fixed point)
+    xhat^t_j = Linear_j(sigma(... sigma(Z_t[:, j] + b_j)))  L = sum_t MSE(xhat^t, x^t)
+    B_t^i[S_k, :] = ||F[i][k][t]||_h              B = sum_i B^i    (graph of the encoders)
+    rho(B) (spectral radius), grad = u v^T / u^T v, lambda2 += gamma per epoch until DAG
+
+Products ``x W`` and ``x^T dZ`` are computed in fixed point (``frac`` bits per factor), the
+arithmetic the secret shares use, so the shared protocol equals :func:`train_reference`
+exactly. Fragments, decoders and graphs are numpy float64; decoders run in torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+Fragments = list[list[list[np.ndarray | None]]]  # F[holder][source][target]
+MODES = ("framework", "ctv", "vfedcd")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Hyperparameters (paper section 6.1 and spec section 5)."""
+
+    hidden: int = 10
+    dec_layers: int = 2
+    lr: float = 0.01
+    batch: int = 16
+    epochs: int = 500
+    lambda1: float = 5e-3
+    gamma: float = 0.006
+    lambda_b: float = 0.0
+    tau: float = 0.1
+    dag_tol: float = 0.01
+    power_iters: int = 15
+    mode: str = "vfedcd"
+    sigma_phi: float = 1e-3
+    split: str = "dirichlet"
+    frac: int = 16
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode {self.mode!r} is not one of {MODES}")
+        if self.split not in ("dirichlet", "exact"):
+            raise ValueError(f"split {self.split!r} is not dirichlet or exact")
+
+    @property
+    def secure(self) -> bool:
+        """Encoders split into K fragments (the secure dispatch protocol)."""
+        return self.mode == "vfedcd"
+
+    @property
+    def ctv(self) -> bool:
+        """The CTV acyclicity penalty is on."""
+        return self.mode != "framework"
+
+
+# ---- fixed point ------------------------------------------------------------------------
+def quantize(a: np.ndarray, frac: int) -> np.ndarray:
+    """``round(a 2^frac)`` as int64."""
+    return np.rint(np.asarray(a, dtype=float) * 2.0 ** frac).astype(np.int64)
+
+
+def dequantize(q: np.ndarray, bits: int) -> np.ndarray:
+    """Signed int64 (or uint64 ring element) over 2^bits as float."""
+    return np.asarray(q).astype(np.uint64).view(np.int64).astype(float) / 2.0 ** bits
+
+
+def features_q(xq: np.ndarray, Wq: np.ndarray) -> np.ndarray:
+    """Integer ``x^k W`` (n x d_t x h) of quantized data and weights."""
+    return np.einsum("na,ath->nth", xq, Wq)
+
+
+def encoder_grad_q(xq: np.ndarray, gq: np.ndarray) -> np.ndarray:
+    """Integer ``x^kT dZ`` (d_k x d_t x h) of quantized data and feature gradient."""
+    return np.einsum("na,nth->ath", xq, gq)
+
+
+# ---- model ------------------------------------------------------------------------------
+def self_loop_mask(d_t: int, h: int) -> np.ndarray:
+    """1 everywhere except ``[j, j, :]`` (the encoder of a party into itself)."""
+    m = np.ones((d_t, d_t, h))
+    m[np.arange(d_t), np.arange(d_t), :] = 0.0
+    return m
+
+
+def init_fragment(i: int, k: int, t: int, sizes: Sequence[int], s: Settings) -> np.ndarray:
+    """Fragment ``F[i][k][t]`` ~ U(+-1/(d sqrt(h)) / K), self-loops masked, seeded per (i,k,t).
+
+    Without the secure dispatch party k holds the whole ``W_kt`` (bound not divided by K).
+    """
+    bound = 1.0 / (sum(sizes) * np.sqrt(s.hidden)) / (len(sizes) if s.secure else 1)
+    w = rng_for(s.seed, "init", i, k, t).uniform(-bound, bound, (sizes[k], sizes[t], s.hidden))
+    return w * self_loop_mask(sizes[t], s.hidden) if k == t else w
+
+
+def holds(i: int, k: int, t: int, s: Settings) -> bool:
+    """Whether party i holds a fragment of ``W_kt`` (all do under the secure dispatch)."""
+    return s.secure or i == k
+
+
+def init_fragments(sizes: Sequence[int], s: Settings) -> Fragments:
+    """All fragments ``F[i][k][t]`` (None where party i holds none)."""
+    K = len(sizes)
+    return [[[init_fragment(i, k, t, sizes, s) if holds(i, k, t, s) else None
+              for t in range(K)] for k in range(K)] for i in range(K)]
+
+
+def init_decoder(t: int, d_t: int, s: Settings) -> list[np.ndarray]:
+    """Per-attribute towers: ``[b0 (d_t,h), (W (d_t,h,h), b (d_t,h)) x (L-1), Wo, bo]``."""
+    h, bound, rng = s.hidden, 1.0 / np.sqrt(s.hidden), rng_for(s.seed, "decoder", t)
+    p = [rng.uniform(-bound, bound, (d_t, h))]
+    for _ in range(s.dec_layers - 1):
+        p += [rng.uniform(-bound, bound, (d_t, h, h)), rng.uniform(-bound, bound, (d_t, h))]
+    return p + [rng.uniform(-bound, bound, (d_t, h)), rng.uniform(-bound, bound, d_t)]
+
+
+def decode(params: Sequence[torch.Tensor], Z: torch.Tensor) -> torch.Tensor:
+    """``xhat`` (n x d_t) of the decoder towers on aggregated features Z (n x d_t x h)."""
+    a = torch.sigmoid(Z + params[0])
+    for W, b in zip(params[1:-2:2], params[2:-2:2], strict=True):
+        a = torch.sigmoid(torch.einsum("nth,thg->ntg", a, W) + b)
+    return torch.einsum("nth,th->nt", a, params[-2]) + params[-1]
+
+
+def decoder_step(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray, lr: float
+                 ) -> tuple[list[np.ndarray], np.ndarray, float]:
+    """One SGD step of target t's decoder; returns (new params, dL/dZ, loss).
+
+    ``loss = sum_j mean_n (xhat_j - x_j)^2``.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: extra threads only add contention
+    try:
+        P = [torch.tensor(p, requires_grad=True) for p in params]
+        Zt = torch.tensor(Z, requires_grad=True)
+        loss = ((decode(P, Zt) - torch.tensor(x)) ** 2).mean(0).sum()
+        grads = torch.autograd.grad(loss, [*P, Zt])
+    finally:
+        torch.set_num_threads(threads)
+    new = [p.detach().numpy() - lr * g.numpy() for p, g in zip(P, grads[:-1], strict=True)]
+    return new, grads[-1].numpy(), float(loss.detach())
+
+
+def reconstruction_loss(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray) -> float:
+    """``sum_j mean_n (xhat_j - x_j)^2`` without a step."""
+    with torch.no_grad():
+        xhat = decode([torch.tensor(p) for p in params], torch.tensor(Z))
+        return float(((xhat - torch.tensor(x)) ** 2).mean(0).sum())
+
+
+# ---- graph and CTV ----------------------------------------------------------------------
+def graph_fragment(held: Sequence[np.ndarray | None], t: int, starts: Sequence[int]
+                   ) -> np.ndarray:
+    """``B_t^i`` (d x d_t): L2 norms over h of the fragments ``held[k] = F[i][k][t]``."""
+    d = starts[-1]
+    d_t = next(w.shape[1] for w in held if w is not None)
+    B = np.zeros((d, d_t))
+    for k, w in enumerate(held):
+        if w is not None:
+            B[starts[k]:starts[k + 1]] = np.linalg.norm(w, axis=2)
+    return B
+
+
+def assemble(cols: Sequence[np.ndarray]) -> np.ndarray:
+    """``B = [B_1 ... B_K]`` (d x d) from the per-target column blocks."""
+    return np.hstack(cols)
+
+
+def norm_backward(w: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``dL/dw`` of ``L = sum g * ||w||_h``: ``g w / ||w||`` (0 where the norm is 0)."""
+    nrm = np.linalg.norm(w, axis=2, keepdims=True)
+    return g[:, :, None] * np.divide(w, nrm, out=np.zeros_like(w), where=nrm > 0)
+
+
+def spectral_radius(B: np.ndarray, u: np.ndarray, v: np.ndarray, iters: int
+                    ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """``(rho, drho/dB, u, v)``: power iteration on ``B + 1e-6``, warm-started at (u, v)."""
+    A = B + 1e-6
+    for _ in range(iters):
+        v = A @ v
+        v /= np.linalg.norm(v)
+        u = A.T @ u
+        u /= np.linalg.norm(u)
+    uv = float(u @ v)
+    return float(u @ A @ v / uv), np.outer(u, v) / uv, u, v
+
+
+def is_dag(A: np.ndarray) -> bool:
+    """No directed cycle among the nonzero entries of ``A``."""
+    M = (np.asarray(A) != 0).astype(int)
+    indeg, ready, seen = M.sum(0), list(np.flatnonzero(M.sum(0) == 0)), 0
+    while ready:
+        i = ready.pop()
+        seen += 1
+        for j in np.flatnonzero(M[i]):
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    return seen == len(M)
+
+
+def dag_at_threshold(B: np.ndarray, tau: float) -> np.ndarray:
+    """Binary DAG: edges with ``B >= tau`` by decreasing weight, skipping cycle closers."""
+    G = np.zeros(B.shape)
+    W = B * (1 - np.eye(len(B)))
+    for flat in np.argsort(-W, axis=None, kind="stable"):
+        i, j = np.unravel_index(flat, B.shape)
+        if W[i, j] < tau:
+            break
+        G[i, j] = 1.0
+        if not is_dag(G):
+            G[i, j] = 0.0
+    return G
+
+
+def ctv_gradient(B: np.ndarray, lam2: float, s: Settings, u: np.ndarray, v: np.ndarray
+                 ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """``d(lambda2 rho(B) + lambda_B |B|_1)/dB``, rho, and the new power-iteration vectors."""
+    rho, drho, u, v = spectral_radius(B, u, v, s.power_iters)
+    return lam2 * drho + s.lambda_b * np.sign(B), rho, u, v
+
+
+def split_gradient(G: np.ndarray, K: int, s: Settings, rng: np.random.Generator
+                   ) -> list[np.ndarray]:
+    """CTV shares ``K w_k G`` with ``w ~ Dirichlet(1_K)`` per entry, or G to everyone."""
+    if s.split == "exact" or not s.secure:
+        return [G] * K
+    w = rng.dirichlet(np.ones(K), size=G.shape)
+    return [K * w[..., k] * G for k in range(K)]
+
+
+def next_lambda2(lam2: float, frozen: bool, B: np.ndarray, s: Settings) -> tuple[float, bool]:
+    """End of epoch: freeze once ``B > dag_tol`` is a DAG, else ``lambda2 += gamma``."""
+    if not s.ctv:
+        return 0.0, frozen
+    frozen = frozen or is_dag(B > s.dag_tol)
+    return (lam2 if frozen else lam2 + s.gamma), frozen
+
+
+def update_fragment(w: np.ndarray, grad: np.ndarray, k: int, t: int, s: Settings
+                    ) -> np.ndarray:
+    """``w - lr (grad + lambda1 sign w)``, self-loops kept at 0."""
+    w = w - s.lr * (grad + s.lambda1 * np.sign(w))
+    return w * self_loop_mask(w.shape[1], w.shape[2]) if k == t else w
+
+
+def batches(n: int, s: Settings, epoch: int) -> list[np.ndarray]:
+    """Row indices of each mini-batch of ``epoch`` (a seeded permutation)."""
+    perm = rng_for(s.seed, "batches", epoch).permutation(n)
+    return [perm[i:i + s.batch] for i in range(0, n, s.batch)]
+
+
+def rng_for(seed: int, purpose: str, *keys: int) -> np.random.Generator:
+    """An independent generator per (seed, purpose, keys): parties draw without talking."""
+    tag = int.from_bytes(purpose.encode()[:8].ljust(8, b"\0"), "little")
+    return np.random.default_rng([seed, tag, *keys])
+
+
+def phi_mask(s: Settings, step: int, k: int, t: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Quantized gradient mask ``phi_kt`` ~ N(0, sigma_phi^2) kept by source party k."""
+    return quantize(rng_for(s.seed, "phi", step, k, t).normal(0, s.sigma_phi, shape),
+                    2 * s.frac)
+
+
+# ---- reference loop ---------------------------------------------------------------------
+@dataclass
+class State:
+    """Everything a run learns: fragments, decoders, lambda2 and the CTV's vectors."""
+
+    F: Fragments
+    decoders: list[list[np.ndarray]]
+    lam2: float = 0.0
+    frozen: bool = False
+    u: np.ndarray | None = None
+    v: np.ndarray | None = None
+    step: int = 0
+    history: list[dict] = field(default_factory=list)
+
+
+def initial_state(sizes: Sequence[int], s: Settings) -> State:
+    """Seeded fragments and decoders; u = v = 1/sqrt(d)."""
+    F = init_fragments(sizes, s)
+    dec = [init_decoder(t, d_t, s) for t, d_t in enumerate(sizes)]
+    d = sum(sizes)
+    return State(F, dec, u=np.ones(d) / np.sqrt(d), v=np.ones(d) / np.sqrt(d))
+
+
+def starts_of(sizes: Sequence[int]) -> list[int]:
+    """Block boundaries ``[0, d_1, d_1 + d_2, ..., d]``."""
+    return [0, *np.cumsum(sizes).tolist()]
+
+
+def graph(F: Fragments, sizes: Sequence[int]) -> np.ndarray:
+    """``B = sum_i B^i`` over all holders (d x d)."""
+    K, st = len(sizes), starts_of(sizes)
+    return assemble([sum(graph_fragment([F[i][k][t] for k in range(K)], t, st)
+                         for i in range(K) if any(F[i][k][t] is not None for k in range(K)))
+                     for t in range(K)])
+
+
+def encoder(F: Fragments, k: int, t: int) -> np.ndarray:
+    """The whole encoder ``W_kt = sum_i F[i][k][t]``."""
+    return sum(f[k][t] for f in F if f[k][t] is not None)
+
+
+def ctv_shares(state: State, sizes: Sequence[int], s: Settings) -> tuple[list[np.ndarray], float]:
+    """The CTV step on the current fragments: each party's gradient share of B, and rho."""
+    B = graph(state.F, sizes)
+    G, rho, state.u, state.v = ctv_gradient(B, state.lam2, s, state.u, state.v)
+    return split_gradient(G, len(sizes), s, rng_for(s.seed, "split", state.step)), rho
+
+
+def fragment_grads(state: State, xs: Sequence[np.ndarray], sizes: Sequence[int],
+                   s: Settings, shares: Sequence[np.ndarray]) -> tuple[list, list[float]]:
+    """One step's gradient of every fragment (data + CTV) and each target's loss.
+
+    Updates the decoders in place (they are local to their target party).
+    """
+    K, st = len(sizes), starts_of(sizes)
+    xq = [quantize(x, s.frac) for x in xs]
+    grads = [[[None] * K for _ in range(K)] for _ in range(K)]
+    losses = []
+    for t in range(K):
+        Zq = sum(features_q(xq[k], sum(quantize(f[k][t], s.frac) for f in state.F
+                                       if f[k][t] is not None)) for k in range(K))
+        state.decoders[t], dZ, loss = decoder_step(state.decoders[t], dequantize(Zq, 2 * s.frac),
+                                                   xs[t], s.lr)
+        losses.append(loss)
+        gq = quantize(dZ, s.frac)
+        for k in range(K):
+            g = encoder_grad_q(xq[k], gq)
+            if s.secure and k != t:
+                phi = phi_mask(s, state.step, k, t, g.shape)
+                grads[k][k][t] = dequantize(phi, 2 * s.frac)
+                grads[t][k][t] = dequantize(g - phi, 2 * s.frac)
+            else:
+                grads[k if not s.secure else t][k][t] = dequantize(g, 2 * s.frac)
+    for i in range(K):
+        for k in range(K):
+            for t in range(K):
+                w = state.F[i][k][t]
+                if w is None:
+                    continue
+                g = norm_backward(w, shares[i][st[k]:st[k + 1], st[t]:st[t + 1]])
+                grads[i][k][t] = g if grads[i][k][t] is None else grads[i][k][t] + g
+    return grads, losses
+
+
+def train_step(state: State, xs: Sequence[np.ndarray], sizes: Sequence[int], s: Settings
+               ) -> dict:
+    """One synchronous step on the mini-batch ``xs`` (one block per party)."""
+    K = len(sizes)
+    shares, rho = ctv_shares(state, sizes, s)
+    grads, losses = fragment_grads(state, xs, sizes, s, shares)
+    for i in range(K):
+        for k in range(K):
+            for t in range(K):
+                if state.F[i][k][t] is not None:
+                    state.F[i][k][t] = update_fragment(state.F[i][k][t], grads[i][k][t], k, t, s)
+    state.step += 1
+    return {"loss": float(sum(losses)), "rho": rho}
+
+
+def train_reference(xs: Sequence[np.ndarray], s: Settings, epochs: int | None = None,
+                    state: State | None = None) -> State:
+    """The in-process reference loop: ``epochs`` epochs of mini-batch steps, lambda2 schedule.
+
+    ``xs[k]`` is party k's training block (same rows, aligned). History rows per epoch.
+    """
+    sizes = [x.shape[1] for x in xs]
+    n = len(xs[0])
+    state = state or initial_state(sizes, s)
+    for epoch in range(s.epochs if epochs is None else epochs):
+        rec = {"loss": 0.0, "rho": 0.0}
+        for idx in batches(n, s, len(state.history)):
+            r = train_step(state, [x[idx] for x in xs], sizes, s)
+            rec = {"loss": rec["loss"] + r["loss"] * len(idx) / n, "rho": r["rho"]}
+        B = graph(state.F, sizes)
+        state.lam2, state.frozen = next_lambda2(state.lam2, state.frozen, B, s)
+        state.history.append({"epoch": epoch + 1, **rec, "lambda2": state.lam2,
+                              "frozen": state.frozen, "acyclic": is_dag(B > s.dag_tol)})
+    return state
+
+
+def result_graph(F: Fragments, sizes: Sequence[int], s: Settings) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    """The weighted graph B and the thresholded DAG."""
+    B = graph(F, sizes)
+    return B, dag_at_threshold(B, s.tau)

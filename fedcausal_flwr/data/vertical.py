@@ -1,0 +1,141 @@
+"""Vertically partitioned data for VFedCD: parties hold disjoint columns of aligned samples.
+
+Synthetic data follow the SDCD nonlinear additive-noise model (spec 4.1): an ER DAG with
+``E`` edges, each mechanism an MLP([100], sigmoid, no bias) of the standardised parents with
+weights +-U[0.5, 2], Gaussian noise of scale 1, roots N(0, 1). Run-config keys read here:
+``data`` (synthetic | sachs), ``d``, ``edges``, ``n``, ``data-seed``, ``parts`` (e.g. "5,5,5";
+default K contiguous near-equal blocks), ``data-path`` (Sachs directory), ``test-fraction``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SACHS_DIR = Path("/work/shared/data/sachs")
+
+
+def random_dag(d: int, edges: int, rng: np.random.Generator) -> np.ndarray:
+    """Binary adjacency (i -> j) of a random DAG with ``edges`` edges (ER, random order)."""
+    pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
+    pick = rng.choice(len(pairs), size=min(edges, len(pairs)), replace=False)
+    A = np.zeros((d, d))
+    for p in pick:
+        A[pairs[p]] = 1.0
+    perm = rng.permutation(d)
+    return A[np.ix_(perm, perm)]
+
+
+def topological_order(A: np.ndarray) -> list[int]:
+    """A topological order of the DAG ``A`` (i -> j means A[i, j] != 0)."""
+    indeg = (A != 0).sum(axis=0).astype(int)
+    order, ready = [], [j for j in range(len(A)) if indeg[j] == 0]
+    while ready:
+        i = ready.pop(0)
+        order.append(i)
+        for j in np.flatnonzero(A[i]):
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(int(j))
+    if len(order) != len(A):
+        raise ValueError("graph has a cycle")
+    return order
+
+
+def simulate_anm(A: np.ndarray, n: int, rng: np.random.Generator, hidden: int = 100
+                 ) -> np.ndarray:
+    """Samples of the nonlinear ANM ``X_j = MLP_j(standardised PA_j) + N(0, 1)``."""
+    d = len(A)
+    X = np.zeros((n, d))
+    for j in topological_order(A):
+        pa = np.flatnonzero(A[:, j])
+        noise = rng.standard_normal(n)
+        if pa.size == 0:
+            X[:, j] = noise
+            continue
+        P = X[:, pa]
+        P = (P - P.mean(0)) / (P.std(0) + 1e-12)
+        w1 = rng.uniform(0.5, 2.0, (pa.size, hidden)) * rng.choice([-1, 1], (pa.size, hidden))
+        w2 = rng.uniform(0.5, 2.0, hidden) * rng.choice([-1, 1], hidden)
+        X[:, j] = (1 / (1 + np.exp(-(P @ w1)))) @ w2 + noise
+    return X
+
+
+def sachs(path: str | Path = SACHS_DIR) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Sachs data (n x 11), its consensus graph (11 x 11) and the column names."""
+    path = Path(path)
+    names = path.joinpath("cyto_full_data.csv").read_text().splitlines()[0].split(",")
+    X = np.loadtxt(path / "cyto_full_data.csv", delimiter=",", skiprows=1)
+    A = np.zeros((len(names), len(names)))
+    for line in path.joinpath("cyto_full_target.csv").read_text().splitlines()[1:]:
+        cause, effect = (s.strip().strip('"') for s in line.split(","))
+        A[names.index(cause), names.index(effect)] = 1.0
+    return X, A, names
+
+
+def blocks(d: int, parts: int | Sequence[int]) -> list[np.ndarray]:
+    """Column index sets S_k: ``parts`` sizes, or K contiguous near-equal blocks."""
+    sizes = ([d // parts + (i < d % parts) for i in range(parts)] if isinstance(parts, int)
+             else [int(s) for s in parts])
+    if sum(sizes) != d or min(sizes) < 1:
+        raise ValueError(f"party sizes {sizes} must be positive and sum to d={d}")
+    ends = np.cumsum(sizes)
+    return [np.arange(e - s, e) for s, e in zip(sizes, ends, strict=True)]
+
+
+def pooled_data(rc: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The pooled data (n x d) and true graph (d x d) that the run config describes."""
+    kind = str(rc.get("data", "synthetic"))
+    if kind == "sachs":
+        X, A, _ = sachs(rc.get("data-path") or SACHS_DIR)
+        return X, A
+    if kind != "synthetic":
+        raise ValueError(f"unknown VFedCD data {kind!r}")
+    d = int(rc.get("d", 15))
+    rng = np.random.default_rng(int(rc.get("data-seed", 0)))
+    A = random_dag(d, int(rc.get("edges", 4 * d)), rng)
+    return simulate_anm(A, int(rc.get("n", 1000)), rng), A
+
+
+def party_blocks(rc: Mapping[str, Any], d: int, k: int) -> list[np.ndarray]:
+    """S_k of each party from run-config ``parts`` (e.g. "5,5,5") or K equal blocks."""
+    parts = rc.get("parts")
+    return blocks(d, [int(s) for s in str(parts).split(",")] if parts else k)
+
+
+def split_standardised(X: np.ndarray, test_fraction: float = 0.2
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """First (1 - f) rows for training, the rest for test, z-scored with train statistics."""
+    n_train = int(round(len(X) * (1 - test_fraction)))
+    tr, te = X[:n_train], X[n_train:]
+    mu, sd = tr.mean(0), tr.std(0) + 1e-12
+    return (tr - mu) / sd, (te - mu) / sd
+
+
+def party_data(rc: Mapping[str, Any], pid: int, k: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Party ``pid``'s standardised train and test columns and its global column indices."""
+    X, _ = pooled_data(rc)
+    S = party_blocks(rc, X.shape[1], k)
+    if len(S) != k:
+        raise ValueError(f"run config 'parts' names {len(S)} parties but there are {k}")
+    tr, te = split_standardised(X[:, S[pid]], float(rc.get("test-fraction", 0.2)))
+    return tr, te, S[pid]
+
+
+def checked_party(x: np.ndarray, who: str) -> np.ndarray:
+    """``x`` as a 2-D float array, or a ValueError that names the party and the problem."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 2 or x.shape[1] == 0:
+        raise ValueError(f"{who}: data must be 2-D with at least one column, got {x.shape}")
+    if len(x) < 2:
+        raise ValueError(f"{who}: {len(x)} samples; need at least 2")
+    bad = ~np.isfinite(x)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise ValueError(f"{who}: {int(bad.sum())} non-finite values (first at row {r}, "
+                         f"column {c})")
+    return x

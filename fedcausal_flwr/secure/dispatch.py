@@ -1,0 +1,250 @@
+"""The secure dispatch protocol (Alg. 2-6 with the spec's fixes), one party at a time.
+
+A :class:`Party` holds its columns, its fragments ``F[me][k][t]`` of every encoder, its decoder,
+its key pair and the ciphertexts of the fragments it multiplies. Each method is one protocol
+phase: it takes what the relay delivered and returns what the relay must carry, addressed by
+party. Messages are ciphertexts (``Enc_i``), masked shares (uint64) or graph fragments.
+
+Per step (mini-batch rows ``idx``), phases in order:
+``forward``  x^me (x) Enc_i(F[i][me][t]) + Enc_i(2^63 + r)        -> owner i    (HE2SS)
+``share``    z_me,t = comp + sum holder shares + sum owner shares  -> target t
+``decode``   Z_t = sum_k z_kt, decoder step, Enc_me(dZ)            -> every k
+``gradient`` x^meT (x) Enc_t(dZ_t) - Enc_t(phi)                    -> target t   (HE2SS)
+``update``   apply data + CTV + L1 gradients, re-encrypt F[me][j][t] -> holder j;
+             graph fragments B_t^me                                 -> CTV
+The arithmetic is that of :func:`fedcausal_flwr.core.vfedcd.train_step`, so a run of these
+phases equals the core reference loop exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fedcausal_flwr.core import vfedcd as core
+from fedcausal_flwr.secure.shares import Mock, forward_masks, holder_share, ring
+
+Outbox = dict[int, dict[str, np.ndarray]]  # destination party -> name -> array
+
+
+class Party:
+    """Party ``me`` of the secure dispatch protocol."""
+
+    def __init__(self, me: int, x: np.ndarray, sizes: Sequence[int], s: core.Settings,
+                 backend: Mock) -> None:
+        if not s.secure:
+            raise ValueError("the secure dispatch runs only in mode 'vfedcd'")
+        self.me, self.x, self.sizes, self.s, self.backend = me, x, list(sizes), s, backend
+        self.K, self.h = len(sizes), s.hidden
+        self.starts = core.starts_of(sizes)
+        self.pk, self.sk = backend.keypair()
+        self.pks: dict[int, Any] = {}
+        K = self.K
+        self.F = [[core.init_fragment(me, k, t, sizes, s) for t in range(K)] for k in range(K)]
+        self.dec = core.init_decoder(me, sizes[me], s)
+        self.enc_in: dict[tuple[int, int], np.ndarray] = {}
+        self.tmp: dict[str, Any] = {}
+
+    # ---- helpers ---------------------------------------------------------------------
+    def _shape(self, t: int) -> tuple[int, int]:
+        return (self.sizes[self.me], self.sizes[t] * self.h)
+
+    def _encrypted_fragments(self) -> Outbox:
+        """``Enc_me(Q(F[me][j][t]))`` for every other party j and every target t."""
+        out: Outbox = {}
+        for j in range(self.K):
+            if j == self.me:
+                continue
+            out[j] = {f"frag.t{t}": self.backend.to_wire(
+                self.pk, self.backend.encrypt(
+                    self.pk, core.quantize(self.F[j][t], self.s.frac).reshape(
+                        self.sizes[j], -1))) for t in range(self.K)}
+        return out
+
+    def graph_fragments(self) -> dict[str, np.ndarray]:
+        """``B_t^me`` (d x d_t) for every t: what the CTV sees."""
+        return {f"B.t{t}": core.graph_fragment([self.F[k][t] for k in range(self.K)], t,
+                                               self.starts) for t in range(self.K)}
+
+    # ---- phases ----------------------------------------------------------------------
+    def public_key(self) -> np.ndarray:
+        """This party's public key, as published."""
+        return self.backend.public_array(self.pk)
+
+    def setup(self, public_keys: Mapping[int, np.ndarray]) -> tuple[Outbox,
+                                                                   dict[str, np.ndarray]]:
+        """Store the others' keys; send each j its encrypted fragments; graph fragments."""
+        self.pks = {i: self.backend.public_from(a) for i, a in public_keys.items()}
+        return self._encrypted_fragments(), self.graph_fragments()
+
+    def forward(self, step: int, idx: np.ndarray, inbox: Mapping[int, Mapping[str, np.ndarray]]
+                ) -> Outbox:
+        """Store the fragments' ciphertexts; HE2SS of ``x^me F[i][me][t]`` for every i, t."""
+        b, me, s = self.backend, self.me, self.s
+        for i, msg in inbox.items():
+            for t in range(self.K):
+                self.enc_in[i, t] = b.from_wire(self.pks[i], msg[f"frag.t{t}"], self._shape(t))
+        xq = core.quantize(self.x[idx], s.frac)
+        self.tmp = {"idx": idx, "xq": xq, "z": {}}
+        out: Outbox = {i: {} for i in range(self.K) if i != me}
+        for t in range(self.K):
+            own = core.quantize(self.F[me][t], s.frac).reshape(self.sizes[me], -1)
+            z = ring(xq @ own)
+            for i in out:
+                c = b.matmul(self.pks[i], xq, self.enc_in[i, t])
+                lo, hi = forward_masks(core.rng_for(s.seed, "eps", step, me, i, t), c.shape)
+                out[i][f"he2ss.t{t}"] = b.to_wire(self.pks[i],
+                                                  b.mask_forward(self.pks[i], c, lo, hi))
+                with np.errstate(over="ignore"):
+                    z = z + holder_share(lo)
+            self.tmp["z"][t] = z
+        return out
+
+    def share(self, inbox: Mapping[int, Mapping[str, np.ndarray]], ctv_share: np.ndarray
+              ) -> Outbox:
+        """Owner shares of the others' products; send ``z_me,t`` to each target t."""
+        b, n = self.backend, len(self.tmp["idx"])
+        self.tmp["ctv"] = np.asarray(ctv_share, dtype=float)
+        out: Outbox = {}
+        for t in range(self.K):
+            z = self.tmp["z"][t]
+            for msg in inbox.values():
+                c = b.from_wire(self.pk, msg[f"he2ss.t{t}"], (n, self.sizes[t] * self.h))
+                with np.errstate(over="ignore"):
+                    z = z + b.owner_forward(self.sk, c)
+            if t == self.me:
+                self.tmp["z_own"] = z
+            else:
+                out[t] = {"z": z}
+        return out
+
+    def decode(self, inbox: Mapping[int, Mapping[str, np.ndarray]]) -> tuple[Outbox, float]:
+        """``Z_t = sum_k z_kt``, decoder step, own-encoder gradient, broadcast ``Enc(dZ)``."""
+        me, s, b = self.me, self.s, self.backend
+        Z = self.tmp["z_own"]
+        n, d_t = len(self.tmp["idx"]), self.sizes[me]
+        for msg in inbox.values():
+            with np.errstate(over="ignore"):
+                Z = Z + np.asarray(msg["z"], dtype=np.uint64).reshape(Z.shape)
+        Zf = core.dequantize(Z, 2 * s.frac).reshape(n, d_t, self.h)
+        self.dec, dZ, loss = core.decoder_step(self.dec, Zf, self.x[self.tmp["idx"]], s.lr)
+        gq = core.quantize(dZ, s.frac)
+        self.tmp["grads"] = {(me, me): core.dequantize(
+            core.encoder_grad_q(self.tmp["xq"], gq), 2 * s.frac)}
+        enc = b.to_wire(self.pk, b.encrypt(self.pk, gq.reshape(n, -1)))
+        return {k: {"dz": enc} for k in range(self.K) if k != me}, loss
+
+    def gradient(self, step: int, inbox: Mapping[int, Mapping[str, np.ndarray]]) -> Outbox:
+        """HE2SS of ``x^meT dZ_t`` for each other target t; keep the mask phi as my share."""
+        me, s, b = self.me, self.s, self.backend
+        n = len(self.tmp["idx"])
+        out: Outbox = {}
+        for t, msg in inbox.items():
+            c = b.matmul(self.pks[t], self.tmp["xq"].T,
+                         b.from_wire(self.pks[t], msg["dz"], (n, self.sizes[t] * self.h)))
+            phi = core.phi_mask(s, step, me, t, (self.sizes[me], self.sizes[t], self.h))
+            self.tmp["grads"][me, t] = core.dequantize(phi, 2 * s.frac)
+            out[t] = {"he2ss": b.to_wire(self.pks[t],
+                                         b.mask_backward(self.pks[t], c, phi.reshape(c.shape)))}
+        return out
+
+    def update(self, inbox: Mapping[int, Mapping[str, np.ndarray]]
+               ) -> tuple[Outbox, dict[str, np.ndarray]]:
+        """Apply every gradient to my fragments; re-encrypt them; new graph fragments."""
+        me, s, st = self.me, self.s, self.starts
+        grads = self.tmp["grads"]
+        for k, msg in inbox.items():
+            shape = (self.sizes[k], self.sizes[me], self.h)
+            rem = self.backend.owner_backward(self.sk, self.backend.from_wire(
+                self.pk, msg["he2ss"], (shape[0], shape[1] * shape[2])))
+            grads[k, me] = core.dequantize(rem, 2 * s.frac).reshape(shape)
+        G = self.tmp["ctv"]
+        for k in range(self.K):
+            for t in range(self.K):
+                w = self.F[k][t]
+                g = core.norm_backward(w, G[st[k]:st[k + 1], st[t]:st[t + 1]])
+                if (k, t) in grads:
+                    g = g + grads[k, t].reshape(w.shape)
+                self.F[k][t] = core.update_fragment(w, g, k, t, s)
+        self.tmp = {}
+        return self._encrypted_fragments(), self.graph_fragments()
+
+
+class CTV:
+    """The Centralized Topology Validator: sees graph fragments only."""
+
+    def __init__(self, sizes: Sequence[int], s: core.Settings) -> None:
+        self.sizes, self.s, self.K = list(sizes), s, len(sizes)
+        d = sum(sizes)
+        self.lam2, self.frozen, self.step = 0.0, False, 0
+        self.u = self.v = np.ones(d) / np.sqrt(d)
+        self.B = np.zeros((d, d))
+        self.rho = 0.0
+
+    def receive(self, fragments: Mapping[int, Mapping[str, np.ndarray]]) -> np.ndarray:
+        """``B = sum_k B^k`` from every party's ``B.t*``."""
+        self.B = core.assemble([sum(np.asarray(f[f"B.t{t}"], dtype=float)
+                                    for f in fragments.values()) for t in range(self.K)])
+        return self.B
+
+    def shares(self) -> list[np.ndarray]:
+        """This step's gradient shares of B (one per party); advances the step."""
+        G, self.rho, self.u, self.v = core.ctv_gradient(self.B, self.lam2, self.s, self.u,
+                                                        self.v)
+        out = core.split_gradient(G, self.K, self.s, core.rng_for(self.s.seed, "split",
+                                                                  self.step))
+        self.step += 1
+        return out
+
+    def end_epoch(self) -> None:
+        """lambda2 schedule on the current B."""
+        self.lam2, self.frozen = core.next_lambda2(self.lam2, self.frozen, self.B, self.s)
+
+
+def deliver(outboxes: Mapping[int, Outbox]) -> dict[int, dict[int, dict[str, np.ndarray]]]:
+    """The relay: ``{src: {dst: msg}}`` -> ``{dst: {src: msg}}``."""
+    inboxes: dict[int, dict[int, dict[str, np.ndarray]]] = {}
+    for src, box in outboxes.items():
+        for dst, msg in box.items():
+            inboxes.setdefault(dst, {})[src] = msg
+    return inboxes
+
+
+def run_local(xs: Sequence[np.ndarray], s: core.Settings, backend: Mock, epochs: int,
+              log: list | None = None) -> tuple[list[Party], CTV]:
+    """The whole protocol in one process (relay = :func:`deliver`); ``log`` keeps messages."""
+    sizes = [x.shape[1] for x in xs]
+    parties = [Party(k, x, sizes, s, backend) for k, x in enumerate(xs)]
+    ctv = CTV(sizes, s)
+    keys = {p.me: p.public_key() for p in parties}
+    setup = {p.me: p.setup(keys) for p in parties}
+    enc = deliver({k: v[0] for k, v in setup.items()})
+    ctv.receive({k: v[1] for k, v in setup.items()})
+
+    def relay(phase: str, boxes: dict[int, Outbox]) -> dict:
+        if log is not None:
+            log.append((phase, boxes))
+        return deliver(boxes)
+
+    step = 0
+    for epoch in range(epochs):
+        for idx in core.batches(len(xs[0]), s, epoch):
+            fwd = relay("forward", {p.me: p.forward(step, idx, enc.get(p.me, {}))
+                                    for p in parties})
+            G = ctv.shares()
+            zs = relay("share", {p.me: p.share(fwd.get(p.me, {}), G[p.me]) for p in parties})
+            dz = relay("decode", {p.me: p.decode(zs.get(p.me, {}))[0] for p in parties})
+            gr = relay("gradient", {p.me: p.gradient(step, dz.get(p.me, {})) for p in parties})
+            up = {p.me: p.update(gr.get(p.me, {})) for p in parties}
+            enc = relay("update", {k: v[0] for k, v in up.items()})
+            ctv.receive({k: v[1] for k, v in up.items()})
+            step += 1
+        ctv.end_epoch()
+    return parties, ctv
+
+
+def fragments_of(parties: Sequence[Party]) -> core.Fragments:
+    """``F[i][k][t]`` gathered from the parties (for tests and the final graph)."""
+    return [p.F for p in parties]

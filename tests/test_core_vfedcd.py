@@ -1,0 +1,119 @@
+"""VFedCD core: spectral penalty, graph extraction, DAG output, schedule, fixed point."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fedcausal_flwr.core import vfedcd as V
+from fedcausal_flwr.data.vertical import blocks, random_dag, simulate_anm, split_standardised
+
+
+def small_data(d: int = 4, n: int = 64, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    A = random_dag(d, d, rng)
+    X, _ = split_standardised(simulate_anm(A, n, rng), 0.0)
+    return A, [X[:, S] for S in blocks(d, 2)]
+
+
+def test_spectral_radius_and_its_gradient():
+    rng = np.random.default_rng(0)
+    B = rng.uniform(0, 1, (5, 5))
+    u = v = np.ones(5) / np.sqrt(5)
+    rho, grad, _, _ = V.spectral_radius(B, u, v, 200)
+    assert np.isclose(rho, np.abs(np.linalg.eigvals(B + 1e-6)).max(), rtol=1e-8)
+    E = rng.standard_normal((5, 5))
+    eps = 1e-6
+    fd = (np.abs(np.linalg.eigvals(B + 1e-6 + eps * E)).max()
+          - np.abs(np.linalg.eigvals(B + 1e-6 - eps * E)).max()) / (2 * eps)
+    assert np.isclose(np.sum(grad * E), fd, rtol=1e-5)
+
+
+def test_dag_at_threshold_keeps_strongest_acyclic_edges():
+    B = np.array([[0, 0.9, 0.0], [0.0, 0, 0.8], [0.5, 0.05, 0]])
+    G = V.dag_at_threshold(B, 0.1)
+    assert V.is_dag(G)
+    assert G.tolist() == [[0, 1, 0], [0, 0, 1], [0, 0, 0]]  # 2 -> 0 would close a cycle
+    assert not V.is_dag(B > 0.1)
+
+
+def test_graph_fragment_is_norm_of_each_encoder_row_block():
+    rng = np.random.default_rng(1)
+    held = [rng.standard_normal((2, 3, 4)), None, rng.standard_normal((1, 3, 4))]
+    B = V.graph_fragment(held, 0, [0, 2, 4, 5])
+    assert B.shape == (5, 3)
+    np.testing.assert_allclose(B[:2], np.linalg.norm(held[0], axis=2))
+    assert np.all(B[2:4] == 0)
+    np.testing.assert_allclose(B[4:], np.linalg.norm(held[2], axis=2))
+
+
+def test_norm_backward_matches_finite_differences():
+    rng = np.random.default_rng(2)
+    w, g = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3))
+    E, eps = rng.standard_normal(w.shape), 1e-6
+    f = lambda a: np.sum(g * np.linalg.norm(a, axis=2))  # noqa: E731
+    fd = (f(w + eps * E) - f(w - eps * E)) / (2 * eps)
+    assert np.isclose(np.sum(V.norm_backward(w, g) * E), fd, rtol=1e-6)
+
+
+def test_decoder_gradient_matches_finite_differences():
+    s = V.Settings(hidden=3)
+    rng = np.random.default_rng(3)
+    p, Z, x = V.init_decoder(0, 2, s), rng.standard_normal((5, 2, 3)), rng.standard_normal((5, 2))
+    _, dZ, loss = V.decoder_step(p, Z, x, 0.0)
+    E, eps = rng.standard_normal(Z.shape), 1e-6
+    fd = (V.reconstruction_loss(p, Z + eps * E, x) - V.reconstruction_loss(p, Z - eps * E, x))
+    assert np.isclose(loss, V.reconstruction_loss(p, Z, x))
+    assert np.isclose(np.sum(dZ * E), fd / (2 * eps), rtol=1e-5)
+
+
+def test_fixed_point_features_match_float():
+    rng = np.random.default_rng(4)
+    x, W = rng.standard_normal((8, 3)), rng.uniform(-0.1, 0.1, (3, 2, 10))
+    Zq = V.features_q(V.quantize(x, 16), V.quantize(W, 16))
+    np.testing.assert_allclose(V.dequantize(Zq, 32), np.einsum("na,ath->nth", x, W), atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["framework", "ctv", "vfedcd"])
+def test_training_keeps_self_loops_zero_and_lowers_the_loss(mode):
+    _, xs = small_data()
+    s = V.Settings(mode=mode, batch=16, lr=0.05, gamma=0.05)
+    state = V.train_reference(xs, s, epochs=8)
+    sizes = [x.shape[1] for x in xs]
+    for t in range(2):
+        W = V.encoder(state.F, t, t)
+        assert np.all(W[np.arange(sizes[t]), np.arange(sizes[t])] == 0)
+    assert state.history[-1]["loss"] < state.history[0]["loss"]
+    n_frag = sum(f is not None for Fi in state.F for Fk in Fi for f in Fk)
+    assert n_frag == (8 if mode == "vfedcd" else 4)
+    if mode == "framework":
+        assert all(h["lambda2"] == 0 for h in state.history)
+
+
+def test_lambda2_grows_until_acyclic_then_freezes():
+    s = V.Settings(gamma=0.5)
+    cyc = np.array([[0, 1.0], [1.0, 0]])
+    lam, frozen = V.next_lambda2(0.0, False, cyc, s)
+    assert (lam, frozen) == (0.5, False)
+    lam, frozen = V.next_lambda2(lam, frozen, np.triu(cyc), s)
+    assert (lam, frozen) == (0.5, True)
+    assert V.next_lambda2(lam, frozen, cyc, s) == (0.5, True)
+
+
+def test_ctv_penalty_drives_the_graph_acyclic():
+    _, xs = small_data(d=4, n=64, seed=5)
+    s = V.Settings(mode="ctv", batch=16, lr=0.05, gamma=0.05)
+    state = V.train_reference(xs, s, epochs=30)
+    assert state.frozen and V.is_dag(V.graph(state.F, [2, 2]) > s.dag_tol)
+    B, G = V.result_graph(state.F, [2, 2], s)
+    assert V.is_dag(G) and G.shape == B.shape
+
+
+def test_dirichlet_shares_average_to_the_gradient():
+    s = V.Settings()
+    G = np.random.default_rng(6).standard_normal((4, 4))
+    sh = V.split_gradient(G, 3, s, np.random.default_rng(0))
+    np.testing.assert_allclose(sum(sh) / 3, G)  # each share is unbiased for G
+    assert not np.allclose(sh[0], G)
+    assert all(np.array_equal(a, G) for a in V.split_gradient(G, 3, V.Settings(split="exact"),
+                                                                 np.random.default_rng(0)))
