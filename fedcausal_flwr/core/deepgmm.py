@@ -301,10 +301,15 @@ def features(z: np.ndarray, basis: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
 
 
 def validation_sums(g: nn.Module, b: Batch, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(sum_k phi_k e_k, sum_k phi_k phi_k^T e_k^2)`` with e = y - g(x) on ``b``."""
+    """``(sum_k phi_k e_k, sum_k phi_k phi_k^T)`` with e = y - g(x) on ``b``.
+
+    The weighting uses a fixed e~ = 1 (DeepGMM fixes e~ from a pooled pre-stage) rather than
+    the current residuals: weighting by the current e^2 would reward rounds whose residuals
+    are large, and selected near-initial models in our runs.
+    """
     with torch.no_grad():
         e = (b.y - predict(g, b.x)).cpu().numpy().ravel()
-    return phi.T @ e, (phi * e[:, None] ** 2).T @ phi
+    return phi.T @ e, phi.T @ phi
 
 
 def criterion(psi_sum: np.ndarray, c_sum: np.ndarray, n: int, ridge: float = 1e-8) -> float:

@@ -31,6 +31,15 @@ from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.strategies.base import CausalStrategy, NodeInfo, TooFewReplies
 
+# The App's run-config keys of FedIV with their defaults (``num-rounds`` and ``seed`` are
+# shared). ``flwr run`` rejects keys missing from pyproject's [tool.flwr.app.config].
+RUN_CONFIG_DEFAULTS: dict[str, Any] = {
+    "iv-mode": "gda", "iv-lr-g": 0.05, "iv-lr-f": 0.25, "iv-local-epochs": 1,
+    "iv-batch-size": 256, "iv-optimizer": "sgd", "iv-momentum": 0.9, "iv-weighting": "uniform",
+    "iv-val-features": 32, "iv-device": "auto", "iv-scenario": "abs", "iv-dgp": "paper",
+    "iv-n": 20000, "iv-n-test": 0, "iv-alpha": 0.3,
+}
+
 
 def _shape(tag: str) -> tuple[int, ...]:
     return tuple(int(s) for s in str(tag).split("x") if s)
@@ -184,6 +193,7 @@ class FedIV(CausalStrategy):
 
 def settings_from_run_config(rc: Mapping[str, Any]) -> dg.GDASettings:
     """GDASettings from the App's run config (hyphenated keys, defaults where absent)."""
+    rc = {**RUN_CONFIG_DEFAULTS, **rc}
     return dg.GDASettings(
         lr_g=float(rc.get("iv-lr-g", 0.05)), lr_f=float(rc.get("iv-lr-f", 0.25)),
         mode=str(rc.get("iv-mode", "gda")), batch_size=int(rc.get("iv-batch-size", 256)),
