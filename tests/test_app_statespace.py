@@ -167,3 +167,27 @@ def test_fedcf_client_rejects_a_bad_query():
     client = FedCFClient(c.A, c.C, c.K, c.y, c.B, c.u, partition_id=2)
     with pytest.raises(ValueError, match="client 2: a counterfactual query"):
         client.fit([np.zeros(5)], {"phase": "ss_query"})
+
+
+@pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
+def test_dp_run_equals_reference_and_reports_epsilon(algorithm):
+    rc = {**RC, "algorithm": algorithm, "ss-window": 30, "ss-epochs": 2, "ss-dp": True,
+          "ss-dp-epsilon": 0.8, "ss-dp-clip-msg": 0.5, "ss-dp-clip-grad": 0.01}
+    result, grid = run_inprocess(rc, 2)
+    _, clients, ref = reference(rc)
+    assert result.status == "completed"
+    np.testing.assert_allclose(result.estimates["A_hat"], ref.server.A_hat, atol=1e-10)
+    plain = reference({**rc, "ss-dp": False})[2]
+    assert np.abs(plain.server.A_hat - ref.server.A_hat).max() > 1e-6  # noise was added
+    priv = result.metrics["privacy"]
+    windows = len(result.history)
+    assert priv["releases_per_client"] == 2 * windows
+    assert priv["composed_epsilon"] == pytest.approx(2 * windows * 0.8)
+    # clipped rows plus noise: what the server saw is not the client's states
+    up = [m for m in grid.received if m.metadata.message_type == "train.ss_window"]
+    states = up[0].content["arrays"].to_numpy_ndarrays()[0]
+    assert states.shape[0] == 30
+    full = ss.client_states(clients[0], ss.initial_client(clients[0]), np.arange(1, 31),
+                            ss.Settings())
+    sent = full[1] if algorithm == "fedgc" else full[0]
+    assert np.abs(states - sent).min() > 0

@@ -201,3 +201,20 @@ def test_counterfactual_is_c_b_delta():
     np.testing.assert_allclose(ss.counterfactual(C, B, du), C @ B @ du)
     assert ss.counterfactual_error(C, B, B) == 0
     assert ss.counterfactual_error(C, 0 * B, B) == pytest.approx(1.0)
+
+
+def test_gaussian_release_clips_and_adds_calibrated_noise():
+    from fedcausal_flwr.privacy import GaussianRelease, clip_rows, composed, gaussian_sigma
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(0, 10, (20000, 3))
+    assert np.linalg.norm(clip_rows(X, 2.0), axis=1).max() <= 2.0 + 1e-12
+    small = 0.01 * X[:5]
+    np.testing.assert_allclose(clip_rows(small, 2.0), small)
+    rel = GaussianRelease(0.5, 1e-5, 2.0)
+    assert rel.sigma == pytest.approx(4.0 * np.sqrt(2 * np.log(1.25e5)) / 0.5)
+    noise = rel(np.zeros((20000, 3)), rng)
+    assert noise.std() == pytest.approx(rel.sigma, rel=0.02)
+    assert composed([(0.5, 1e-5)] * 4) == pytest.approx((2.0, 4e-5))
+    with pytest.raises(ValueError, match="epsilon"):
+        gaussian_sigma(1.0, 0.0, 1e-5)

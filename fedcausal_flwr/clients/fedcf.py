@@ -27,14 +27,7 @@ class FedCFClient(FedGCClient):
         """``[A_mm, B_mm]``, sent once."""
         return [self.data.A, self.data.B]
 
-    def sent_states(self, full: list[np.ndarray]) -> list[np.ndarray]:
-        """All four state sequences of the window."""
-        return full
-
-    def gradients(self, parameters: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
-        """``[g, g~]``: gradients w.r.t. ``h_a^t`` (or ``hhat_a^t``) and ``hhat_a^{t-1}``."""
-        g, g_tilde = self._checked(parameters, 2, n)
-        return g, g_tilde
+    n_grads = 2  # [g, g~]: w.r.t. h_a^t (or hhat_a^t) and hhat_a^{t-1}
 
     def fit(self, parameters: list[np.ndarray], config: dict[str, Any]
             ) -> tuple[list[np.ndarray], int, dict[str, Any]]:

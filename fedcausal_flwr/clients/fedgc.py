@@ -2,7 +2,8 @@
 
 Phases: ``train.ss_setup`` returns ``A_mm`` once; ``train.ss_window`` applies the server's
 gradients of the previous window (one Jacobi step of ``theta_m``) and returns the states of
-the next window with ``hhat_a = hhat_c + theta_m y_m``. ``y_m``, ``C_mm``, ``K_m`` and
+the next window with ``hhat_a = hhat_c + theta_m y_m`` (clipped and noised when the strategy
+asks for DP; the local loss is then not reported). ``y_m``, ``C_mm``, ``K_m`` and
 ``theta_m`` stay here; ``theta_m`` persists between messages in the node's ``context.state``.
 The client-side hyper-parameters come with every window from the strategy.
 """
@@ -25,7 +26,12 @@ def settings_from_config(config: dict[str, Any]) -> ss.Settings:
     return ss.Settings(lr_client=float(config["lr-client"]), eta1=float(config["eta1"]),
                        eta2=float(config["eta2"]), lambda_l=float(config["lambda-l"]),
                        xi=float(config["xi"]), learn_phi=bool(config["learn-phi"]),
-                       target=str(config["target"]), alg1_literal=bool(config["alg1-literal"]))
+                       target=str(config["target"]), alg1_literal=bool(config["alg1-literal"]),
+                       dp=bool(config.get("dp", False)),
+                       dp_epsilon=float(config.get("dp-epsilon", 0.5)),
+                       dp_delta=float(config.get("dp-delta", 1e-5)),
+                       dp_clip_msg=float(config.get("dp-clip-msg", 5.0)),
+                       dp_seed=int(config.get("dp-seed", 0)))
 
 
 class FedGCClient(NumPyClient):
@@ -83,14 +89,11 @@ class FedGCClient(NumPyClient):
         """What is sent once: ``A_mm``."""
         return [self.data.A]
 
-    def sent_states(self, full: list[np.ndarray]) -> list[np.ndarray]:
-        """FedGC sends ``[hhat_a^{t-1}, hhat_c^{t-1}]``."""
-        return ss.fedgc_messages(full)
+    n_grads = 1  # FedGC receives only the gradient w.r.t. hhat_a^{t-1}
 
     def gradients(self, parameters: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(g, g~)`` of the previous window: FedGC sends only the gradient w.r.t. hhat_a."""
-        (g_tilde,) = self._checked(parameters, 1, n)
-        return np.zeros_like(g_tilde), g_tilde
+        """``(g, g~)`` of the previous window."""
+        return ss.grads_received(self._checked(parameters, self.n_grads, n), self.model)
 
     def _checked(self, parameters: list[np.ndarray], count: int, n: int) -> list[np.ndarray]:
         p = self.data.dims[0]
@@ -123,9 +126,10 @@ class FedGCClient(NumPyClient):
             g, g_tilde = self.gradients(parameters, prev.size)
             par = ss.client_step(self.data, par, prev, g, g_tilde, s)
             self.params = par
-        full = ss.client_states(self.data, par, ts, s)
-        loss = ss.local_loss(self.data, par, ts) if ts.size else 0.0
-        return [*self.sent_states(full), np.asarray(loss)], int(ts.size), {"loss": loss}
+        sent = ss.private(ss.sent_states(ss.client_states(self.data, par, ts, s), self.model),
+                          s, 1, self.partition_id, int(config.get("window-index", 0)))
+        loss = ss.local_loss(self.data, par, ts) if ts.size and not s.dp else 0.0
+        return [*sent, np.asarray(loss)], int(ts.size), {"loss": loss}
 
 
 def from_context(context: Context) -> FedGCClient:

@@ -244,6 +244,9 @@ class Settings:
     client's local loss and the server loss in the client step (eq 24 / eqs 9-10).
     ``target``: ``"predicted"`` (paper: ``r_s = h_s - h_a``) or ``"refined"`` (spec A5:
     regress on ``hhat_a^t``, which carries ``y^t``). ``alg1_literal`` drops ``g~`` (spec A2).
+    ``dp``: every sent state row is clipped to ``dp_clip_msg`` and every gradient row to
+    ``dp_clip_grad``, each with Gaussian noise for (``dp_epsilon``, ``dp_delta``) per release
+    (see :mod:`fedcausal_flwr.privacy`); noise is seeded by ``dp_seed``, client and window.
     """
 
     window: int = 100
@@ -258,6 +261,12 @@ class Settings:
     learn_phi: bool = False
     target: str = "predicted"
     alg1_literal: bool = False
+    dp: bool = False
+    dp_epsilon: float = 0.5
+    dp_delta: float = 1e-5
+    dp_clip_msg: float = 5.0
+    dp_clip_grad: float = 1.0
+    dp_seed: int = 0
 
 
 def windows(T: int, W: int, epochs: int) -> list[np.ndarray]:
@@ -466,13 +475,48 @@ def fedgc_messages(full: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [full[1], full[2]]
 
 
+def sent_states(full: Sequence[np.ndarray], model: str) -> list[np.ndarray]:
+    """What a client sends of :func:`client_states` (FedGC: 2 arrays, FedCF: all 4)."""
+    return fedgc_messages(full) if model == "fedgc" else list(full)
+
+
+def grads_down(win: ServerWindow, m: int, model: str) -> list[np.ndarray]:
+    """What the server sends client m: FedGC ``[g~]`` (eq 22), FedCF ``[g, g~]``."""
+    return [win.g_tilde[m]] if model == "fedgc" else [win.g[m], win.g_tilde[m]]
+
+
+def grads_received(arrays: Sequence[np.ndarray], model: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(g, g~)`` from what :func:`grads_down` sent."""
+    if model == "fedgc":
+        return np.zeros_like(arrays[0]), arrays[0]
+    return arrays[0], arrays[1]
+
+
+def private(arrays: Sequence[np.ndarray], s: Settings, direction: int, m: int, k: int
+            ) -> list[np.ndarray]:
+    """The DP release of ``arrays`` (unchanged when ``s.dp`` is off).
+
+    ``direction`` 1: client m's states of window k (clip ``dp_clip_msg``); 2: the server's
+    gradients for client m of window k (clip ``dp_clip_grad``).
+    """
+    if not s.dp:
+        return list(arrays)
+    from fedcausal_flwr.privacy import GaussianRelease, release_rng
+
+    rel = GaussianRelease(s.dp_epsilon, s.dp_delta,
+                          s.dp_clip_msg if direction == 1 else s.dp_clip_grad)
+    return [rel(a, release_rng(s.dp_seed, direction, m, k, j)) for j, a in enumerate(arrays)]
+
+
 def exchange_step(clients: Sequence[ClientData], cpar: Sequence[ClientParams],
-                  spar: ServerParams, ts: np.ndarray, s: Settings, model: str
+                  spar: ServerParams, ts: np.ndarray, s: Settings, model: str, k: int = 1
                   ) -> tuple[list[ClientParams], ServerParams, ServerWindow]:
-    """One exchange on window ``ts``: client states, server window, both Jacobi steps."""
-    full = [client_states(c, p, ts, s) for c, p in zip(clients, cpar, strict=True)]
-    _, win, sp = server_update(clients_A(clients), clients_B(clients), spar, full, s, model)
-    new = [client_step(c, p, ts, win.g[m], win.g_tilde[m], s)
+    """One exchange on window ``ts`` (number k): states, server window, both Jacobi steps."""
+    sent = [private(sent_states(client_states(c, p, ts, s), model), s, 1, m, k)
+            for m, (c, p) in enumerate(zip(clients, cpar, strict=True))]
+    _, win, sp = server_update(clients_A(clients), clients_B(clients), spar, sent, s, model)
+    new = [client_step(c, p, ts, *grads_received(private(grads_down(win, m, model), s, 2, m, k),
+                                                 model), s)
            for m, (c, p) in enumerate(zip(clients, cpar, strict=True))]
     return new, sp, win
 
@@ -527,7 +571,7 @@ def reference(clients: Sequence[ClientData], s: Settings, model: str = "fedcf",
     hist = []
     for k, ts in enumerate(windows(T, s.window, s.epochs)):
         la = [local_loss(c, p, ts) for c, p in zip(clients, cpar, strict=True)]
-        cpar, spar, win = exchange_step(clients, cpar, spar, ts, s, model)
+        cpar, spar, win = exchange_step(clients, cpar, spar, ts, s, model, k + 1)
         hist.append(history_row(k + 1, win, la))
     return ReferenceRun(cpar, spar, hist)
 

@@ -64,11 +64,7 @@ class FedCF(FedGC):
         p = self.P[i]
         return [(W, p)] * 3 + [(W, self.U[i]), ()]
 
-    def grads_down(self, win: ss.ServerWindow | None, i: int) -> list[np.ndarray]:
-        """``[g, g~]`` of the previous window."""
-        if win is None:
-            return [np.zeros((0, self.P[i]))] * 2
-        return [win.g[i], win.g_tilde[i]]
+    n_grads = 2  # [g, g~]
 
     def estimates(self) -> dict[str, np.ndarray]:
         """FedGC's estimates plus ``B_hat``."""
@@ -101,7 +97,7 @@ class FedCF(FedGC):
                        "delta_y": reply[m][0]}
 
     def _finish(self, result: RunResult, t0: float) -> None:
-        super()._finish(result, t0)  # resets metrics to the final evaluation
+        super()._finish(result, t0)
         if self.answer is not None:
             result.metrics["counterfactual"] = self.answer
 

@@ -14,8 +14,11 @@ states), so a missing or invalid reply stops the run with the finished windows k
 Run-config keys (defaults here; a ``.json`` at ``data-path`` may set them, see
 ``data/statespace.py`` for the data keys): ``ss-window`` (100), ``ss-epochs`` (3),
 ``ss-lr-server`` (0.5), ``ss-lr-client`` (0.5), ``ss-eta1`` (1), ``ss-eta2`` (1),
-``ss-lambda-g`` (0), ``ss-lambda-l`` (0); FedCF adds ``ss-xi`` (10), ``ss-learn-phi`` (true),
-``ss-target`` ("predicted" | "refined"), ``ss-alg1-literal`` (false) and the query keys
+``ss-lambda-g`` (0), ``ss-lambda-l`` (0), DP: ``ss-dp`` (false), ``ss-dp-epsilon`` (0.5),
+``ss-dp-delta`` (1e-5), ``ss-dp-clip-msg`` (5), ``ss-dp-clip-grad`` (1) (noise seeded by
+``seed``; per-release and composed epsilon in ``metrics["privacy"]``); FedCF adds
+``ss-xi`` (10), ``ss-learn-phi`` (true), ``ss-target`` ("predicted" | "refined"),
+``ss-alg1-literal`` (false) and the query keys
 ``ss-cf-client``, ``ss-cf-source``, ``ss-cf-delta`` (comma-separated floats; empty: no query).
 ``num-rounds`` is not used: the schedule is ``epochs * ceil((T - 1) / W) + 1`` exchanges.
 """
@@ -49,7 +52,11 @@ def settings_from_run_config(rc: Mapping[str, Any], model: str = "fedgc") -> ss.
         xi=float(rc.get("ss-xi", 10.0)) if cf else 0.0,
         learn_phi=bool(rc.get("ss-learn-phi", True)) if cf else False,
         target=str(rc.get("ss-target", "predicted")) if cf else "predicted",
-        alg1_literal=bool(rc.get("ss-alg1-literal", False)) if cf else False)
+        alg1_literal=bool(rc.get("ss-alg1-literal", False)) if cf else False,
+        dp=bool(rc.get("ss-dp", False)), dp_epsilon=float(rc.get("ss-dp-epsilon", 0.5)),
+        dp_delta=float(rc.get("ss-dp-delta", 1e-5)),
+        dp_clip_msg=float(rc.get("ss-dp-clip-msg", 5.0)),
+        dp_clip_grad=float(rc.get("ss-dp-clip-grad", 1.0)), dp_seed=int(rc.get("seed", 0)))
 
 
 class FedGC(CausalStrategy):
@@ -92,7 +99,9 @@ class FedGC(CausalStrategy):
         s = self.settings
         return {"lr-client": s.lr_client, "eta1": s.eta1, "eta2": s.eta2,
                 "lambda-l": s.lambda_l, "xi": s.xi, "learn-phi": s.learn_phi,
-                "target": s.target, "alg1-literal": s.alg1_literal}
+                "target": s.target, "alg1-literal": s.alg1_literal, "dp": s.dp,
+                "dp-epsilon": s.dp_epsilon, "dp-delta": s.dp_delta,
+                "dp-clip-msg": s.dp_clip_msg, "dp-seed": s.dp_seed}
 
     # ---- the protocol -----------------------------------------------------------------------
     def setup_shapes(self, i: int) -> list[tuple[int, ...]]:
@@ -103,9 +112,13 @@ class FedGC(CausalStrategy):
         """``[hhat_a^{t-1}, hhat_c^{t-1}]`` and the local loss."""
         return [(W, self.P[i])] * 2 + [()]
 
-    def grads_down(self, win: ss.ServerWindow | None, i: int) -> list[np.ndarray]:
-        """FedGC sends ``g_m`` w.r.t. ``hhat_a^{t-1}`` (eq 22)."""
-        return [np.zeros((0, self.P[i])) if win is None else win.g_tilde[i]]
+    n_grads = 1
+
+    def grads_down(self, win: ss.ServerWindow | None, i: int, k: int) -> list[np.ndarray]:
+        """Gradients of window k for the i-th client (FedGC: w.r.t. ``hhat_a^{t-1}``, eq 22)."""
+        if win is None:
+            return [np.zeros((0, self.P[i]))] * self.n_grads
+        return ss.private(ss.grads_down(win, i, self.model), self.settings, 2, self.cids[i], k)
 
     def _all(self, replies: Mapping[int, list[np.ndarray]], phase: str) -> None:
         missing = [c for c in self.cids if c not in replies]
@@ -136,8 +149,8 @@ class FedGC(CausalStrategy):
             cfg = {**self.client_config(), "start": int(ts[0]) if ts.size else 0,
                    "stop": int(ts[-1]) + 1 if ts.size else 0,
                    "prev-start": int(prev[0]) if prev.size else 0,
-                   "prev-stop": int(prev[-1]) + 1 if prev.size else 0}
-            payloads = {c: (self.grads_down(win, i), cfg) for i, c in enumerate(self.cids)}
+                   "prev-stop": int(prev[-1]) + 1 if prev.size else 0, "window-index": k + 1}
+            payloads = {c: (self.grads_down(win, i, k), cfg) for i, c in enumerate(self.cids)}
             shapes = {c: self.state_shapes(i, ts.size) for i, c in enumerate(self.cids)}
             replies = self.exchange(grid, "ss_window", payloads, shapes)
             self._all(replies, "ss_window")
@@ -161,6 +174,25 @@ class FedGC(CausalStrategy):
                 result.estimates = self.estimates()
                 self.checkpoint(result)
         self.after_training(grid, result)
+
+    def privacy(self, windows: int) -> dict[str, Any]:
+        """Per-release and composed (epsilon, delta) per client over ``windows`` exchanges."""
+        from fedcausal_flwr.privacy import GaussianRelease, composed
+
+        s = self.settings
+        msg = GaussianRelease(s.dp_epsilon, s.dp_delta, s.dp_clip_msg)
+        grad = GaussianRelease(s.dp_epsilon, s.dp_delta, s.dp_clip_grad)
+        eps, delta = composed([(s.dp_epsilon, s.dp_delta)] * (2 * windows))
+        return {"per_release_epsilon": s.dp_epsilon, "per_release_delta": s.dp_delta,
+                "sigma_msg": msg.sigma, "sigma_grad": grad.sigma, "clip_msg": s.dp_clip_msg,
+                "clip_grad": s.dp_clip_grad, "releases_per_client": 2 * windows,
+                "composed_epsilon": eps, "composed_delta": delta,
+                "composition": "basic sequential over the client's state and gradient releases"}
+
+    def _finish(self, result: RunResult, t0: float) -> None:
+        super()._finish(result, t0)  # resets metrics to the final evaluation
+        if self.settings.dp:
+            result.metrics["privacy"] = self.privacy(len(result.history))
 
     def on_setup(self, result: RunResult) -> None:
         """Hook after the local blocks arrived."""
