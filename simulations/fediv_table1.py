@@ -29,6 +29,13 @@ PAPER = {  # Table 1, mean test MSE
              "DeepGMM-SGDA": 0.112, "FedDeepGMM-SGDA": 0.23},
     "linear": {"DeepGMM-OAdam": 0.01, "DeepGMM-GDA": 0.02, "FedDeepGMM-GDA": 0.01,
                "DeepGMM-SGDA": 0.03, "FedDeepGMM-SGDA": 0.04},
+    # paper's FEMNIST rows; ours use scikit-learn's 8x8 digits (no download), so only a guide
+    "image-x": {"DeepGMM-OAdam": 0.50, "DeepGMM-GDA": 1.11, "FedDeepGMM-GDA": 0.21,
+                "DeepGMM-SGDA": 0.40, "FedDeepGMM-SGDA": 0.19},
+    "image-xz": {"DeepGMM-OAdam": 0.24, "DeepGMM-GDA": 0.46, "FedDeepGMM-GDA": 0.19,
+                 "DeepGMM-SGDA": 0.14, "FedDeepGMM-SGDA": 0.20},
+    "image-z": {"DeepGMM-OAdam": 0.10, "DeepGMM-GDA": 0.42, "FedDeepGMM-GDA": 0.24,
+                "DeepGMM-SGDA": 0.11, "FedDeepGMM-SGDA": 0.23},
 }
 # The issue's acceptance: federated at or below the paper (abs: well below, aim 0.1).
 TARGET = {("linear", "FedDeepGMM-GDA"): 0.01, ("linear", "FedDeepGMM-SGDA"): 0.04,
@@ -43,14 +50,14 @@ SETTINGS = {
 }
 
 
-def run(scenario: str, method: str, seed: int, rounds: int, k: int, dgp: str, n: int
-        ) -> dict:
+def run(scenario: str, method: str, seed: int, rounds: int, k: int, dgp: str, n: int,
+        **override) -> dict:
     """One run: last and selected test MSE."""
     rc = {"iv-scenario": scenario, "iv-dgp": dgp, "seed": seed, "iv-n": n, "iv-alpha": 0.3}
-    s = dg.GDASettings(**{**SETTINGS[method].__dict__, "rounds": rounds})
+    s = dg.GDASettings(**{**SETTINGS[method].__dict__, "rounds": rounds, **override})
     test = iv.test_set(rc)
-    basis = dg.rff(2, 32, seed)
-    g_eval, _ = dg.networks((1,), (2,), 0)
+    basis = dg.rff(int(np.prod(test.z.shape[1:])), 32, seed)
+    g_eval, _ = dg.networks(test.x.shape[1:], test.z.shape[1:], 0)
     t0 = time.time()
     if method.startswith("Fed"):
         data = [iv.client_data(rc, i, k) for i in range(k)]
@@ -72,7 +79,8 @@ def run(scenario: str, method: str, seed: int, rounds: int, k: int, dgp: str, n:
         g, _, best, sel = dg.centralized_deepgmm(tr, s, seed, steps, val=val,
                                                  eval_every=steps // rounds)
         last, clients = dg.get_params(g), 1
-    return {"scenario": scenario, "method": method, "seed": seed, "dgp": dgp, "rounds": rounds,
+    return {"scenario": scenario, "method": method, "lr_g": s.lr_g, "lr_f": s.lr_f,
+            "local_epochs": s.local_epochs, "seed": seed, "dgp": dgp, "rounds": rounds,
             "clients": clients, "selected_round": sel, "seconds": time.time() - t0,
             "mse_last": dg.mse(dg.g_values(g_eval, last, test.x), test.g),
             "mse_selected": dg.mse(dg.g_values(g_eval, best, test.x), test.g)}
@@ -108,6 +116,8 @@ def main() -> None:
     ap.add_argument("--dgp", default="paper")
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--jsonl", default="")
+    ap.add_argument("--lr", nargs=2, type=float, default=None, help="override lr_g lr_f")
+    ap.add_argument("--local-epochs", type=int, default=None, help="override R")
     ap.add_argument("--summarize", nargs="*", default=None, help="only summarise JSONL files")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -119,13 +129,18 @@ def main() -> None:
         for sc in a.scenarios:
             for m in a.methods:
                 for seed in a.seeds:
-                    r = run(sc, m, seed, a.rounds, a.clients, a.dgp, a.n)
+                    over = ({"lr_g": a.lr[0], "lr_f": a.lr[1]} if a.lr else {}) | (
+                        {"local_epochs": a.local_epochs} if a.local_epochs else {})
+                    r = run(sc, m, seed, a.rounds, a.clients, a.dgp, a.n, **over)
                     rows.append(r)
                     print(json.dumps(r), flush=True)
                     if a.jsonl:
                         with open(a.jsonl, "a") as fh:
                             fh.write(json.dumps(r) + "\n")
     lines = summary(rows)
+    if any(r["scenario"] in iv.IMAGE for r in rows):
+        lines.append("(image rows: paper = FEMNIST 28x28; ours = sklearn 8x8 digits, n = "
+                     f"{rows[0].get('n', a.n)}; not comparable one to one)")
     print("\n".join(lines))
     if any("WORSE" in ln for ln in lines):
         print("FAIL: worse than the issue's target where marked WORSE above")

@@ -137,7 +137,7 @@ def test_bad_clients_are_dropped_and_the_run_finishes_with_the_rest():
 
 
 def test_a_diverging_run_stops_and_keeps_the_best_round():
-    rc = {**RC, "num-rounds": 40, "iv-lr-g": 30.0, "iv-lr-f": 60.0}
+    rc = {**RC, "num-rounds": 40, "iv-lr-g": 30.0, "iv-lr-f": 60.0, "iv-local-epochs": 1}
     saved = []
     strategy = fediv.from_run_config(rc)
     strategy.checkpoint = lambda r: saved.append(len(r.history))

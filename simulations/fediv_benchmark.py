@@ -1,0 +1,100 @@
+"""FedIV wall time and bytes per round: reference loop vs the Flower path.
+
+The Flower path runs the FedIV strategy and the App's ClientApp on the in-process Grid
+(messages built and audited, no sockets), and with ``--flwr`` under a real ``flwr run``
+simulation (Ray) on a copy of the App whose pyproject declares FedIV's keys. ``--device cuda``
+times the image scenario's rounds on a GPU when one is present.
+
+    nice -n 10 python simulations/fediv_benchmark.py --rounds 10 [--flwr]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from fedcausal_flwr import launch
+from fedcausal_flwr.client_app import app as client_app
+from fedcausal_flwr.core import deepgmm as dg
+from fedcausal_flwr.data import iv
+from fedcausal_flwr.results import load_result
+from fedcausal_flwr.strategies import fediv
+from fedcausal_flwr.testing import InProcessGrid
+
+
+def reference_seconds(rc: dict, k: int) -> float:
+    """Wall time per round of the in-process reference loop (validation included)."""
+    data = [iv.client_data(rc, i, k) for i in range(k)]
+    dev = dg.device_of(str(rc.get("iv-device", "cpu")))
+    zdim = int(np.prod(data[0]["train"].z.shape[1:]))
+    basis = dg.rff(zdim, int(rc["iv-val-features"]), int(rc["seed"]))
+    tr = [dg.batch(d["train"].x, d["train"].y, d["train"].z, dev) for d in data]
+    val = [(dg.batch(d["val"].x, d["val"].y, d["val"].z, dev), dg.features(d["val"].z, basis))
+           for d in data]
+    t0 = time.time()
+    dg.fedgda_reference(tr, fediv.settings_from_run_config(rc), int(rc["seed"]), val, dev)
+    return (time.time() - t0) / int(rc["num-rounds"])
+
+
+def app_copy(root: Path) -> Path:
+    """The App with FedIV's run-config keys declared in its pyproject."""
+    app = root / "app"
+    shutil.copytree(launch.APP_DIR / "fedcausal_flwr", app / "fedcausal_flwr",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    text = (launch.APP_DIR / "pyproject.toml").read_text()
+    head = "[tool.flwr.app.config]\n"
+    extra = "".join(f"{k} = {launch.toml_value(v)}\n"
+                    for k, v in fediv.RUN_CONFIG_DEFAULTS.items() if f"\n{k} =" not in text)
+    (app / "pyproject.toml").write_text(text.replace(head, head + extra, 1))
+    shutil.copy(launch.APP_DIR / "README.md", app / "README.md")
+    return app
+
+
+def main() -> None:
+    """Print seconds and bytes per round of each path."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", default="abs")
+    ap.add_argument("--clients", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--mode", default="gda")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--flwr", action="store_true")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    rc = {"algorithm": "fediv", "seed": 0, "iv-scenario": a.scenario, "iv-n": a.n,
+          "num-rounds": a.rounds, "iv-mode": a.mode, "iv-val-features": 32,
+          "iv-device": a.device, "node-wait-s": 60.0}
+    k = a.clients
+    ref = reference_seconds(rc, k)
+    t0 = time.time()
+    res = fediv.from_run_config(rc).start(grid=InProcessGrid(client_app, k, rc))
+    wall = (time.time() - t0) / a.rounds
+    h = res.history
+    up, down = np.mean([r["bytes_up"] for r in h]), np.mean([r["bytes_down"] for r in h])
+    print(f"scenario={a.scenario} mode={a.mode} clients={k} n={a.n} device={a.device}")
+    print(f"reference loop      : {ref:.3f} s/round")
+    print(f"Flower, in-process  : {wall:.3f} s/round (x{wall / ref:.2f}); "
+          f"bytes/round up {up:.0f} down {down:.0f}")
+    if a.flwr:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            t0 = time.time()
+            launch.simulate(k, {**rc, "outputs": str(root), "run-name": "b"},
+                            app_dir=app_copy(root), flwr_home=root / "flwr", port=39391,
+                            timeout=590)
+            total = time.time() - t0
+            out = load_result(root / "b")
+            per = np.mean([r["seconds"] for r in out["history"]])
+            print(f"Flower, flwr run sim: {per:.3f} s/round in the rounds (x{per / ref:.2f}); "
+                  f"{total:.1f} s end to end incl. Ray start")
+
+
+if __name__ == "__main__":
+    main()
