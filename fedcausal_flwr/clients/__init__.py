@@ -13,6 +13,7 @@ _EXPORTS = {
     "PFDBNLClient": "pfdbnl",
     "FedIVClient": "fediv",
     "FedGCClient": "fedgc", "FedCFClient": "fedcf",
+    "VFedCDClient": "vfedcd",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -33,13 +33,13 @@ class Party:
     """Party ``me`` of the secure dispatch protocol."""
 
     def __init__(self, me: int, x: np.ndarray, sizes: Sequence[int], s: core.Settings,
-                 backend: Mock) -> None:
+                 backend: Mock, keys: tuple[Any, Any] | None = None) -> None:
         if not s.secure:
             raise ValueError("the secure dispatch runs only in mode 'vfedcd'")
         self.me, self.x, self.sizes, self.s, self.backend = me, x, list(sizes), s, backend
         self.K, self.h = len(sizes), s.hidden
         self.starts = core.starts_of(sizes)
-        self.pk, self.sk = backend.keypair()
+        self.pk, self.sk = keys or backend.keypair()
         self.pks: dict[int, Any] = {}
         K = self.K
         self.F = [[core.init_fragment(me, k, t, sizes, s) for t in range(K)] for k in range(K)]
@@ -201,6 +201,33 @@ class CTV:
     def end_epoch(self) -> None:
         """lambda2 schedule on the current B."""
         self.lam2, self.frozen = core.next_lambda2(self.lam2, self.frozen, self.B, self.s)
+
+
+def peer_names(kind: str, K: int) -> list[str]:
+    """Names of the arrays one party sends one peer in a message of ``kind``."""
+    return {"frag": [f"frag.t{t}" for t in range(K)],
+            "he2ss_fwd": [f"he2ss.t{t}" for t in range(K)],
+            "z": ["z"], "dz": ["dz"], "he2ss_bwd": ["he2ss"]}[kind]
+
+
+def pack(box: Mapping[int, Mapping[str, np.ndarray]], peers: Sequence[int], names: Sequence[str]
+         ) -> list[np.ndarray]:
+    """Arrays ``box[peer][name]`` in the canonical order (peers, then names), shares flat."""
+    out = []
+    for p in peers:
+        for n in names:
+            a = np.asarray(box[p][n])
+            out.append(a.ravel() if a.dtype == np.uint64 else a)
+    return out
+
+
+def unpack(arrays: Sequence[np.ndarray], peers: Sequence[int], names: Sequence[str]
+           ) -> dict[int, dict[str, np.ndarray]]:
+    """Inverse of :func:`pack`."""
+    if len(arrays) != len(peers) * len(names):
+        raise ValueError(f"expected {len(peers) * len(names)} arrays, got {len(arrays)}")
+    it = iter(arrays)
+    return {p: {n: next(it) for n in names} for p in peers}
 
 
 def deliver(outboxes: Mapping[int, Outbox]) -> dict[int, dict[int, dict[str, np.ndarray]]]:

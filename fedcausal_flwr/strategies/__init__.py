@@ -13,6 +13,7 @@ _EXPORTS = {
     "PFDBNL": "pfdbnl",
     "FedIV": "fediv",
     "FedGC": "fedgc", "FedCF": "fedcf",
+    "VFedCD": "vfedcd",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy_getattr(__name__, _EXPORTS)
