@@ -31,7 +31,8 @@ def settings_from_config(config: dict[str, Any]) -> ss.Settings:
                        dp_epsilon=float(config.get("dp-epsilon", 0.5)),
                        dp_delta=float(config.get("dp-delta", 1e-5)),
                        dp_clip_msg=float(config.get("dp-clip-msg", 5.0)),
-                       dp_seed=int(config.get("dp-seed", 0)))
+                       seed=int(config.get("seed", 0)),
+                       init_std=float(config.get("init-std", 0.0)))
 
 
 class FedGCClient(NumPyClient):
@@ -66,16 +67,15 @@ class FedGCClient(NumPyClient):
         return cls(c.A, c.C, c.K, c.y, c.B, c.u, pid, k, context.state)
 
     # ---- private parameters in context.state ----------------------------------------------
-    @property
-    def params(self) -> ss.ClientParams:
-        """``theta_m, phi_m`` (zeros before the first window)."""
+    def params(self, s: ss.Settings) -> ss.ClientParams:
+        """``theta_m, phi_m`` (their seeded start before the first window)."""
         if "ss_params" not in self.state.array_records:
-            return ss.initial_client(self.data)
+            return ss.initial_client(self.data, s, self.partition_id)
         theta, phi = self.state["ss_params"].to_numpy_ndarrays()
         return ss.ClientParams(theta, phi)
 
-    @params.setter
-    def params(self, par: ss.ClientParams) -> None:
+    def store(self, par: ss.ClientParams) -> None:
+        """Keep ``theta_m, phi_m`` in the node's state."""
         self.state["ss_params"] = ArrayRecord([par.theta, par.phi])
 
     # ---- the NumPyClient interface ---------------------------------------------------------
@@ -121,11 +121,11 @@ class FedGCClient(NumPyClient):
         if (prev.size and (prev[0] < 1 or prev[-1] >= T)) or (ts.size and (ts[0] < 1
                                                                           or ts[-1] >= T)):
             raise ValueError(f"{self.who}: window outside t = 1..{T - 1}")
-        par = self.params
+        par = self.params(s)
         if prev.size:
             g, g_tilde = self.gradients(parameters, prev.size)
             par = ss.client_step(self.data, par, prev, g, g_tilde, s)
-            self.params = par
+            self.store(par)
         sent = ss.private(ss.sent_states(ss.client_states(self.data, par, ts, s), self.model),
                           s, 1, self.partition_id, int(config.get("window-index", 0)))
         loss = ss.local_loss(self.data, par, ts) if ts.size and not s.dp else 0.0

@@ -246,7 +246,9 @@ class Settings:
     regress on ``hhat_a^t``, which carries ``y^t``). ``alg1_literal`` drops ``g~`` (spec A2).
     ``dp``: every sent state row is clipped to ``dp_clip_msg`` and every gradient row to
     ``dp_clip_grad``, each with Gaussian noise for (``dp_epsilon``, ``dp_delta``) per release
-    (see :mod:`fedcausal_flwr.privacy`); noise is seeded by ``dp_seed``, client and window.
+    (see :mod:`fedcausal_flwr.privacy`); noise is seeded by ``seed``, client and window.
+    ``init_std``: ``theta, phi, A_hat, B_hat`` start N(0, init_std^2) (seeded by ``seed`` and
+    the client), as in the FedCF paper; 0 starts them at zero.
     """
 
     window: int = 100
@@ -266,7 +268,8 @@ class Settings:
     dp_delta: float = 1e-5
     dp_clip_msg: float = 5.0
     dp_clip_grad: float = 1.0
-    dp_seed: int = 0
+    seed: int = 0
+    init_std: float = 0.0
 
 
 def windows(T: int, W: int, epochs: int) -> list[np.ndarray]:
@@ -314,10 +317,18 @@ def _off_diagonal(A: np.ndarray, B: np.ndarray, P: Sequence[int], U: Sequence[in
     return A, B
 
 
-def initial_client(c: ClientData) -> ClientParams:
-    """``theta = 0``, ``phi = 0``."""
+def initial_client(c: ClientData, s: Settings | None = None, m: int = 0) -> ClientParams:
+    """``theta, phi`` ~ N(0, init_std^2) seeded by ``(s.seed, m)``; zeros by default."""
     p, _, d = c.dims
-    return ClientParams(np.zeros((p, d)), np.zeros(p))
+    if s is None or not s.init_std:
+        return ClientParams(np.zeros((p, d)), np.zeros(p))
+    rng = np.random.default_rng([s.seed, 3, m])
+    return ClientParams(rng.normal(0, s.init_std, (p, d)), rng.normal(0, s.init_std, p))
+
+
+def initial_server_for(P: Sequence[int], U: Sequence[int], s: Settings) -> ServerParams:
+    """Server start of a run: N(0, init_std^2) off-diagonal blocks seeded by ``s.seed``."""
+    return initial_server(P, U, s.init_std, np.random.default_rng([s.seed, 4]))
 
 
 # ---- the augmented client --------------------------------------------------------------------
@@ -505,7 +516,7 @@ def private(arrays: Sequence[np.ndarray], s: Settings, direction: int, m: int, k
 
     rel = GaussianRelease(s.dp_epsilon, s.dp_delta,
                           s.dp_clip_msg if direction == 1 else s.dp_clip_grad)
-    return [rel(a, release_rng(s.dp_seed, direction, m, k, j)) for j, a in enumerate(arrays)]
+    return [rel(a, release_rng(s.seed, direction, m, k, j)) for j, a in enumerate(arrays)]
 
 
 def exchange_step(clients: Sequence[ClientData], cpar: Sequence[ClientParams],
@@ -565,9 +576,9 @@ def reference(clients: Sequence[ClientData], s: Settings, model: str = "fedcf",
               spar: ServerParams | None = None) -> ReferenceRun:
     """The in-process loop: the same core calls, in the same order, as the Flower path."""
     T = check_lengths(clients)
-    spar = spar or initial_server([c.dims[0] for c in clients],
-                                  [c.dims[1] if model == "fedcf" else 0 for c in clients])
-    cpar = [initial_client(c) for c in clients]
+    spar = spar or initial_server_for([c.dims[0] for c in clients],
+                                      [c.dims[1] if model == "fedcf" else 0 for c in clients], s)
+    cpar = [initial_client(c, s, m) for m, c in enumerate(clients)]
     hist = []
     for k, ts in enumerate(windows(T, s.window, s.epochs)):
         la = [local_loss(c, p, ts) for c, p in zip(clients, cpar, strict=True)]

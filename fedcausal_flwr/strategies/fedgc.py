@@ -17,8 +17,8 @@ Run-config keys (defaults here; a ``.json`` at ``data-path`` may set them, see
 ``ss-lambda-g`` (0), ``ss-lambda-l`` (0), DP: ``ss-dp`` (false), ``ss-dp-epsilon`` (0.5),
 ``ss-dp-delta`` (1e-5), ``ss-dp-clip-msg`` (5), ``ss-dp-clip-grad`` (1) (noise seeded by
 ``seed``; per-release and composed epsilon in ``metrics["privacy"]``); FedCF adds
-``ss-xi`` (10), ``ss-learn-phi`` (true), ``ss-target`` ("predicted" | "refined"),
-``ss-alg1-literal`` (false) and the query keys
+``ss-xi`` (10), ``ss-learn-phi`` (true), ``ss-init-std`` (0.1; FedGC 0),
+``ss-target`` ("predicted" | "refined"), ``ss-alg1-literal`` (false) and the query keys
 ``ss-cf-client``, ``ss-cf-source``, ``ss-cf-delta`` (comma-separated floats; empty: no query).
 ``num-rounds`` is not used: the schedule is ``epochs * ceil((T - 1) / W) + 1`` exchanges.
 """
@@ -56,7 +56,8 @@ def settings_from_run_config(rc: Mapping[str, Any], model: str = "fedgc") -> ss.
         dp=bool(rc.get("ss-dp", False)), dp_epsilon=float(rc.get("ss-dp-epsilon", 0.5)),
         dp_delta=float(rc.get("ss-dp-delta", 1e-5)),
         dp_clip_msg=float(rc.get("ss-dp-clip-msg", 5.0)),
-        dp_clip_grad=float(rc.get("ss-dp-clip-grad", 1.0)), dp_seed=int(rc.get("seed", 0)))
+        dp_clip_grad=float(rc.get("ss-dp-clip-grad", 1.0)), seed=int(rc.get("seed", 0)),
+        init_std=float(rc.get("ss-init-std", 0.1 if cf else 0.0)))
 
 
 class FedGC(CausalStrategy):
@@ -101,7 +102,7 @@ class FedGC(CausalStrategy):
                 "lambda-l": s.lambda_l, "xi": s.xi, "learn-phi": s.learn_phi,
                 "target": s.target, "alg1-literal": s.alg1_literal, "dp": s.dp,
                 "dp-epsilon": s.dp_epsilon, "dp-delta": s.dp_delta,
-                "dp-clip-msg": s.dp_clip_msg, "dp-seed": s.dp_seed}
+                "dp-clip-msg": s.dp_clip_msg, "seed": s.seed, "init-std": s.init_std}
 
     # ---- the protocol -----------------------------------------------------------------------
     def setup_shapes(self, i: int) -> list[tuple[int, ...]]:
@@ -138,7 +139,7 @@ class FedGC(CausalStrategy):
         for m, A in enumerate(self.A_diag):
             if ss.spectral_radius(A) >= 1:
                 raise TooFewReplies(f"client {self.cids[m]}: A_mm is unstable")
-        self.server = ss.initial_server(self.P, self.U)
+        self.server = ss.initial_server_for(self.P, self.U, self.settings)
         self.on_setup(result)
         plan = ss.windows(self.T, self.settings.window, self.settings.epochs)
         prev, win = np.arange(0), None
