@@ -43,6 +43,14 @@ from fedcausal_flwr.strategies.base import (
     array_bytes,
 )
 
+RUN_CONFIG_DEFAULTS: dict[str, Any] = {
+    "mode": "vfedcd", "he-backend": "paillier", "key-bits": 2048, "num-epochs": 500,
+    "batch": 16, "lr": 0.01, "lambda1": 5e-3, "gamma": 0.006, "lambda-b": 0.0, "tau": 0.1,
+    "dag-tol": 0.01, "hidden": 10, "decoder-layers": 2, "power-iters": 15, "sigma-phi": 1e-3,
+    "split": "dirichlet", "frac-bits": 16, "edges": 60, "n": 1000, "data-seed": 0, "parts": "",
+    "test-fraction": 0.2,
+}  # what the shared pyproject must declare for `flwr run` to accept these keys
+
 Spec = tuple[tuple[int, ...], str]  # (shape, dtype) of one expected array
 
 
