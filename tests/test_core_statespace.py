@@ -218,3 +218,52 @@ def test_gaussian_release_clips_and_adds_calibrated_noise():
     assert composed([(0.5, 1e-5)] * 4) == pytest.approx((2.0, 4e-5))
     with pytest.raises(ValueError, match="epsilon"):
         gaussian_sigma(1.0, 0.0, 1e-5)
+
+
+def test_plant_csv_loader_groups_filters_and_identifies(tmp_path):
+    from pathlib import Path
+
+    from fedcausal_flwr.data.statespace import central_var, load_plant_csv, svd_var_client
+
+    schema = Path(__file__).resolve().parents[2] / "shared/data/hai/hai-22.04_columns.txt"
+    if not schema.exists():
+        pytest.skip(f"HAI column schema not found at {schema}")
+    names = schema.read_text().split()
+    assert names[0] == "timestamp" and names[-1] == "Attack"
+    tags = names[1:-1]
+    rng = np.random.default_rng(0)
+    T = 300
+    cols = {}
+    for j, tag in enumerate(tags):
+        if j % 7 == 3:
+            cols[tag] = np.full(T, 2.5)  # constant
+        elif j % 7 == 5:
+            cols[tag] = (rng.random(T) < 0.3).astype(float)  # binary
+        else:
+            cols[tag] = np.cumsum(rng.normal(size=T)) * 0.1 + j
+    attack = np.zeros(T, dtype=int)
+    attack[100:120] = 1
+    lines = [",".join(names)]
+    for t in range(T):
+        lines.append(",".join([f"2022-01-01 00:{t // 60:02d}:{t % 60:02d}"]
+                              + [f"{cols[g][t]:.6f}" for g in tags] + [str(attack[t])]))
+    path = tmp_path / "hai.csv"
+    path.write_text("\n".join(lines))
+    groups = load_plant_csv(path)
+    assert list(groups) == ["P1", "P2", "P3", "P4"]
+    kept = [n for g in groups.values() for n in g[0]]
+    assert all(tags.index(n) % 7 not in (3, 5) for n in kept)
+    assert len(kept) == sum(1 for j in range(len(tags)) if j % 7 not in (3, 5))
+    for _, Y in groups.values():
+        assert Y.shape[0] == T - 20  # attack rows dropped
+        np.testing.assert_allclose(Y.mean(0), 0, atol=1e-9)
+        np.testing.assert_allclose(Y.std(0), 1, atol=1e-9)
+    states = []
+    for g, (_, Y) in groups.items():
+        c, H = svd_var_client(Y, 2, g)
+        assert ss.spectral_radius(c.A) < 1 and c.C.shape == (Y.shape[1], 2)
+        np.testing.assert_allclose(np.mean(H ** 2, axis=0), 1, atol=1e-9)
+        states.append(H)
+    assert central_var(states).shape == (8, 8)
+    with pytest.raises(ValueError, match="P4: .* fewer than P"):
+        svd_var_client(groups["P4"][1], 50, "P4")

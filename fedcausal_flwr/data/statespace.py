@@ -97,3 +97,100 @@ def _client_data(key: str, pid: int) -> ss.ClientData:
 def client_data(rc: Mapping[str, Any], pid: int) -> ss.ClientData:
     """Client ``pid``'s data (cached per run config: a SuperNode rebuilds its client often)."""
     return _client_data(json.dumps(dict(rc), sort_keys=True, default=str), int(pid))
+
+
+# ---- real data: one-column-per-tag plant CSVs (HAI, SWaT) and NetSim ---------------------------
+NON_TAGS = ("timestamp", "time", "attack", "normal/attack", "attack_p1", "attack_p2",
+            "attack_p3")
+
+
+def tag_group(name: str, mode: str = "prefix") -> str:
+    """Client of a tag: ``"P1"`` for HAI's ``P1_FT01`` (prefix), ``"S1"`` for SWaT's
+    ``FIT101`` (the first digit of the tag number, ``mode="digit"``)."""
+    if mode == "digit":
+        digits = [ch for ch in name if ch.isdigit()]
+        return f"S{digits[0]}" if digits else "S?"
+    return name.split("_", 1)[0]
+
+
+def keep_channel(x: np.ndarray, max_levels: int = 5, dominance: float = 0.99) -> bool:
+    """False for constant, near-binary or quasi-discrete channels (few levels, one dominant)."""
+    x = x[np.isfinite(x)]
+    if x.size < 3 or np.ptp(x) == 0:
+        return False
+    values, counts = np.unique(x, return_counts=True)
+    return values.size > max_levels and counts.max() / x.size < dominance
+
+
+def load_plant_csv(path: str | Path, group: str = "prefix", nominal_only: bool = True
+                   ) -> dict[str, tuple[list[str], np.ndarray]]:
+    """``{client: (tags, z-scored T x D_m values)}`` from a one-column-per-tag CSV.
+
+    Attack rows are dropped (``nominal_only``), then constant and near-binary channels; every
+    kept channel is z-scored; clients are tag prefixes (HAI ``P1..P4``) or stage digits (SWaT).
+    """
+    import csv
+
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    header, body = [h.strip() for h in rows[0]], rows[1:]
+    attack = [i for i, h in enumerate(header) if h.lower().startswith("attack")
+              or h.lower() == "normal/attack"]
+    tags = [i for i, h in enumerate(header) if h.lower() not in NON_TAGS and i not in attack]
+    if nominal_only and attack:
+        body = [r for r in body if all(r[i].strip().lower() in ("0", "0.0", "normal", "")
+                                       for i in attack)]
+    if len(body) < 3:
+        raise ValueError(f"{path}: {len(body)} nominal rows; need at least 3")
+    X = np.array([[float(r[i]) for i in tags] for r in body])
+    out: dict[str, tuple[list[str], list[np.ndarray]]] = {}
+    for j, i in enumerate(tags):
+        if keep_channel(X[:, j]):
+            g = tag_group(header[i], group)
+            x = X[:, j]
+            out.setdefault(g, ([], []))
+            out[g][0].append(header[i])
+            out[g][1].append((x - x.mean()) / x.std())
+    return {g: (names, np.column_stack(cols)) for g, (names, cols) in sorted(out.items())}
+
+
+def svd_var_client(Y: np.ndarray, P: int, who: str = "client") -> tuple[ss.ClientData,
+                                                                         np.ndarray]:
+    """FedGC's real-data identification of one client: ``(ClientData, states)``.
+
+    ``Y = U S V^T``; states ``sqrt(T) U_P`` (unit scale), ``C = V_P S_P / sqrt(T)``; ``A`` by
+    VAR(1) least squares on the states (shrunk to spectral radius 0.99 if needed); the gain
+    from the residual covariances.
+    """
+    T, D = Y.shape
+    if D < P:
+        raise ValueError(f"{who}: {D} channels left, fewer than P = {P} states")
+    U, S, Vt = np.linalg.svd(Y, full_matrices=False)
+    H = np.sqrt(T) * U[:, :P]
+    C = Vt[:P].T * S[:P] / np.sqrt(T)
+    A = np.linalg.lstsq(H[:-1], H[1:], rcond=None)[0].T
+    rho = ss.spectral_radius(A)
+    A = A * (0.99 / rho) if rho >= 0.99 else A
+    Q = np.cov((H[1:] - H[:-1] @ A.T).T).reshape(P, P) + 1e-6 * np.eye(P)
+    R = np.diag(np.var(Y - H @ C.T, axis=0) + 1e-6)
+    K = ss.kalman_gain(A, C, Q, R)
+    return ss.checked_client(A, np.zeros((P, 0)), C, K, Y, np.zeros((T, 0)), who), H
+
+
+def central_var(states: list[np.ndarray]) -> np.ndarray:
+    """The centralized reference: VAR(1) least squares on the stacked client states."""
+    H = np.hstack(states)
+    return np.linalg.lstsq(H[:-1], H[1:], rcond=None)[0].T
+
+
+def netsim_groups(path: str | Path, clients: int = 3, subjects: int | None = None
+                  ) -> dict[str, tuple[list[str], np.ndarray]]:
+    """NetSim regions split into ``clients`` contiguous groups; subjects concatenated."""
+    from fedcausal_flwr.data.netsim import load_netsim
+
+    ts, _ = load_netsim(path)
+    ts = ts[:subjects] if subjects else ts
+    X = np.concatenate(list(ts), axis=0)
+    X = (X - X.mean(0)) / X.std(0)
+    parts = np.array_split(np.arange(X.shape[1]), clients)
+    return {f"C{m}": ([f"r{i}" for i in idx], X[:, idx]) for m, idx in enumerate(parts)}
