@@ -60,7 +60,7 @@ class Party:
             out[j] = {f"frag.t{t}": self.backend.to_wire(
                 self.pk, self.backend.encrypt(
                     self.pk, core.quantize(self.F[j][t], self.s.frac).reshape(
-                        self.sizes[j], -1))) for t in range(self.K)}
+                        self.sizes[j], -1), self.sk)) for t in range(self.K)}
         return out
 
     def graph_fragments(self) -> dict[str, np.ndarray]:
@@ -133,7 +133,7 @@ class Party:
         gq = core.quantize(dZ, s.frac)
         self.tmp["grads"] = {(me, me): core.dequantize(
             core.encoder_grad_q(self.tmp["xq"], gq), 2 * s.frac)}
-        enc = b.to_wire(self.pk, b.encrypt(self.pk, gq.reshape(n, -1)))
+        enc = b.to_wire(self.pk, b.encrypt(self.pk, gq.reshape(n, -1), self.sk))
         return {k: {"dz": enc} for k in range(self.K) if k != me}, loss
 
     def gradient(self, step: int, inbox: Mapping[int, Mapping[str, np.ndarray]]) -> Outbox:
