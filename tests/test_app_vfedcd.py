@@ -44,6 +44,18 @@ def test_flower_path_equals_reference(backend):
     assert {"shd", "f1"} <= set(result.metrics)
 
 
+def test_laplace_noise_on_graph_fragments_matches_the_reference():
+    rc = {**RC, "dp-b": 0.05}
+    result, _ = run(rc)
+    ref = reference(rc)
+    s = settings_from_run_config(rc)
+    noisy = V.ctv_graph(ref.F, [2, 2, 2], s, ref.step)
+    np.testing.assert_allclose(result.estimates["B"], noisy, rtol=0, atol=1e-12)
+    assert np.abs(noisy - V.graph(ref.F, [2, 2, 2])).max() > 0.01
+    clean, _ = run(RC)
+    assert not np.allclose(clean.estimates["B"], result.estimates["B"])
+
+
 def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments():
     rc = {**RC, "he-backend": "paillier", "num-epochs": 1}
     result, grid = run(rc)

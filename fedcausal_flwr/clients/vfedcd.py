@@ -37,7 +37,7 @@ def settings_from_run_config(rc: dict[str, Any]) -> core.Settings:
             "epochs": "num-epochs", "lambda1": "lambda1", "gamma": "gamma",
             "lambda_b": "lambda-b", "tau": "tau", "dag_tol": "dag-tol",
             "power_iters": "power-iters", "mode": "mode", "sigma_phi": "sigma-phi",
-            "split": "split", "frac": "frac-bits", "seed": "seed"}
+            "split": "split", "frac": "frac-bits", "dp_b": "dp-b", "seed": "seed"}
     return replace(s, **{f: type(getattr(s, f))(rc[k]) for f, k in keys.items() if k in rc})
 
 

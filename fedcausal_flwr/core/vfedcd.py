@@ -46,6 +46,7 @@ class Settings:
     sigma_phi: float = 1e-3
     split: str = "dirichlet"
     frac: int = 16
+    dp_b: float = 0.0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -309,6 +310,22 @@ def graph(F: Fragments, sizes: Sequence[int]) -> np.ndarray:
                      for t in range(K)])
 
 
+def dp_noise(s: Settings, key: int, i: int, d: int) -> np.ndarray:
+    """Party i's Laplace(b) noise on its graph fragments (d x d) after ``key`` updates."""
+    if s.dp_b <= 0:
+        return np.zeros((d, d))
+    return rng_for(s.seed, "dp", key, i).laplace(0.0, s.dp_b, (d, d))
+
+
+def ctv_graph(F: Fragments, sizes: Sequence[int], s: Settings, key: int) -> np.ndarray:
+    """What the CTV sums: every party's graph fragments plus its DP noise (if any)."""
+    K, st = len(sizes), starts_of(sizes)
+    return sum(assemble([graph_fragment([F[i][k][t] for k in range(K)], t, st)
+                         if any(F[i][k][t] is not None for k in range(K))
+                         else np.zeros((st[-1], sizes[t])) for t in range(K)])
+               + dp_noise(s, key, i, st[-1]) for i in range(K))
+
+
 def encoder(F: Fragments, k: int, t: int) -> np.ndarray:
     """The whole encoder ``W_kt = sum_i F[i][k][t]``."""
     return sum(f[k][t] for f in F if f[k][t] is not None)
@@ -316,7 +333,7 @@ def encoder(F: Fragments, k: int, t: int) -> np.ndarray:
 
 def ctv_shares(state: State, sizes: Sequence[int], s: Settings) -> tuple[list[np.ndarray], float]:
     """The CTV step on the current fragments: each party's gradient share of B, and rho."""
-    B = graph(state.F, sizes)
+    B = ctv_graph(state.F, sizes, s, state.step)
     G, rho, state.u, state.v = ctv_gradient(B, state.lam2, s, state.u, state.v)
     return split_gradient(G, len(sizes), s, rng_for(s.seed, "split", state.step)), rho
 
@@ -386,7 +403,7 @@ def train_reference(xs: Sequence[np.ndarray], s: Settings, epochs: int | None = 
         for idx in batches(n, s, len(state.history)):
             r = train_step(state, [x[idx] for x in xs], sizes, s)
             rec = {"loss": rec["loss"] + r["loss"] * len(idx) / n, "rho": r["rho"]}
-        B = graph(state.F, sizes)
+        B = ctv_graph(state.F, sizes, s, state.step)
         state.lam2, state.frozen = next_lambda2(state.lam2, state.frozen, B, s)
         state.history.append({"epoch": epoch + 1, **rec, "lambda2": state.lam2,
                               "frozen": state.frozen, "acyclic": is_dag(B > s.dag_tol)})

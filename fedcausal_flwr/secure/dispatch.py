@@ -46,6 +46,7 @@ class Party:
         self.dec = core.init_decoder(me, sizes[me], s)
         self.enc_in: dict[tuple[int, int], np.ndarray] = {}
         self.tmp: dict[str, Any] = {}
+        self.updates = 0
 
     # ---- helpers ---------------------------------------------------------------------
     def _shape(self, t: int) -> tuple[int, int]:
@@ -64,9 +65,11 @@ class Party:
         return out
 
     def graph_fragments(self) -> dict[str, np.ndarray]:
-        """``B_t^me`` (d x d_t) for every t: what the CTV sees."""
-        return {f"B.t{t}": core.graph_fragment([self.F[k][t] for k in range(self.K)], t,
-                                               self.starts) for t in range(self.K)}
+        """``B_t^me`` (d x d_t) for every t, plus Laplace noise if ``dp_b``: what the CTV sees."""
+        st = self.starts
+        noise = core.dp_noise(self.s, self.updates, self.me, st[-1])
+        return {f"B.t{t}": core.graph_fragment([self.F[k][t] for k in range(self.K)], t, st)
+                + noise[:, st[t]:st[t + 1]] for t in range(self.K)}
 
     # ---- phases ----------------------------------------------------------------------
     def public_key(self) -> np.ndarray:
@@ -169,6 +172,7 @@ class Party:
                     g = g + grads[k, t].reshape(w.shape)
                 self.F[k][t] = core.update_fragment(w, g, k, t, s)
         self.tmp = {}
+        self.updates += 1
         return self._encrypted_fragments(), self.graph_fragments()
 
 
