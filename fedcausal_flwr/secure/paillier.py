@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from functools import lru_cache
 
 import gmpy2
 import numpy as np
@@ -92,14 +93,22 @@ def encrypt(pk: PublicKey, m: np.ndarray, sk: PrivateKey | None = None) -> np.nd
     return np.array(out, dtype=object).reshape(m.shape)
 
 
+@lru_cache(maxsize=16)
+def _crt_constants(p: int, q: int) -> tuple[gmpy2.mpz, gmpy2.mpz, gmpy2.mpz]:
+    """``h_p``, ``h_q`` and ``p^-1 mod q`` of CRT decryption (once per key)."""
+    p, q = gmpy2.mpz(p), gmpy2.mpz(q)
+    n = p * q
+    hp = gmpy2.invert((gmpy2.powmod(n + 1, p - 1, p * p) - 1) // p, p)
+    hq = gmpy2.invert((gmpy2.powmod(n + 1, q - 1, q * q) - 1) // q, q)
+    return hp, hq, gmpy2.invert(p, q)
+
+
 def decrypt(sk: PrivateKey, c: np.ndarray) -> np.ndarray:
     """Centered plaintexts (object array of Python ints) of ciphertexts ``c``."""
-    n, half = gmpy2.mpz(sk.public.n), sk.public.n // 2
+    half = sk.public.n // 2
     p, q = gmpy2.mpz(sk.p), gmpy2.mpz(sk.q)
     psq, qsq = p * p, q * q
-    hp = gmpy2.invert((gmpy2.powmod(n + 1, p - 1, psq) - 1) // p, p)
-    hq = gmpy2.invert((gmpy2.powmod(n + 1, q - 1, qsq) - 1) // q, q)
-    p_inv = gmpy2.invert(p, q)
+    hp, hq, p_inv = _crt_constants(sk.p, sk.q)
     out = []
     for ci in np.asarray(c, dtype=object).ravel():
         mp = (gmpy2.powmod(ci % psq, p - 1, psq) - 1) // p * hp % p
