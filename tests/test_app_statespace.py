@@ -191,3 +191,22 @@ def test_dp_run_equals_reference_and_reports_epsilon(algorithm):
                             ss.Settings())
     sent = full[1] if algorithm == "fedgc" else full[0]
     assert np.abs(states - sent).min() > 0
+
+
+def test_netsim_clients_through_the_app_equal_the_reference():
+    from pathlib import Path
+
+    from fedcausal_flwr.data.statespace import real_clients, svd_var_client
+
+    path = Path(__file__).resolve().parents[2] / "shared/data/netsim/sim3.mat"
+    if not path.exists():
+        pytest.skip(f"NetSim data not found at {path}")
+    rc = {**RC, "ss-data": "netsim", "ss-data-path": str(path), "ss-clients": 3,
+          "ss-netsim-subjects": 2, "ss-window": 50, "ss-epochs": 2, "ss-p": 2}
+    result, _ = run_inprocess(rc, 3)
+    full = merged_config(rc)
+    clients = [svd_var_client(Y, 2, name)[0] for name, Y in real_clients(full)]
+    assert [c.dims[2] for c in clients] == [5, 5, 5] and clients[0].y.shape[0] == 400
+    ref = ss.reference(clients, settings_from_run_config(full), "fedgc")
+    assert result.status == "completed"
+    np.testing.assert_allclose(result.estimates["A_hat"], ref.server.A_hat, atol=1e-10)

@@ -13,6 +13,10 @@ Run-config keys (hyphenated, defaults in :data:`DEFAULTS`; a ``.json`` file name
 ``ss-shift-cycle`` shift one state of client 0 per window, cycling (else all states)
 ``ss-input-ar``     AR(1) coefficient of the inputs (0: i.i.d., the FedCF paper)
 ``ss-system-seed``  seed of the system matrices (``seed`` draws the noise)
+``ss-data``         ``"synthetic"``, ``"netsim"`` (``ss-clients`` groups of regions,
+                    ``ss-netsim-subjects`` concatenated, 0: all) or ``"plant-csv"`` (HAI/SWaT
+                    layout, ``ss-group`` = ``"prefix"`` or ``"digit"``); file at ``ss-data-path``.
+                    Real clients identify ``(A_mm, C_mm, K_m)`` by SVD + VAR(1) with P = ``ss-p``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ SHIFTS = ((1 / 30, 2 / 30, 0.5), (3 / 30, 5 / 30, -0.3), (7 / 30, 9 / 30, 0.2),
 DEFAULTS: dict[str, Any] = {
     "ss-clients": 2, "ss-p": 2, "ss-u": 0, "ss-d": 8, "ss-t": 3000, "ss-coupling": 0.25,
     "ss-q": 1e-3, "ss-r": 1e-3, "ss-shift-scale": 1.0, "ss-input-ar": 0.0,
-    "ss-system-seed": -1, "ss-shift-cycle": True,
+    "ss-system-seed": -1, "ss-shift-cycle": True, "ss-data": "synthetic", "ss-data-path": "",
+    "ss-netsim-subjects": 0, "ss-group": "prefix",
 }
 FEDCF_DEFAULTS: dict[str, Any] = {"ss-u": 2, "ss-d": 2, "ss-q": 1e-2, "ss-r": 1e-2,
                                   "ss-shift-scale": 0.0}
@@ -85,9 +90,28 @@ def all_clients(rc: Mapping[str, Any]) -> tuple[ss.LTISystem, list[ss.ClientData
     return sys, ss.split_clients(sys, y, u)
 
 
+def real_clients(rc: Mapping[str, Any]) -> list[tuple[str, np.ndarray]]:
+    """``[(client name, z-scored T x D_m)]`` of ``ss-data`` = ``netsim`` or ``plant-csv``."""
+    path = str(rc["ss-data-path"])
+    if rc["ss-data"] == "netsim":
+        subjects = int(rc["ss-netsim-subjects"]) or None
+        groups = netsim_groups(path, int(rc["ss-clients"]), subjects)
+    elif rc["ss-data"] == "plant-csv":
+        groups = load_plant_csv(path, str(rc["ss-group"]))
+    else:
+        raise ValueError(f"unknown ss-data {rc['ss-data']!r} (synthetic, netsim, plant-csv)")
+    return [(name, Y) for name, (_, Y) in groups.items()]
+
+
 @lru_cache(maxsize=64)
 def _client_data(key: str, pid: int) -> ss.ClientData:
     rc = json.loads(key)
+    if rc["ss-data"] != "synthetic":
+        groups = real_clients(rc)
+        if not 0 <= pid < len(groups):
+            raise ValueError(f"partition-id {pid} but the data has {len(groups)} clients")
+        name, Y = groups[pid]
+        return svd_var_client(Y, int(rc["ss-p"]), name)[0]
     sys, _, y, u = synthetic_series(rc)
     if not 0 <= pid < len(sys.P):
         raise ValueError(f"partition-id {pid} but the system has {len(sys.P)} clients "

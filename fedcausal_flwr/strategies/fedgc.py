@@ -215,7 +215,7 @@ def synthetic_evaluator(rc: Mapping[str, Any], model: str):
     from fedcausal_flwr.data.statespace import merged_config, synthetic_system
 
     full = merged_config(rc, model)
-    if str(full.get("data", "synthetic")) not in ("synthetic", "statespace"):
+    if str(full.get("ss-data", "synthetic")) != "synthetic":
         return None
     sys = synthetic_system(full)
 
