@@ -80,7 +80,7 @@ def run(scenario: str, method: str, seed: int, rounds: int, k: int, dgp: str, n:
                                                  eval_every=steps // rounds)
         last, clients = dg.get_params(g), 1
     return {"scenario": scenario, "method": method, "lr_g": s.lr_g, "lr_f": s.lr_f,
-            "local_epochs": s.local_epochs, "seed": seed, "dgp": dgp, "rounds": rounds,
+            "local_epochs": s.local_epochs, "seed": seed, "dgp": dgp, "n": n, "rounds": rounds,
             "clients": clients, "selected_round": sel, "seconds": time.time() - t0,
             "mse_last": dg.mse(dg.g_values(g_eval, last, test.x), test.g),
             "mse_selected": dg.mse(dg.g_values(g_eval, best, test.x), test.g)}
@@ -139,8 +139,9 @@ def main() -> None:
                             fh.write(json.dumps(r) + "\n")
     lines = summary(rows)
     if any(r["scenario"] in iv.IMAGE for r in rows):
-        lines.append("(image rows: paper = FEMNIST 28x28; ours = sklearn 8x8 digits, n = "
-                     f"{rows[0].get('n', a.n)}; not comparable one to one)")
+        n_img = [r.get("n") for r in rows if r["scenario"] in iv.IMAGE][0]
+        lines.append("(image rows: paper = FEMNIST 28x28; ours = sklearn 8x8 digits, "
+                     f"n = {n_img}; not comparable one to one)")
     print("\n".join(lines))
     if any("WORSE" in ln for ln in lines):
         print("FAIL: worse than the issue's target where marked WORSE above")
