@@ -22,9 +22,9 @@ pytestmark = pytest.mark.e2e
 SS = {"ss-t": 200, "ss-window": 50, "ss-epochs": 2, "ss-cf-delta": "1,0"}
 
 
-def run_config(tmp_path, algorithm: str, name: str) -> dict:
+def run_config(tmp_path, algorithm: str, name: str, **extra) -> dict:
     path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(SS))
+    path.write_text(json.dumps({**SS, **extra}))
     return {"algorithm": algorithm, "seed": 4, "data-path": str(path), "node-wait-s": 60.0,
             "outputs": str(tmp_path), "run-name": name}
 
@@ -54,7 +54,7 @@ def test_flwr_run_simulation_equals_reference(tmp_path):
 
 
 def test_loopback_deployment_equals_reference(tmp_path):
-    rc = run_config(tmp_path, "fedgc", "deploy")
+    rc = run_config(tmp_path, "fedgc", "deploy", **{"ss-window": 100, "ss-epochs": 1})
     launch.deploy(2, rc, workdir=tmp_path / "deployment", port=9410, timeout=600)
     check_against_reference(load_result(tmp_path / "deploy"), "fedgc")
     assert not launch._pids("flower-supernode --insecure --superlink 127.0.0.1:9410")
