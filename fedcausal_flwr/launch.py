@@ -11,6 +11,7 @@ import argparse
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -94,6 +95,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    deadline = time.time() + timeout
+    while not port_open(port):
+        if proc.poll() is not None:
+            raise RuntimeError(f"flower-superlink exited with code {proc.returncode}")
+        if time.time() > deadline:
+            raise TimeoutError(f"no SuperLink on 127.0.0.1:{port} after {timeout:.0f}s")
+        time.sleep(0.2)
+
+
 def _flwr() -> str:
     exe = Path(sys.executable).with_name("flwr")
     return str(exe) if exe.exists() else (shutil.which("flwr") or "flwr")
@@ -141,10 +159,12 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path 
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       start_new_session=True))
 
+    if port_open(port):
+        raise RuntimeError(f"port {port} is in use: another SuperLink? choose another port")
     try:
         spawn("superlink", [str(bindir / "flower-superlink"), "--insecure", "--port", str(port),
                             "--disable-runtime-dependency-installation"])
-        time.sleep(2.0)
+        _wait_for_port(port, procs[0])
         for i in range(num_supernodes):
             spawn(f"supernode{i}", [
                 str(bindir / "flower-supernode"), "--insecure",
