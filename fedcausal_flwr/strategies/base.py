@@ -237,14 +237,16 @@ class CausalStrategy(Strategy):
         return nodes
 
     def exchange(self, grid: Grid, phase: str, payloads: Mapping[int, Payload],
-                 shapes: Sequence[Shape] | Mapping[int, Sequence[Shape]]
-                 ) -> dict[int, list[np.ndarray]]:
+                 shapes: Sequence[Shape] | Mapping[int, Sequence[Shape]],
+                 min_nodes: int | None = None) -> dict[int, list[np.ndarray]]:
         """Send ``train.<phase>`` to each client id; return the valid replies by client id.
 
         Error replies, missing replies and replies with the wrong count, shapes or dtypes or
-        with non-finite values are dropped and logged; fewer than ``min_nodes`` valid replies
-        raise :class:`TooFewReplies`.
+        with non-finite values are dropped and logged; fewer than ``min_nodes`` (default: the
+        strategy's; e.g. 1 for a query to one client) valid replies raise
+        :class:`TooFewReplies`.
         """
+        need = self.min_nodes if min_nodes is None else int(min_nodes)
         contents = {}
         for cid, (arrays, cfg) in payloads.items():
             self._bytes["down"] += array_bytes(arrays)
@@ -277,9 +279,9 @@ class CausalStrategy(Strategy):
                 self.drop(f"client {cid}", problem)
                 continue
             ok[cid] = arrays
-        if len(ok) < self.min_nodes:
+        if len(ok) < need:
             raise TooFewReplies(f"round {self._round}: {len(ok)} valid replies to "
-                                f"train.{phase}, min-nodes={self.min_nodes}")
+                                f"train.{phase}, min-nodes={need}")
         return ok
 
     def run_rounds(self, grid: Grid, result: RunResult) -> None:
@@ -299,12 +301,16 @@ class CausalStrategy(Strategy):
             if self.evaluate_fn is not None:
                 rec.update(self.evaluate_fn(self.estimates(), sorted(self.nodes)))
             rec["seconds"] = time.time() - t0
-            result.history.append(rec)
-            log(INFO, "[%s round %d] %s", self.algorithm, self._round,
-                _progress(rec, self.progress_keys))
-            if self.checkpoint is not None:
-                result.estimates = self.estimates()
-                self.checkpoint(result)
+            self.record_round(result, rec)
+
+    def record_round(self, result: RunResult, rec: dict[str, Any]) -> None:
+        """Append a finished round to the history, log its progress line, checkpoint."""
+        result.history.append(rec)
+        log(INFO, "[%s round %d] %s", self.algorithm, rec.get("round", self._round),
+            _progress(rec, self.progress_keys))
+        if self.checkpoint is not None:
+            result.estimates = self.estimates()
+            self.checkpoint(result)
 
     def start(self, grid: Grid, *args: Any, **kwargs: Any) -> RunResult:  # noqa: ARG002
         """Run the whole protocol on ``grid`` and return its :class:`RunResult`.
@@ -336,7 +342,7 @@ class CausalStrategy(Strategy):
         if self.nodes and self._round:
             result.estimates = self.estimates()
             if self.evaluate_fn is not None:
-                result.metrics = self.evaluate_fn(result.estimates, sorted(self.nodes))
+                result.metrics.update(self.evaluate_fn(result.estimates, sorted(self.nodes)))
         result.metrics.update({"rounds": self._round, "clients": len(self.nodes),
                                "dropped": list(self._dropped)})
         result.timing = {"wall_s": time.time() - t0, "rounds": self._round}
