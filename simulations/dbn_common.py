@@ -184,7 +184,9 @@ def baselines(moms: Sequence[Moments], sizes: Sequence[int],
     clock = Clock()
     fits = dynotears_fits(moms[:m], lam)
     t_fits = clock()
-    out = {"Ave": {**graph_scores(*ave_from_fits(fits), truth), "seconds": t_fits},
+    bad = sum(not (np.isfinite(W).all() and np.isfinite(A).all()) for W, A in fits)
+    out = {"Ave": {**graph_scores(*ave_from_fits(fits), truth), "seconds": t_fits,
+                   "nonfinite_fits": bad},
            "Best": {**best_from_fits(fits, truth), "seconds": t_fits}}
     clock = Clock()
     Wp, Ap = dynotears(pooled_moments(moms, sizes), lam, lam)
