@@ -64,11 +64,21 @@ def simulate_anm(A: np.ndarray, n: int, rng: np.random.Generator, hidden: int = 
     return X
 
 
-def sachs(path: str | Path = SACHS_DIR) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Sachs data (n x 11), its consensus graph (11 x 11) and the column names."""
+SACHS_OBSERVATIONAL = 853  # the first condition (anti-CD3/CD28) of cyto_full_data
+
+
+def sachs(path: str | Path = SACHS_DIR, observational: bool = True
+          ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Sachs data, the graph of ``cyto_full_target.csv`` (11 x 11, 18 edges), column names.
+
+    ``cyto_full_data.csv`` stacks all 9 conditions (7466 rows); the usual observational set
+    is its first 853 rows.
+    """
     path = Path(path)
     names = path.joinpath("cyto_full_data.csv").read_text().splitlines()[0].split(",")
     X = np.loadtxt(path / "cyto_full_data.csv", delimiter=",", skiprows=1)
+    if observational:
+        X = X[:SACHS_OBSERVATIONAL]
     A = np.zeros((len(names), len(names)))
     for line in path.joinpath("cyto_full_target.csv").read_text().splitlines()[1:]:
         cause, effect = (s.strip().strip('"') for s in line.split(","))
