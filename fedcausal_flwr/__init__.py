@@ -14,8 +14,10 @@ def _limit_blas_threads() -> None:
     if n == "0" or "OPENBLAS_NUM_THREADS" in os.environ:
         return
     os.environ["OPENBLAS_NUM_THREADS"] = n  # child processes, and numpy if not yet loaded
-    from threadpoolctl import threadpool_limits
-
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # only the environment variable then
+        return
     threadpool_limits(int(n), user_api="blas")
 
 

@@ -56,6 +56,8 @@ def main(grid: Grid, context: Context) -> None:
     if hasattr(module, "truth_for_plots"):
         result.truth = module.truth_for_plots(rc, result)
     path = save_with_plots(result, out)
+    if hasattr(module, "save_plots"):  # an algorithm's own figures, beside result.json
+        module.save_plots(rc, result, out)
     log(INFO, "%s %s after %d rounds in %.1fs", algorithm, result.status,
         result.timing.get("rounds", 0), result.timing.get("wall_s", 0.0))
     log(INFO, "final metrics: %s", {k: v for k, v in result.metrics.items() if k != "dropped"})

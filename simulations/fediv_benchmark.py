@@ -11,7 +11,6 @@ times the image scenario's rounds on a GPU when one is present.
 from __future__ import annotations
 
 import argparse
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -40,20 +39,6 @@ def reference_seconds(rc: dict, k: int) -> float:
     t0 = time.time()
     dg.fedgda_reference(tr, fediv.settings_from_run_config(rc), int(rc["seed"]), val, dev)
     return (time.time() - t0) / int(rc["num-rounds"])
-
-
-def app_copy(root: Path) -> Path:
-    """The App with FedIV's run-config keys declared in its pyproject."""
-    app = root / "app"
-    shutil.copytree(launch.APP_DIR / "fedcausal_flwr", app / "fedcausal_flwr",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    text = (launch.APP_DIR / "pyproject.toml").read_text()
-    head = "[tool.flwr.app.config]\n"
-    extra = "".join(f"{k} = {launch.toml_value(v)}\n"
-                    for k, v in fediv.RUN_CONFIG_DEFAULTS.items() if f"\n{k} =" not in text)
-    (app / "pyproject.toml").write_text(text.replace(head, head + extra, 1))
-    shutil.copy(launch.APP_DIR / "README.md", app / "README.md")
-    return app
 
 
 def main() -> None:
@@ -87,7 +72,7 @@ def main() -> None:
             root = Path(tmp)
             t0 = time.time()
             launch.simulate(k, {**rc, "outputs": str(root), "run-name": "b"},
-                            app_dir=app_copy(root), flwr_home=root / "flwr", port=39391,
+                            flwr_home=root / "flwr", port=39391,
                             timeout=590)
             total = time.time() - t0
             out = load_result(root / "b")

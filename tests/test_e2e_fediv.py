@@ -6,9 +6,6 @@ f parameters and the selected round must equal it.
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -16,29 +13,12 @@ from fedcausal_flwr import launch
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.data import iv
 from fedcausal_flwr.results import load_result
-from fedcausal_flwr.strategies.fediv import RUN_CONFIG_DEFAULTS, settings_from_run_config
+from fedcausal_flwr.strategies.fediv import settings_from_run_config
 
 pytestmark = pytest.mark.e2e
 
 RC = {"algorithm": "fediv", "seed": 11, "iv-scenario": "abs", "iv-n": 400, "iv-lr-g": 0.05,
       "iv-lr-f": 0.25, "iv-val-features": 8, "iv-device": "cpu", "node-wait-s": 60.0}
-
-
-def app_with_fediv_keys(tmp_path: Path) -> Path:
-    """A copy of the App whose pyproject declares FedIV's run-config keys (``flwr run``
-    rejects undeclared keys; the shared pyproject does not list them yet)."""
-    app = tmp_path / "app"
-    shutil.copytree(launch.APP_DIR / "fedcausal_flwr", app / "fedcausal_flwr",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    text = (launch.APP_DIR / "pyproject.toml").read_text()
-    head = "[tool.flwr.app.config]\n"
-    extra = "".join(f"{k} = {launch.toml_value(v)}\n" for k, v in RUN_CONFIG_DEFAULTS.items()
-                    if f"\n{k} =" not in text)
-    (app / "pyproject.toml").write_text(text.replace(head, head + extra, 1))
-    for name in ("README.md", "LICENSE"):
-        if (launch.APP_DIR / name).exists():
-            shutil.copy(launch.APP_DIR / name, app / name)
-    return app
 
 
 def check_against_reference(result: dict, k: int) -> None:
@@ -62,7 +42,7 @@ def check_against_reference(result: dict, k: int) -> None:
 
 def test_flwr_run_simulation_equals_reference(tmp_path):
     rc = {**RC, "num-rounds": 2, "outputs": str(tmp_path), "run-name": "sim"}
-    launch.simulate(3, rc, app_dir=app_with_fediv_keys(tmp_path), flwr_home=tmp_path / "flwr",
+    launch.simulate(3, rc, flwr_home=tmp_path / "flwr",
                     timeout=600, port=39391)
     assert not launch._pids("flower-superlink .*--port 39391")
     result = load_result(tmp_path / "sim")
@@ -73,7 +53,7 @@ def test_flwr_run_simulation_equals_reference(tmp_path):
 
 def test_loopback_deployment_equals_reference(tmp_path):
     rc = {**RC, "num-rounds": 1, "outputs": str(tmp_path), "run-name": "deploy"}
-    launch.deploy(2, rc, app_dir=app_with_fediv_keys(tmp_path), workdir=tmp_path / "deployment",
+    launch.deploy(2, rc, workdir=tmp_path / "deployment",
                   port=9510, timeout=600)
     check_against_reference(load_result(tmp_path / "deploy"), 2)
     assert (tmp_path / "deploy" / "g_vs_g0.png").stat().st_size > 0

@@ -275,19 +275,7 @@ def plot_g(rc: Mapping[str, Any], estimates: Mapping[str, Any], path: str | Path
     return Path(path)
 
 
-def run_dir(rc: Mapping[str, Any]) -> Path | None:
-    """The run's output directory as the ServerApp names it (newest ``fediv-*`` if unnamed)."""
-    root = Path(str(rc.get("outputs", "outputs"))).expanduser().resolve()
-    if rc.get("run-name"):
-        return root / str(rc["run-name"])
-    runs = sorted(root.glob("fediv-*/result.json"), key=lambda p: p.stat().st_mtime)
-    return runs[-1].parent if runs else None
-
-
-def truth_for_plots(rc: Mapping[str, Any], result: RunResult) -> dict[str, Any]:
-    """Writes ``g_vs_g0.png`` beside result.json (no graph truth to return)."""
-    out = run_dir(rc)
-    if out is not None and result.estimates.get("g_params"):
-        out.mkdir(parents=True, exist_ok=True)
+def save_plots(rc: Mapping[str, Any], result: RunResult, out: Path) -> None:
+    """The App's plot hook: ``g_vs_g0.png`` (the paper's Figure 1) beside result.json."""
+    if result.estimates.get("g_params"):
         plot_g(rc, result.estimates, out / "g_vs_g0.png")
-    return {}
