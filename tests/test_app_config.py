@@ -22,6 +22,7 @@ def declared_defaults(module: str, name: str) -> dict:
 @pytest.mark.parametrize("module,name,all_declared", [
     ("fedcausal_flwr.strategies.fediv", "RUN_CONFIG_DEFAULTS", True),
     ("fedcausal_flwr.data.statespace", "DEFAULTS", False),
+    ("fedcausal_flwr.strategies.vfedcd", "RUN_CONFIG_DEFAULTS", True),
 ])
 def test_code_defaults_match_the_app_config(module, name, all_declared):
     defaults = declared_defaults(module, name)

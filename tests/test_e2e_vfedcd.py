@@ -4,9 +4,6 @@ in-process reference loop on the same data."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -15,29 +12,11 @@ from fedcausal_flwr.clients.vfedcd import settings_from_run_config
 from fedcausal_flwr.core import vfedcd as V
 from fedcausal_flwr.data.vertical import party_data
 from fedcausal_flwr.results import load_result
-from fedcausal_flwr.strategies.vfedcd import RUN_CONFIG_DEFAULTS
 
 pytestmark = pytest.mark.e2e
 
 RC = {"algorithm": "vfedcd", "d": 4, "edges": 4, "batch": 8, "key-bits": 256,
       "node-wait-s": 60.0, "gamma": 0.5, "seed": 2}
-
-
-def app_with_vfedcd_keys(tmp_path: Path) -> Path:
-    """A copy of the App whose pyproject declares VFedCD's run-config keys (``flwr run``
-    rejects undeclared keys; the shared pyproject does not list them yet)."""
-    app = tmp_path / "app"
-    shutil.copytree(launch.APP_DIR / "fedcausal_flwr", app / "fedcausal_flwr",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    text = (launch.APP_DIR / "pyproject.toml").read_text()
-    head = "[tool.flwr.app.config]\n"
-    extra = "".join(f"{k} = {launch.toml_value(v)}\n" for k, v in RUN_CONFIG_DEFAULTS.items()
-                    if f"\n{k} =" not in text)
-    (app / "pyproject.toml").write_text(text.replace(head, head + extra, 1))
-    for name in ("README.md", "LICENSE"):
-        if (launch.APP_DIR / name).exists():
-            shutil.copy(launch.APP_DIR / name, app / name)
-    return app
 
 
 def check_against_reference(result: dict, k: int) -> None:
@@ -54,7 +33,7 @@ def check_against_reference(result: dict, k: int) -> None:
 def test_flwr_run_simulation_equals_reference(tmp_path):
     rc = {**RC, "he-backend": "mock", "n": 10, "num-epochs": 1, "outputs": str(tmp_path),
           "run-name": "sim"}
-    launch.simulate(3, rc, app_dir=app_with_vfedcd_keys(tmp_path), flwr_home=tmp_path / "flwr",
+    launch.simulate(3, rc, flwr_home=tmp_path / "flwr",
                     timeout=300, port=39491)
     assert not launch._pids("flower-superlink .*--port 39491")
     result = load_result(tmp_path / "sim")
@@ -65,7 +44,6 @@ def test_flwr_run_simulation_equals_reference(tmp_path):
 def test_loopback_deployment_with_paillier_keys_equals_reference(tmp_path):
     rc = {**RC, "he-backend": "paillier", "n": 10, "num-epochs": 1, "outputs": str(tmp_path),
           "run-name": "deploy"}
-    launch.deploy(2, rc, app_dir=app_with_vfedcd_keys(tmp_path),
-                  workdir=tmp_path / "deployment", port=9610, timeout=300)
+    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=9610, timeout=300)
     check_against_reference(load_result(tmp_path / "deploy"), 2)
     assert not launch._pids("flower-supernode --insecure --superlink 127.0.0.1:9610")
