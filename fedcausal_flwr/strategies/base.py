@@ -303,11 +303,13 @@ class CausalStrategy(Strategy):
             rec["seconds"] = time.time() - t0
             self.record_round(result, rec)
 
-    def record_round(self, result: RunResult, rec: dict[str, Any]) -> None:
+    def record_round(self, result: RunResult, rec: dict[str, Any], *, show: bool = True,
+                     label: str = "round") -> None:
         """Append a finished round to the history, log its progress line, checkpoint."""
         result.history.append(rec)
-        log(INFO, "[%s round %d] %s", self.algorithm, rec.get("round", self._round),
-            _progress(rec, self.progress_keys))
+        if show:
+            log(INFO, "[%s %s %d] %s", self.algorithm, label, rec.get(label, self._round),
+                _progress(rec, self.progress_keys))
         if self.checkpoint is not None:
             result.estimates = self.estimates()
             self.checkpoint(result)

@@ -29,15 +29,13 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from logging import INFO
 from typing import Any
 
 import numpy as np
-from flwr.common.logger import log
 
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.results import RunResult
-from fedcausal_flwr.strategies.base import CausalStrategy, NodeInfo, TooFewReplies, _progress
+from fedcausal_flwr.strategies.base import CausalStrategy, NodeInfo, TooFewReplies
 
 
 def settings_from_run_config(rc: Mapping[str, Any], model: str = "fedgc") -> ss.Settings:
@@ -167,13 +165,8 @@ class FedGC(CausalStrategy):
             if self.evaluate_fn is not None:
                 rec.update(self.evaluate_fn(self.estimates(), self.cids))
             rec["seconds"] = time.time() - t0
-            result.history.append(rec)
-            if k % max(1, len(plan) // 20) == 0 or k == len(plan) - 1:
-                log(INFO, "[%s round %d] %s", self.algorithm, k + 1,
-                    _progress(rec, self.progress_keys))
-            if self.checkpoint is not None:
-                result.estimates = self.estimates()
-                self.checkpoint(result)
+            self.record_round(result, rec, show=k % max(1, len(plan) // 20) == 0
+                              or k == len(plan) - 1)
         self.after_training(grid, result)
 
     def privacy(self, windows: int) -> dict[str, Any]:

@@ -21,12 +21,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from logging import INFO
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from flwr.common.logger import log
 
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.results import RunResult
@@ -170,13 +168,7 @@ class FedIV(CausalStrategy):
         if self.evaluate_fn is not None:
             rec.update(self.evaluate_fn(self.estimates(), sorted(self.nodes)))
         rec["seconds"] = time.time() - t0
-        result.history.append(rec)
-        log(INFO, "[%s round %d] %s", self.algorithm, self._round,
-            " ".join(f"{k}={rec[k]:.4g}" if isinstance(rec[k], float) else f"{k}={rec[k]}"
-                     for k in self.progress_keys if k in rec))
-        if self.checkpoint is not None:
-            result.estimates = self.estimates()
-            self.checkpoint(result)
+        self.record_round(result, rec)
 
     def _finish(self, result: RunResult, t0: float) -> None:
         super()._finish(result, t0)

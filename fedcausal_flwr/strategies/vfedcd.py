@@ -22,12 +22,10 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from logging import INFO
 from typing import Any
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
-from flwr.common.logger import log
 from flwr.serverapp import Grid
 
 from fedcausal_flwr.clients.vfedcd import settings_from_run_config
@@ -235,13 +233,7 @@ class VFedCD(CausalStrategy):
             if self.evaluate_fn is not None:
                 rec.update(self.evaluate_fn(self.estimates(final=True), self.cids))
             rec["seconds"] = time.time() - t0
-            result.history.append(rec)
-            log(INFO, "[vfedcd epoch %d] %s", epoch + 1,
-                " ".join(f"{k}={rec[k]:.4g}" if isinstance(rec[k], float) else f"{k}={rec[k]}"
-                         for k in self.progress_keys if k in rec))
-            if self.checkpoint is not None:
-                result.estimates = self.estimates()
-                self.checkpoint(result)
+            self.record_round(result, rec, label="epoch")
         self.complete = True
 
     def _take_graph(self, replies: Mapping[int, list[np.ndarray]]
