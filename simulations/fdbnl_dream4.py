@@ -104,7 +104,7 @@ def main() -> None:
     rows.append(["mean ± sd", fmt(*pa), fmt(*ma, 3), fmt(*pp, 3), fmt(*mp, 3), fmt(*mb, 3), ""])
     log("\nFDBNL per network\n" + table(
         ["network", "paper AUROC", "ours AUROC", "paper AUPR", "ours AUPR",
-         "ours AUROC bin|W+A|>=0.3", "ours AUROC |A| only"], rows))
+         "ours AUROC binarized abs(W+A)>=0.3", "ours AUROC abs(A) only"], rows))
 
     summary = {"FDBNL": {"auroc": ma, "aupr": mp}}
     method_rows = [["FDBNL", fmt(0.600, digits=3), fmt(*ma, 3), fmt(0.040, digits=3),

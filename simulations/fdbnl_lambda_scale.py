@@ -94,7 +94,7 @@ def main() -> None:
         f"pooled data, same lambda): SHD(W) {fmt(*all_['shd_w'], 1)}, edges(W) "
         f"{fmt(*all_['nnz_w'], 1)}, SHD(A) {fmt(*all_['shd_a'], 1)}, TPR(W) "
         f"{fmt(*all_['tpr_w'])}\n" + table(
-            ["K", "n_k", "paper: λ/K per client", "SHD(W) paper", "SHD(W) pooled",
+            ["K", "n_k", "paper: effective λ = λ/K", "SHD(W) paper", "SHD(W) pooled",
              "edges(W) paper", "edges(W) pooled", "SHD(A) paper", "SHD(A) pooled",
              "TPR(W) paper", "TPR(W) pooled", "dist paper", "dist pooled",
              "rounds paper/pooled"], rows))
