@@ -127,6 +127,22 @@ def write_json(name: str, payload: dict, out: Path | None = None) -> Path:
     return path
 
 
+def finish(name: str, args: argparse.Namespace, clock: Callable[[], float],
+           checks: dict[str, str], heading: str, payload: dict) -> Path:
+    """Print the acceptance checks and elapsed time, then write the run's JSON; return its path."""
+    log(f"\n{heading}")
+    for k, v in checks.items():
+        log(f"  {v:6s} {k}")
+    elapsed = clock()
+    log(f"elapsed {elapsed:.0f}s")
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+                if k != "out"}
+    path = write_json(name, {"settings": settings, **payload, "checks": checks,
+                             "elapsed_s": elapsed}, args.out)
+    log(f"wrote {path}")
+    return path
+
+
 # ----------------------------------------------------------------------------- DBN helpers
 def client_moments(clients: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[Moments]:
     return [moments(Xt, Xlag) for Xt, Xlag in clients]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from dbn_common import Clock, check, fmt, log, mean_sd, parser, table, verdict, write_json
+from dbn_common import Clock, check, finish, fmt, log, mean_sd, parser, table, verdict
 
 from fedcausal_flwr.core.dbn import ADMMSettings, fdbnl_reference, moments, pfdbnl_reference
 from fedcausal_flwr.data.dream4 import dream4_clients, load_dream4
@@ -126,16 +126,8 @@ def main() -> None:
     if "PFDBNL" in summary and "FDBNL-d" in summary:
         checks["PFDBNL > FDBNL-d on AUROC"] = check(
             summary["PFDBNL"]["auroc"][0] > summary["FDBNL-d"]["auroc"][0])
-    log("\nacceptance:")
-    for k, v in checks.items():
-        log(f"  {v:6s} {k}")
-    elapsed = total()
-    log(f"elapsed {elapsed:.0f}s")
-    settings = {k: str(v) if k == "data" else v for k, v in vars(args).items() if k != "out"}
-    path = write_json(NAME, {"settings": settings, "paper": PAPER, "summary": summary,
-                             "checks": checks, "per_network": res, "elapsed_s": elapsed},
-                      args.out)
-    log(f"wrote {path}")
+    finish(NAME, args, total, checks, "acceptance:",
+           {"paper": PAPER, "summary": summary, "per_network": res})
 
 
 if __name__ == "__main__":

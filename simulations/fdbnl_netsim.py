@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from dbn_common import Clock, fmt, log, mean_sd, parser, table, verdict, write_json
+from dbn_common import Clock, finish, fmt, log, mean_sd, parser, table, verdict
 
 from fedcausal_flwr.core.dbn import ADMMSettings, fdbnl_reference, moments, pfdbnl_reference
 from fedcausal_flwr.data.netsim import load_netsim, netsim_chunks
@@ -113,16 +113,8 @@ def main() -> None:
     log("\nper-subject AUROC (official binarized score, tau 0.2, diagonal included)\n"
         + table(["sim", "method", "paper per subject", "ours per subject", "marks (±0.05)",
                  "paper mean", "ours mean", "ours continuous AUROC (info)", "rounds"], rows))
-    log("\nacceptance (spec 6.10):")
-    for k, v in checks.items():
-        log(f"  {v:6s} {k}")
-    elapsed = total()
-    log(f"elapsed {elapsed:.0f}s")
-    settings = {k: str(v) if k == "data" else v for k, v in vars(args).items() if k != "out"}
-    path = write_json(NAME, {"settings": settings, "paper": PAPER, "summary": summary,
-                             "checks": checks, "per_subject": res, "elapsed_s": elapsed},
-                      args.out)
-    log(f"wrote {path}")
+    finish(NAME, args, total, checks, "acceptance (spec 6.10):",
+           {"paper": PAPER, "summary": summary, "per_subject": res})
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from dbn_common import (
     check,
     client_mean,
     client_moments,
+    finish,
     fmt,
     graph_scores,
     log,
@@ -29,7 +30,6 @@ from dbn_common import (
     parser,
     table,
     verdict,
-    write_json,
 )
 
 from fedcausal_flwr.core.dbn import ADMMSettings, fdbnl_reference, pfdbnl_reference
@@ -114,18 +114,11 @@ def main() -> None:
         "PFDBNL mSHD(W) within ±3 of 6.2": verdict(P["shd_w"][0], 6.2, 3.0, True),
         "PFDBNL mSHD(A) within ±3 of 5.4": verdict(P["shd_a"][0], 5.4, 3.0, True),
     }
-    log("\nacceptance (spec 6.8):")
-    for k, v in checks.items():
-        log(f"  {v:6s} {k}")
     log("\nrounds (mean): " + ", ".join(f"{m} {summ[m]['rounds'][0]:.0f}" for m in METHODS)
         + "; seconds per seed: " + ", ".join(f"{m} {summ[m]['seconds'][0]:.1f}"
                                              for m in METHODS))
-    elapsed = total()
-    log(f"elapsed {elapsed:.0f}s")
-    path = write_json(NAME, {"settings": {k: v for k, v in vars(args).items() if k != "out"},
-                             "paper": PAPER, "summary": summ, "checks": checks,
-                             "per_seed": per_seed, "elapsed_s": elapsed}, args.out)
-    log(f"wrote {path}")
+    finish(NAME, args, total, checks, "acceptance (spec 6.8):",
+           {"paper": PAPER, "summary": summ, "per_seed": per_seed})
     if not np.isfinite([r[m]["h"] for r in per_seed for m in METHODS]).all():
         log("warning: a run ended with a non-finite h")
 

@@ -29,13 +29,13 @@ from dbn_common import (
     baselines,
     check,
     client_moments,
+    finish,
     fmt,
     graph_scores,
     log,
     mean_sd,
     parser,
     table,
-    write_json,
 )
 
 from fedcausal_flwr.core.dbn import ADMMSettings, fdbnl_reference
@@ -116,15 +116,9 @@ def main() -> None:
         claims.append([d, "FDBNL FDR(W) < Ave and Best", "yes", f"{ff:.2f} vs {af:.2f}/{bf:.2f}",
                        check(ff < min(af, bf))])
     log("\npaper's claims (§4.1.1)\n" + table(["d", "claim", "paper", "ours", "mark"], claims))
-    log("\nacceptance (brief: FDBNL <= Ave; spec 6.6: <= Ave and Best, every d):")
-    for k, v in checks.items():
-        log(f"  {v:6s} {k}")
-    elapsed = total()
-    log(f"elapsed {elapsed:.0f}s")
-    path = write_json(NAME, {"settings": {k: v for k, v in vars(args).items() if k != "out"},
-                             "summary": summ, "checks": checks, "claims": claims,
-                             "per_seed": results, "elapsed_s": elapsed}, args.out)
-    log(f"wrote {path}")
+    finish(NAME, args, total, checks,
+           "acceptance (brief: FDBNL <= Ave; spec 6.6: <= Ave and Best, every d):",
+           {"summary": summ, "claims": claims, "per_seed": results})
 
 
 if __name__ == "__main__":

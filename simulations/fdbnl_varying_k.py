@@ -28,6 +28,7 @@ from dbn_common import (
     baselines,
     check,
     client_moments,
+    finish,
     fmt,
     graph_scores,
     log,
@@ -35,7 +36,6 @@ from dbn_common import (
     parser,
     table,
     verdict,
-    write_json,
 )
 
 from fedcausal_flwr.core.dbn import ADMMSettings, fdbnl_reference
@@ -127,17 +127,10 @@ def main() -> None:
             [[lam, fmt(*g[lam]["shd_w"], 1), fmt(*g[lam]["tpr_w"]), fmt(*g[lam]["fdr_w"]),
               fmt(*g[lam]["shd_a"], 1), fmt(*g[lam]["tpr_a"]), fmt(g[lam]["seconds"][0], None, 0)]
              for lam in args.grid]))
-    log("\nacceptance (spec 6.7):")
-    for k, v in checks.items():
-        log(f"  {v:6s} {k}")
     log(f"reduced protocol: grid {args.grid} tied (paper: 0.05..0.5 step 0.05, each lambda), "
         f"{args.seeds} seed(s) (paper 10), Ave/Best on {args.ave_clients or 'all'} clients")
-    elapsed = total()
-    log(f"elapsed {elapsed:.0f}s")
-    path = write_json(NAME, {"settings": {k: v for k, v in vars(args).items() if k != "out"},
-                             "paper_tpr_w": PAPER_TPR_W, "summary": summary, "checks": checks,
-                             "per_seed": results, "elapsed_s": elapsed}, args.out)
-    log(f"wrote {path}")
+    finish(NAME, args, total, checks, "acceptance (spec 6.7):",
+           {"paper_tpr_w": PAPER_TPR_W, "summary": summary, "per_seed": results})
 
 
 if __name__ == "__main__":
