@@ -12,7 +12,7 @@ fragment i held by party i (under the secure dispatch; without it only ``F[k][k]
 
 Products ``x W`` and ``x^T dZ`` are computed in fixed point (``frac`` bits per factor), the
 arithmetic the secret shares use, so the shared protocol equals :func:`train_reference`
-exactly. Fragments, decoders and graphs are numpy float64; decoders run in torch.
+exactly. Fragments, decoders and graphs are numpy float64 (decoders backpropagate by hand).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
 Fragments = list[list[list[np.ndarray | None]]]  # F[holder][source][target]
 MODES = ("framework", "ctv", "vfedcd")
@@ -126,12 +125,39 @@ def init_decoder(t: int, d_t: int, s: Settings) -> list[np.ndarray]:
     return p + [rng.uniform(-bound, bound, (d_t, h)), rng.uniform(-bound, bound, d_t)]
 
 
-def decode(params: Sequence[torch.Tensor], Z: torch.Tensor) -> torch.Tensor:
-    """``xhat`` (n x d_t) of the decoder towers on aggregated features Z (n x d_t x h)."""
-    a = torch.sigmoid(Z + params[0])
+def sigmoid(a: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-a))``."""
+    return 1.0 / (1.0 + np.exp(-a))
+
+
+def decoder_activations(params: Sequence[np.ndarray], Z: np.ndarray
+                        ) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each tower layer's sigmoid activations (n x d_t x h) and ``xhat`` (n x d_t)."""
+    acts = [sigmoid(Z + params[0])]
     for W, b in zip(params[1:-2:2], params[2:-2:2], strict=True):
-        a = torch.sigmoid(torch.einsum("nth,thg->ntg", a, W) + b)
-    return torch.einsum("nth,th->nt", a, params[-2]) + params[-1]
+        acts.append(sigmoid(np.einsum("nth,thg->ntg", acts[-1], W) + b))
+    return acts, np.einsum("nth,th->nt", acts[-1], params[-2]) + params[-1]
+
+
+def decode(params: Sequence[np.ndarray], Z: np.ndarray) -> np.ndarray:
+    """``xhat`` (n x d_t) of the decoder towers on aggregated features Z (n x d_t x h)."""
+    return decoder_activations(params, Z)[1]
+
+
+def decoder_grads(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray
+                  ) -> tuple[list[np.ndarray], np.ndarray, float]:
+    """``(dL/dparams, dL/dZ, L)`` of ``L = sum_j mean_n (xhat_j - x_j)^2`` (backprop)."""
+    acts, xhat = decoder_activations(params, Z)
+    r = 2.0 * (xhat - x) / len(x)
+    grads = [np.einsum("nt,nth->th", r, acts[-1]), r.sum(0)]
+    da = r[:, :, None] * params[-2]
+    for layer in range(len(acts) - 1, 0, -1):
+        dpre = da * acts[layer] * (1.0 - acts[layer])
+        W = params[2 * layer - 1]
+        grads = [np.einsum("nth,ntg->thg", acts[layer - 1], dpre), dpre.sum(0), *grads]
+        da = np.einsum("ntg,thg->nth", dpre, W)
+    dZ = da * acts[0] * (1.0 - acts[0])
+    return [dZ.sum(0), *grads], dZ, float(((xhat - x) ** 2).mean(0).sum())
 
 
 def decoder_step(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray, lr: float
@@ -140,24 +166,13 @@ def decoder_step(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray, lr:
 
     ``loss = sum_j mean_n (xhat_j - x_j)^2``.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: extra threads only add contention
-    try:
-        P = [torch.tensor(p, requires_grad=True) for p in params]
-        Zt = torch.tensor(Z, requires_grad=True)
-        loss = ((decode(P, Zt) - torch.tensor(x)) ** 2).mean(0).sum()
-        grads = torch.autograd.grad(loss, [*P, Zt])
-    finally:
-        torch.set_num_threads(threads)
-    new = [p.detach().numpy() - lr * g.numpy() for p, g in zip(P, grads[:-1], strict=True)]
-    return new, grads[-1].numpy(), float(loss.detach())
+    grads, dZ, loss = decoder_grads(params, Z, x)
+    return [p - lr * g for p, g in zip(params, grads, strict=True)], dZ, loss
 
 
 def reconstruction_loss(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray) -> float:
     """``sum_j mean_n (xhat_j - x_j)^2`` without a step."""
-    with torch.no_grad():
-        xhat = decode([torch.tensor(p) for p in params], torch.tensor(Z))
-        return float(((xhat - torch.tensor(x)) ** 2).mean(0).sum())
+    return float(((decode(params, Z) - x) ** 2).mean(0).sum())
 
 
 # ---- graph and CTV ----------------------------------------------------------------------
@@ -188,11 +203,12 @@ def spectral_radius(B: np.ndarray, u: np.ndarray, v: np.ndarray, iters: int
                     ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     """``(rho, drho/dB, u, v)``: power iteration on ``B + 1e-6``, warm-started at (u, v)."""
     A = B + 1e-6
+    At = A.T
     for _ in range(iters):
         v = A @ v
-        v /= np.linalg.norm(v)
-        u = A.T @ u
-        u /= np.linalg.norm(u)
+        v = v / np.sqrt(v @ v)
+        u = At @ u
+        u = u / np.sqrt(u @ u)
     uv = float(u @ v)
     return float(u @ A @ v / uv), np.outer(u, v) / uv, u, v
 
@@ -331,62 +347,70 @@ def encoder(F: Fragments, k: int, t: int) -> np.ndarray:
     return sum(f[k][t] for f in F if f[k][t] is not None)
 
 
-def ctv_shares(state: State, sizes: Sequence[int], s: Settings) -> tuple[list[np.ndarray], float]:
-    """The CTV step on the current fragments: each party's gradient share of B, and rho."""
-    B = ctv_graph(state.F, sizes, s, state.step)
-    G, rho, state.u, state.v = ctv_gradient(B, state.lam2, s, state.u, state.v)
-    return split_gradient(G, len(sizes), s, rng_for(s.seed, "split", state.step)), rho
-
-
-def fragment_grads(state: State, xs: Sequence[np.ndarray], sizes: Sequence[int],
-                   s: Settings, shares: Sequence[np.ndarray]) -> tuple[list, list[float]]:
-    """One step's gradient of every fragment (data + CTV) and each target's loss.
-
-    Updates the decoders in place (they are local to their target party).
-    """
+def stacked(F: Fragments, sizes: Sequence[int], h: int) -> np.ndarray:
+    """Holder i's fragments as one tensor ``(K, d, d, h)``; block (k, t) is ``F[i][k][t]``."""
     K, st = len(sizes), starts_of(sizes)
-    xq = [quantize(x, s.frac) for x in xs]
-    grads = [[[None] * K for _ in range(K)] for _ in range(K)]
+    out = np.zeros((K, st[-1], st[-1], h))
+    for i, k, t in np.ndindex(K, K, K):
+        if F[i][k][t] is not None:
+            out[i, st[k]:st[k + 1], st[t]:st[t + 1]] = F[i][k][t]
+    return out
+
+
+def unstacked(Fs: np.ndarray, sizes: Sequence[int], s: Settings) -> Fragments:
+    """Inverse of :func:`stacked` (None where a party holds no fragment)."""
+    K, st = len(sizes), starts_of(sizes)
+    return [[[Fs[i, st[k]:st[k + 1], st[t]:st[t + 1]].copy() if holds(i, k, t, s) else None
+              for t in range(K)] for k in range(K)] for i in range(K)]
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` of integer-valued float arrays, exact (float BLAS below 2^53, else int64)."""
+    if np.abs(a).max(initial=0) * np.abs(b).max(initial=0) * a.shape[1] < 2.0 ** 52:
+        return a @ b
+    return (a.astype(np.int64) @ b.astype(np.int64)).astype(float)
+
+
+def stacked_graph(Fs: np.ndarray, s: Settings, key: int) -> np.ndarray:
+    """:func:`ctv_graph` of stacked fragments: ``sum_i (||Fs[i]||_h + Laplace noise_i)``."""
+    out = 0.0
+    for i, Bi in enumerate(np.linalg.norm(Fs, axis=3)):
+        out = out + (Bi + dp_noise(s, key, i, len(Bi)))
+    return out
+
+
+def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
+               sizes: Sequence[int], s: Settings) -> tuple[np.ndarray, list[float], float]:
+    """One step's gradient of every stacked fragment (data + CTV), target losses and rho.
+
+    ``x``, ``xq``: the mini-batch of all parties' columns, plain and quantized. Updates the
+    decoders in place (they are local to their target party).
+    """
+    K, st, h, n, two_f = len(sizes), starts_of(sizes), s.hidden, len(x), 2.0 ** (2 * s.frac)
+    d = st[-1]
+    B = stacked_graph(Fs, s, state.step)
+    G, rho, state.u, state.v = ctv_gradient(B, state.lam2, s, state.u, state.v)
+    shares = split_gradient(G, K, s, rng_for(s.seed, "split", state.step))
+    Zq = exact_matmul(xq, np.rint(Fs * 2.0 ** s.frac).sum(0).reshape(d, d * h))
+    D = np.zeros_like(Fs)
     losses = []
     for t in range(K):
-        Zq = sum(features_q(xq[k], sum(quantize(f[k][t], s.frac) for f in state.F
-                                       if f[k][t] is not None)) for k in range(K))
-        state.decoders[t], dZ, loss = decoder_step(state.decoders[t], dequantize(Zq, 2 * s.frac),
-                                                   xs[t], s.lr)
+        T = slice(st[t], st[t + 1])
+        Z = (Zq[:, st[t] * h:st[t + 1] * h] / two_f).reshape(n, -1, h)
+        state.decoders[t], dZ, loss = decoder_step(state.decoders[t], Z, x[:, T], s.lr)
         losses.append(loss)
-        gq = quantize(dZ, s.frac)
+        g = exact_matmul(xq.T, np.rint(dZ * 2.0 ** s.frac).reshape(n, -1)).reshape(d, -1, h)
         for k in range(K):
-            g = encoder_grad_q(xq[k], gq)
+            S = slice(st[k], st[k + 1])
             if s.secure and k != t:
-                phi = phi_mask(s, state.step, k, t, g.shape)
-                grads[k][k][t] = dequantize(phi, 2 * s.frac)
-                grads[t][k][t] = dequantize(g - phi, 2 * s.frac)
+                phi = phi_mask(s, state.step, k, t, g[S].shape).astype(float)
+                D[k, S, T], D[t, S, T] = phi / two_f, (g[S] - phi) / two_f
             else:
-                grads[k if not s.secure else t][k][t] = dequantize(g, 2 * s.frac)
-    for i in range(K):
-        for k in range(K):
-            for t in range(K):
-                w = state.F[i][k][t]
-                if w is None:
-                    continue
-                g = norm_backward(w, shares[i][st[k]:st[k + 1], st[t]:st[t + 1]])
-                grads[i][k][t] = g if grads[i][k][t] is None else grads[i][k][t] + g
-    return grads, losses
-
-
-def train_step(state: State, xs: Sequence[np.ndarray], sizes: Sequence[int], s: Settings
-               ) -> dict:
-    """One synchronous step on the mini-batch ``xs`` (one block per party)."""
-    K = len(sizes)
-    shares, rho = ctv_shares(state, sizes, s)
-    grads, losses = fragment_grads(state, xs, sizes, s, shares)
-    for i in range(K):
-        for k in range(K):
-            for t in range(K):
-                if state.F[i][k][t] is not None:
-                    state.F[i][k][t] = update_fragment(state.F[i][k][t], grads[i][k][t], k, t, s)
-    state.step += 1
-    return {"loss": float(sum(losses)), "rho": rho}
+                D[t if s.secure else k, S, T] = g[S] / two_f
+    nrm = np.linalg.norm(Fs, axis=3, keepdims=True)
+    ctv = np.stack(shares)[..., None] * np.divide(Fs, nrm, out=np.zeros_like(Fs),
+                                                  where=nrm > 0)
+    return D + ctv, losses, rho
 
 
 def train_reference(xs: Sequence[np.ndarray], s: Settings, epochs: int | None = None,
@@ -394,19 +418,29 @@ def train_reference(xs: Sequence[np.ndarray], s: Settings, epochs: int | None = 
     """The in-process reference loop: ``epochs`` epochs of mini-batch steps, lambda2 schedule.
 
     ``xs[k]`` is party k's training block (same rows, aligned). History rows per epoch.
+    Every step is the protocol's: CTV shares of the spectral gradient, fixed-point features
+    and encoder gradients, decoder steps, then ``w - lr (grad + lambda1 sign w)`` on every
+    fragment, vectorized over the stacked fragments.
     """
     sizes = [x.shape[1] for x in xs]
     n = len(xs[0])
     state = state or initial_state(sizes, s)
+    Fs = stacked(state.F, sizes, s.hidden)
+    keep = (1.0 - np.eye(Fs.shape[1]))[:, :, None]  # self-loops stay 0
+    X = np.hstack(xs)
+    Xq = np.rint(X * 2.0 ** s.frac)  # quantize(), as integer-valued floats
     for epoch in range(s.epochs if epochs is None else epochs):
         rec = {"loss": 0.0, "rho": 0.0}
         for idx in batches(n, s, len(state.history)):
-            r = train_step(state, [x[idx] for x in xs], sizes, s)
-            rec = {"loss": rec["loss"] + r["loss"] * len(idx) / n, "rho": r["rho"]}
-        B = ctv_graph(state.F, sizes, s, state.step)
+            grads, losses, rho = step_grads(state, Fs, X[idx], Xq[idx], sizes, s)
+            Fs = (Fs - s.lr * (grads + s.lambda1 * np.sign(Fs))) * keep
+            state.step += 1
+            rec = {"loss": rec["loss"] + float(sum(losses)) * len(idx) / n, "rho": rho}
+        B = stacked_graph(Fs, s, state.step)
         state.lam2, state.frozen = next_lambda2(state.lam2, state.frozen, B, s)
         state.history.append({"epoch": epoch + 1, **rec, "lambda2": state.lam2,
                               "frozen": state.frozen, "acyclic": is_dag(B > s.dag_tol)})
+    state.F = unstacked(Fs, sizes, s)
     return state
 
 
