@@ -44,22 +44,59 @@ def test_paillier_roundtrip_and_homomorphic_matmul(keys):
     with pytest.raises(ValueError, match="does not hold"):
         paillier.from_wire(pk, w[:, 1:], (3, 4))
     assert not np.array_equal(paillier.to_wire(pk, paillier.add_plain(pk, c, 0 * a)), w)
+    assert paillier.PublicKey.from_array(pk.to_array()) == pk
 
 
-@pytest.mark.parametrize("name", ["mock", "paillier"])
+@pytest.mark.parametrize("kind", ["djn", "full"])
+def test_both_noises_encrypt_and_rerandomize(kind, keys):
+    pk, sk = keys
+    a = np.array([[-5, 0, 2**60]])
+    for owner in (None, sk):
+        c = paillier.encrypt(pk, a, owner, kind)
+        assert np.array_equal(paillier.decrypt(sk, c).astype(np.int64), a)
+        d = paillier.add_plain(pk, c, np.array([[1, 2, 3]]), kind)
+        assert np.array_equal(paillier.decrypt(sk, d).astype(np.int64), a + [1, 2, 3])
+        assert len({int(v) for v in np.concatenate([c.ravel(), d.ravel()])}) == 6
+
+
+def test_packed_slots_carry_signed_values_at_the_headroom_bound(keys):
+    """Slots of +-(2^105 - 1) and mixed signs survive pack, x * Enc, add and unpack."""
+    pk, sk = keys
+    S, top = paillier.slots(pk), 2**105 - 1
+    assert S * paillier.SLOT_BITS <= pk.n.bit_length() - 2 and S >= 2
+    m = np.array([[top, -top, 0, -1, 1][:S + 1], [-top, top, 5, 1, -1][:S + 1]], dtype=object)
+    c = paillier.encrypt(pk, paillier.pack(pk, m))
+    assert c.shape == (2, paillier.blocks(pk, S + 1))
+    got = paillier.unpack(pk, paillier.decrypt(sk, c), S + 1)
+    assert [int(v) for v in got.ravel()] == [int(v) for v in m.ravel()]
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2**40, 2**40, (3, 2 * S + 1))
+    x = rng.integers(-2**20, 2**20, (4, 3))
+    off = rng.integers(-2**50, 2**50, (4, 2 * S + 1))
+    c = paillier.add_plain(pk, paillier.matmul_plain(pk, x, paillier.encrypt(
+        pk, paillier.pack(pk, a))), paillier.pack(pk, off))
+    got = paillier.unpack(pk, paillier.decrypt(sk, c), 2 * S + 1)
+    want = x.astype(object) @ a.astype(object) + off.astype(object)
+    assert [int(v) for v in got.ravel()] == [int(v) for v in want.ravel()]
+
+
+@pytest.mark.parametrize("name", shares.BACKENDS)
 def test_he2ss_shares_sum_to_the_product(name, keys):
     b = shares.backend(name, BITS)
-    pk, sk = keys if name == "paillier" else (None, None)
+    pk, sk = keys if name != "mock" else (None, None)
     rng = np.random.default_rng(1)
-    m = rng.integers(-2**50, 2**50, (4, 3))
+    m = rng.integers(-2**62, 2**62, (4, 5))
     lo, hi = shares.forward_masks(rng, m.shape)
     c = b.mask_forward(pk, b.encrypt(pk, m), lo, hi)
-    owner, holder = b.owner_forward(sk, c), shares.holder_share(lo)
+    w = b.to_wire(pk, c)
+    assert (w.shape, str(w.dtype)) == b.wire_spec(pk, m.shape)
+    owner, holder = b.owner_forward(sk, b.from_wire(pk, w, m.shape), m.shape), \
+        shares.holder_share(lo)
     with np.errstate(over="ignore"):
         assert np.array_equal(shares.signed(owner + holder), m)
     assert not np.array_equal(shares.signed(owner), m)
     phi = rng.integers(-2**20, 2**20, m.shape)
-    rem = b.owner_backward(sk, b.mask_backward(pk, b.encrypt(pk, m), phi))
+    rem = b.owner_backward(sk, b.mask_backward(pk, b.encrypt(pk, m), phi), m.shape)
     assert np.array_equal(rem + phi, m)
 
 
@@ -90,7 +127,8 @@ def test_toy_case_secure_features_and_gradients_equal_plaintext():
     for t, p in enumerate(parties):
         for k, msg in gr[t].items():
             shape = (2, 2 * s.hidden)
-            rem = p.backend.owner_backward(p.sk, p.backend.from_wire(p.pk, msg["he2ss"], shape))
+            rem = p.backend.owner_backward(p.sk, p.backend.from_wire(p.pk, msg["he2ss"], shape),
+                                           shape)
             phi = parties[k].tmp["grads"][k, t].reshape(shape)
             true = np.einsum("na,nth->ath", xs[k], V.dequantize(gq[t], 16)).reshape(shape)
             np.testing.assert_allclose(phi + V.dequantize(rem, 32), true, atol=1e-4)
@@ -101,14 +139,15 @@ def dispatch_dz(party, dz, t):
     """The plaintext feature gradient target t encrypted (decrypted by t for the check)."""
     msg = next(m for dst, box in dz.items() if dst != t for src, m in box.items() if src == t)
     c = party.backend.from_wire(party.pk, msg["dz"], (8, 2 * 10))
-    return V.dequantize(party.backend.owner_backward(party.sk, c), 0).reshape(8, 2, 10) / 2**16
+    return V.dequantize(party.backend.owner_backward(party.sk, c, (8, 20)), 0).reshape(
+        8, 2, 10) / 2**16
 
 
 def test_paillier_mock_and_reference_give_the_same_trajectory():
     xs = toy(2)
     s = V.Settings(batch=4, gamma=0.5)
     ref = V.train_reference(xs, s, epochs=2)
-    for b in (shares.backend("mock"), shares.backend("paillier", BITS)):
+    for b in (shares.backend(name, BITS) for name in shares.BACKENDS):
         parties, ctv = dispatch.run_local(xs, s, b, 2)
         F = dispatch.fragments_of(parties)
         for i, k, t in np.ndindex(3, 3, 3):
@@ -119,11 +158,12 @@ def test_paillier_mock_and_reference_give_the_same_trajectory():
         assert ctv.lam2 == ref.lam2 > 0
 
 
-def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments():
+@pytest.mark.parametrize("name", ["paillier", "paillier-packed"])
+def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments(name):
     xs = toy(3)
     s = V.Settings(batch=4)
     log: list = []
-    parties, _ = dispatch.run_local(xs, s, shares.backend("paillier", BITS), 1, log)
+    parties, _ = dispatch.run_local(xs, s, shares.backend(name, BITS), 1, log)
     width = parties[0].pk.width
     raw = np.hstack(xs)
     kinds = set()

@@ -97,7 +97,8 @@ class Party:
             z = ring(xq @ own)
             for i in out:
                 c = b.matmul(self.pks[i], xq, self.enc_in[i, t])
-                lo, hi = forward_masks(core.rng_for(s.seed, "eps", step, me, i, t), c.shape)
+                lo, hi = forward_masks(core.rng_for(s.seed, "eps", step, me, i, t),
+                                       (len(idx), self.sizes[t] * self.h))
                 out[i][f"he2ss.t{t}"] = b.to_wire(self.pks[i],
                                                   b.mask_forward(self.pks[i], c, lo, hi))
                 with np.errstate(over="ignore"):
@@ -113,10 +114,11 @@ class Party:
         out: Outbox = {}
         for t in range(self.K):
             z = self.tmp["z"][t]
+            shape = (n, self.sizes[t] * self.h)
             for msg in inbox.values():
-                c = b.from_wire(self.pk, msg[f"he2ss.t{t}"], (n, self.sizes[t] * self.h))
+                c = b.from_wire(self.pk, msg[f"he2ss.t{t}"], shape)
                 with np.errstate(over="ignore"):
-                    z = z + b.owner_forward(self.sk, c)
+                    z = z + b.owner_forward(self.sk, c, shape)
             if t == self.me:
                 self.tmp["z_own"] = z
             else:
@@ -149,8 +151,8 @@ class Party:
                          b.from_wire(self.pks[t], msg["dz"], (n, self.sizes[t] * self.h)))
             phi = core.phi_mask(s, step, me, t, (self.sizes[me], self.sizes[t], self.h))
             self.tmp["grads"][me, t] = core.dequantize(phi, 2 * s.frac)
-            out[t] = {"he2ss": b.to_wire(self.pks[t],
-                                         b.mask_backward(self.pks[t], c, phi.reshape(c.shape)))}
+            out[t] = {"he2ss": b.to_wire(self.pks[t], b.mask_backward(
+                self.pks[t], c, phi.reshape(self.sizes[me], -1)))}
         return out
 
     def update(self, inbox: Mapping[int, Mapping[str, np.ndarray]]
@@ -160,8 +162,9 @@ class Party:
         grads = self.tmp["grads"]
         for k, msg in inbox.items():
             shape = (self.sizes[k], self.sizes[me], self.h)
+            flat = (shape[0], shape[1] * shape[2])
             rem = self.backend.owner_backward(self.sk, self.backend.from_wire(
-                self.pk, msg["he2ss"], (shape[0], shape[1] * shape[2])))
+                self.pk, msg["he2ss"], flat), flat)
             grads[k, me] = core.dequantize(rem, 2 * s.frac).reshape(shape)
         G = self.tmp["ctv"]
         for k in range(self.K):

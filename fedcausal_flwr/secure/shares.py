@@ -9,8 +9,12 @@ O decrypts ``v = m + 2^63 + r`` (no wrap mod n, statistically hiding m with 40 b
 and keeps ``v mod 2^64``. Backward HE2SS keeps a bounded float mask ``phi`` instead (spec 3):
 O decrypts ``m - phi``.
 
-Backends: ``paillier`` (real keys) and ``mock`` (the same share arithmetic, no encryption:
-"ciphertexts" are the uint64 plaintexts). Both give the same shares bit for bit.
+Backends: ``paillier`` (real keys, one value per ciphertext), ``paillier-packed`` (real keys,
+``paillier.slots`` values per ciphertext: every ring value, product and masked value above is
+below 2^105 in magnitude, so it fits a 106-bit slot without carrying into its neighbour) and
+``mock`` (the same share arithmetic, no encryption: "ciphertexts" are the uint64 plaintexts).
+All give the same shares bit for bit. A backend's ciphertext objects are opaque to the
+protocol: it passes them on and names the logical (rows, cols) shape where it must.
 """
 
 from __future__ import annotations
@@ -71,6 +75,10 @@ class Mock:
         """No key."""
         return None
 
+    def wire_spec(self, pk: Any, shape: tuple[int, int]) -> tuple[tuple[int, ...], str]:  # noqa: ARG002
+        """(shape, dtype) on the wire of ciphertexts of ``shape`` values (for the relay)."""
+        return (shape[0] * shape[1],), "uint64"
+
     def encrypt(self, pk: Any, m: np.ndarray, sk: Any = None) -> np.ndarray:  # noqa: ARG002
         """m as ring elements."""
         return ring(m)
@@ -91,11 +99,11 @@ class Mock:
         with np.errstate(over="ignore"):
             return c - ring(phi)
 
-    def owner_forward(self, sk: Any, c: np.ndarray) -> np.ndarray:  # noqa: ARG002
+    def owner_forward(self, sk: Any, c: np.ndarray, shape: tuple[int, int]) -> np.ndarray:  # noqa: ARG002
         """The owner's share: the masked value itself."""
         return c
 
-    def owner_backward(self, sk: Any, c: np.ndarray) -> np.ndarray:  # noqa: ARG002
+    def owner_backward(self, sk: Any, c: np.ndarray, shape: tuple[int, int]) -> np.ndarray:  # noqa: ARG002
         """``m - phi`` as int64."""
         return signed(c)
 
@@ -103,7 +111,7 @@ class Mock:
         """uint64 values."""
         return np.asarray(c, dtype=np.uint64).ravel()
 
-    def from_wire(self, pk: Any, a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:  # noqa: ARG002
+    def from_wire(self, pk: Any, a: np.ndarray, shape: tuple[int, int]) -> np.ndarray:  # noqa: ARG002
         """Checked uint64 values."""
         a = np.asarray(a)
         if a.dtype != np.uint64 or a.size != int(np.prod(shape)):
@@ -112,12 +120,20 @@ class Mock:
 
 
 class Paillier(Mock):
-    """Real Paillier (``n_length`` bits; 2048 unless a test asks for less)."""
+    """Real Paillier (``n_length`` bits; 2048 unless a test asks for less).
 
-    name = "paillier"
+    ``pack``: ``paillier.slots`` values per ciphertext along each row (19 at 2048 bits), so a
+    row of ``c`` values costs ``ceil(c / slots)`` encryptions, multiplications per scalar,
+    re-randomizations and decryptions. ``noise``: ``djn`` (fixed-base short exponent) or
+    ``full`` (fresh ``r^n``), see :mod:`paillier`. ``ops`` counts ciphertext operations.
+    """
 
-    def __init__(self, n_length: int = paillier.DEFAULT_BITS) -> None:
-        self.n_length = int(n_length)
+    def __init__(self, n_length: int = paillier.DEFAULT_BITS, pack: bool = False,
+                 noise: str = "djn") -> None:
+        if noise not in paillier.NOISES:
+            raise ValueError(f"noise {noise!r} is not one of {paillier.NOISES}")
+        self.n_length, self.pack, self.noise = int(n_length), bool(pack), noise
+        self.name = "paillier-packed" if pack else "paillier"
         self.ops = {"encrypt": 0, "mul": 0, "decrypt": 0}
 
     def keypair(self) -> tuple[Any, Any]:
@@ -132,10 +148,24 @@ class Paillier(Mock):
         """A published key."""
         return paillier.PublicKey.from_array(a)
 
+    def _cols(self, pk: paillier.PublicKey, cols: int) -> int:
+        """Ciphertexts per row of ``cols`` values."""
+        return paillier.blocks(pk, cols) if self.pack else cols
+
+    def _plain(self, pk: paillier.PublicKey, m: np.ndarray) -> np.ndarray:
+        """Signed values (rows x cols) as plaintexts (packed if ``pack``)."""
+        m = np.asarray(m, dtype=object)
+        return paillier.pack(pk, m) if self.pack else m
+
+    def wire_spec(self, pk, shape):
+        """``(rows x ciphertexts per row, width)`` uint8."""
+        return (shape[0] * self._cols(pk, shape[1]), pk.width), "uint8"
+
     def encrypt(self, pk, m, sk=None):
-        """Enc of the signed integers m (the key's owner passes ``sk``: CRT, faster)."""
-        self.ops["encrypt"] += np.size(m)
-        return paillier.encrypt(pk, np.asarray(m), sk)
+        """Enc of the signed integers m (rows x cols)."""
+        p = self._plain(pk, np.asarray(m).astype(object))
+        self.ops["encrypt"] += p.size
+        return paillier.encrypt(pk, p, sk, self.noise)
 
     def matmul(self, pk, x, c):
         """Enc(x a) from c = Enc(a)."""
@@ -147,36 +177,44 @@ class Paillier(Mock):
         off = [(1 << 63) + (int(h) << 64) + int(low)
                for low, h in zip(lo.ravel().tolist(), hi.ravel().tolist(), strict=True)]
         self.ops["encrypt"] += np.size(c)
-        return paillier.add_plain(pk, c, np.array(off, dtype=object).reshape(np.shape(c)))
+        return paillier.add_plain(pk, c, self._plain(pk, np.array(off, dtype=object).reshape(
+            lo.shape)), self.noise)
 
     def mask_backward(self, pk, c, phi):
         """Enc(m - phi), re-randomized."""
         self.ops["encrypt"] += np.size(c)
-        return paillier.add_plain(pk, c, -np.asarray(phi, dtype=object))
+        return paillier.add_plain(pk, c, self._plain(pk, -np.asarray(phi).astype(object)),
+                                  self.noise)
 
-    def owner_forward(self, sk, c):
+    def _decrypt(self, sk, c, shape):
+        self.ops["decrypt"] += np.size(c)
+        v = paillier.decrypt(sk, c)
+        return paillier.unpack(sk.public, v, shape[1]) if self.pack else v
+
+    def owner_forward(self, sk, c, shape):
         """``Dec(c) mod 2^64``."""
-        self.ops["decrypt"] += np.size(c)
-        return ring(paillier.decrypt(sk, c))
+        return ring(self._decrypt(sk, c, shape))
 
-    def owner_backward(self, sk, c):
+    def owner_backward(self, sk, c, shape):
         """``Dec(c)`` as int64."""
-        self.ops["decrypt"] += np.size(c)
-        return signed(paillier.decrypt(sk, c))
+        return signed(self._decrypt(sk, c, shape))
 
     def to_wire(self, pk, c):
         """Fixed-width bytes per ciphertext."""
         return paillier.to_wire(pk, c)
 
     def from_wire(self, pk, a, shape):
-        """Checked ciphertexts."""
-        return paillier.from_wire(pk, a, shape)
+        """Checked ciphertexts (rows x ciphertexts per row)."""
+        return paillier.from_wire(pk, a, (shape[0], self._cols(pk, shape[1])))
+
+
+BACKENDS = ("paillier", "paillier-packed", "mock")
 
 
 def backend(name: str, n_length: int = paillier.DEFAULT_BITS) -> Mock:
-    """``paillier`` or ``mock``."""
-    if name == "paillier":
-        return Paillier(n_length)
+    """``paillier``, ``paillier-packed`` or ``mock``."""
+    if name in ("paillier", "paillier-packed"):
+        return Paillier(n_length, pack=name == "paillier-packed")
     if name == "mock":
         return Mock()
-    raise ValueError(f"he-backend {name!r} is not paillier or mock")
+    raise ValueError(f"he-backend {name!r} is not one of {', '.join(BACKENDS)}")
