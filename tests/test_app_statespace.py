@@ -42,6 +42,7 @@ def reference(rc: dict):
     ("fedgc", {}), ("fedgc", {"ss-window": 25, "ss-epochs": 3}),
     ("fedcf", {"ss-window": 1}), ("fedcf", {"ss-window": 40, "ss-epochs": 2}),
     ("fedcf", {"ss-window": 119, "ss-epochs": 3, "ss-target": "refined", "ss-xi": 1.0}),
+    ("fedcf", {"ss-window": 40, "ss-epochs": 2, "ss-target": "innovation"}),
     ("fedgc", {"ss-clients": 3, "ss-window": 30, "ss-epochs": 2}),
 ])
 def test_flower_path_equals_reference(algorithm, extra):

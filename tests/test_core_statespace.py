@@ -42,7 +42,7 @@ def fd(f, x, eps=1e-6):
     return g
 
 
-@pytest.mark.parametrize("target", ["predicted", "refined"])
+@pytest.mark.parametrize("target", ["predicted", "refined", "innovation"])
 def test_fedcf_gradients_match_finite_differences(target):
     _, clients = small_clients()
     rng = np.random.default_rng(1)
@@ -267,3 +267,46 @@ def test_plant_csv_loader_groups_filters_and_identifies(tmp_path):
     assert central_var(states).shape == (8, 8)
     with pytest.raises(ValueError, match="P4: .* fewer than P"):
         svd_var_client(groups["P4"][1], 50, "P4")
+
+
+def test_the_step_bound_is_a_running_maximum():
+    """A quiet window after a large one keeps the large window's curvature bound."""
+    _, clients = small_clients(T=80)
+    c, s = clients[1], ss.Settings()
+    par = ss.initial_client(c)
+    g = np.zeros((20, c.dims[0]))
+    big = ss.client_step(c, ss.ClientParams(par.theta, par.phi), np.arange(1, 21), g, g, s)
+    quiet = ss.ClientData(c.A, c.B, c.C, c.K, 1e-3 * c.y, c.u)
+    after = ss.client_step(quiet, big, np.arange(21, 41), g, g, s)
+    alone = ss.client_step(quiet, par, np.arange(21, 41), g, g, s)
+    assert after.curv == big.curv > alone.curv > 0
+
+
+def test_innovation_target_recovers_b_where_the_literal_server_cannot():
+    """Spec A5: i.i.d. inputs, the literal server learns B_hat_21 ~ 0; C^+ y^t is unbiased."""
+    rc = merged_config({"seed": 21, "ss-t": 2000}, "fedcf")
+    sys, clients = all_clients(rc)
+    B21, C22 = ss.block(sys.B, sys.P, sys.U, 1, 0), clients[1].C
+    err = {}
+    for target in ("predicted", "innovation"):
+        s = ss.Settings(window=1999, epochs=60, lr_server=0.9, lr_client=0.9, xi=10.0,
+                        learn_phi=True, target=target)
+        B = ss.reference(clients, s, "fedcf").server.B_hat
+        err[target] = ss.counterfactual_error(C22, ss.block(B, sys.P, sys.U, 1, 0), B21)
+    assert err["predicted"] > 0.9
+    assert err["innovation"] < 0.2
+
+
+def test_fedgc_shifts_are_client_0s_known_input():
+    rc = merged_config({"seed": 2, "ss-t": 300})
+    sys, clients = all_clients(rc)
+    from fedcausal_flwr.data.statespace import shift_series
+
+    b = shift_series(rc, sys)
+    assert np.abs(b).max() > 0 and np.abs(b[:, 2:]).max() == 0
+    np.testing.assert_array_equal(clients[0].u[:-1] @ clients[0].B.T, b[1:, :2])
+    assert clients[1].u.shape[1] == 0
+    _, unknown = all_clients({**rc, "ss-shift-known": False})
+    assert unknown[0].u.shape[1] == 0
+    _, cf = all_clients(merged_config({"seed": 2, "ss-t": 300, "ss-shift-scale": 1.0}, "fedcf"))
+    assert cf[0].u.shape[1] == cf[1].u.shape[1] == 2

@@ -72,11 +72,13 @@ class FedGCClient(NumPyClient):
         if "ss_params" not in self.state.array_records:
             return ss.initial_client(self.data, s, self.partition_id)
         theta, phi = self.state["ss_params"].to_numpy_ndarrays()
-        return ss.ClientParams(theta, phi)
+        curv = float(self.state["ss_curv"].to_numpy_ndarrays()[0])
+        return ss.ClientParams(theta, phi, curv)
 
     def store(self, par: ss.ClientParams) -> None:
-        """Keep ``theta_m, phi_m`` in the node's state."""
+        """Keep ``theta_m, phi_m`` and the running curvature bound in the node's state."""
         self.state["ss_params"] = ArrayRecord([par.theta, par.phi])
+        self.state["ss_curv"] = ArrayRecord([np.asarray(par.curv)])
 
     # ---- the NumPyClient interface ---------------------------------------------------------
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:

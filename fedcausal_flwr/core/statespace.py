@@ -234,16 +234,25 @@ def split_clients(sys: LTISystem, y: np.ndarray, u: np.ndarray, only: int | None
 
 
 # ---- settings and state ----------------------------------------------------------------------
+TARGETS = ("predicted", "refined", "innovation")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Hyper-parameters of FedGC / FedCF (the papers give no values; ours are documented).
 
-    Steps are normalized: each block moves by ``lr / L`` along its gradient, with ``L`` a
-    bound of the block's curvature computed from the window itself (for ``W = 1`` this is
-    normalized LMS), so the same ``lr`` works across scales. ``eta1``/``eta2`` weight the
-    client's local loss and the server loss in the client step (eq 24 / eqs 9-10).
-    ``target``: ``"predicted"`` (paper: ``r_s = h_s - h_a``) or ``"refined"`` (spec A5:
-    regress on ``hhat_a^t``, which carries ``y^t``). ``alg1_literal`` drops ``g~`` (spec A2).
+    Steps are normalized: each block moves by ``lr / L`` along its gradient, with ``L`` the
+    running maximum, over the windows seen so far, of a bound of the block's curvature on the
+    window (kept in ``ClientParams.curv`` / ``ServerParams.curv_A, curv_B``), so the same
+    ``lr`` works across scales and the step never grows: a quiet window cannot undo what a
+    mean-shift window taught (for full batch, ``W = T - 1``, ``L`` is the batch's bound).
+    ``eta1``/``eta2`` weight the client's local loss and the server loss in the client step
+    (eq 24 / eqs 9-10).
+    ``target``: ``"predicted"`` (paper: ``r_s = h_s - h_a``), ``"refined"`` (spec A5:
+    regress on ``hhat_a^t``, which carries ``y^t``) or ``"innovation"`` (``h_a^t`` corrected
+    by the full innovation, ``h_a^t + C^+ (y^t - C h_a^t) = C^+ y^t``: unbiased for ``h^t``,
+    so ``B_hat_mn`` is unbiased for i.i.d. inputs; see :func:`client_states`).
+    ``alg1_literal`` drops ``g~`` (spec A2).
     ``dp``: every sent state row is clipped to ``dp_clip_msg`` and every gradient row to
     ``dp_clip_grad``, each with Gaussian noise for (``dp_epsilon``, ``dp_delta``) per release
     (see :mod:`fedcausal_flwr.privacy`); noise is seeded by ``seed``, client and window.
@@ -282,18 +291,22 @@ def windows(T: int, W: int, epochs: int) -> list[np.ndarray]:
 
 @dataclass
 class ClientParams:
-    """Client m's private parameters."""
+    """Client m's private parameters and the running curvature bound of its theta step."""
 
     theta: np.ndarray
     phi: np.ndarray
+    curv: float = 0.0
 
 
 @dataclass
 class ServerParams:
-    """Off-diagonal estimates, full-size with zero diagonal blocks."""
+    """Off-diagonal estimates, full-size with zero diagonal blocks, and the running
+    curvature bounds of their steps."""
 
     A_hat: np.ndarray
     B_hat: np.ndarray
+    curv_A: float = 0.0
+    curv_B: float = 0.0
 
 
 def initial_server(P: Sequence[int], U: Sequence[int], init_std: float = 0.0,
@@ -336,12 +349,16 @@ def client_states(c: ClientData, par: ClientParams, ts: np.ndarray, s: Settings
                   ) -> list[np.ndarray]:
     """What client m sends for window ``ts``: ``[target, hhat_a^{t-1}, hhat_c^{t-1}, u^{t-1}]``.
 
-    ``target`` is ``h_a^t = A hhat_a^{t-1} + B u^{t-1} + phi`` (predicted) or ``hhat_a^t``
-    (refined). FedGC uses only ``[hhat_a^{t-1}, hhat_c^{t-1}]``.
+    ``target`` is ``h_a^t = A hhat_a^{t-1} + B u^{t-1} + phi`` (predicted), ``hhat_a^t``
+    (refined) or ``h_a^t + C^+ r_a^t = C^+ y^t`` (innovation: the refined state with gain
+    ``C^+`` instead of ``K``, so all of ``B_mn u_n^{t-1}`` in ``h^t`` reaches the server, not
+    only the part ``K C`` lets through). FedGC uses only ``[hhat_a^{t-1}, hhat_c^{t-1}]``.
     """
     ha_prev = c.hc[ts - 1] + c.y[ts - 1] @ par.theta.T
     if s.target == "refined":
         target = c.hc[ts] + c.y[ts] @ par.theta.T
+    elif s.target == "innovation":
+        target = c.y[ts] @ np.linalg.pinv(c.C).T
     else:
         target = ha_prev @ c.A.T + c.u[ts - 1] @ c.B.T + par.phi
     return [target, ha_prev, c.hc[ts - 1], c.u[ts - 1]]
@@ -372,6 +389,8 @@ def server_grad_theta(c: ClientData, ts: np.ndarray, g: np.ndarray, g_tilde: np.
     y_prev = c.y[ts - 1]
     if s.target == "refined":  # d hhat_a^t / d theta = y^t; phi does not enter
         return g.T @ c.y[ts] + g_tilde.T @ y_prev, np.zeros(c.A.shape[0])
+    if s.target == "innovation":  # C^+ y^t depends on neither theta nor phi
+        return g_tilde.T @ y_prev, np.zeros(c.A.shape[0])
     gt = np.zeros_like(g) if s.alg1_literal else g_tilde
     return (g @ c.A + gt).T @ y_prev, g.sum(axis=0)
 
@@ -384,14 +403,15 @@ def client_step(c: ClientData, par: ClientParams, ts: np.ndarray, g: np.ndarray,
     Y = c.y[ts - 1] if s.target != "refined" else np.vstack([c.y[ts - 1], c.y[ts]])
     sy = np.linalg.norm(Y, 2) ** 2 / len(ts)
     CA, A = np.linalg.norm(c.C @ c.A, 2) ** 2, max(np.linalg.norm(c.A, 2) ** 2, 1.0)
-    L = 2.0 * sy * (s.eta1 * CA + s.eta2 * (1.0 + s.xi) * A) + 2.0 * s.lambda_l + 1e-12
+    curv = max(par.curv, 2.0 * sy * (s.eta1 * CA + s.eta2 * (1.0 + s.xi) * A))
+    L = curv + 2.0 * s.lambda_l + 1e-12
     theta = par.theta - (s.lr_client / L) * (s.eta1 * gth_a + s.eta2 * gth_s
                                              + 2.0 * s.lambda_l * par.theta)
     phi = par.phi
     if s.learn_phi:
         Lp = 2.0 * (s.eta1 * np.linalg.norm(c.C, 2) ** 2 + s.eta2) + 1e-12
         phi = par.phi - (s.lr_client / Lp) * (s.eta1 * gph_a + s.eta2 * gph_s)
-    return ClientParams(theta, phi)
+    return ClientParams(theta, phi, curv)
 
 
 # ---- the server ------------------------------------------------------------------------------
@@ -467,17 +487,21 @@ def fedgc_server_window(A_diag: Sequence[np.ndarray], A_hat: np.ndarray,
 
 def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np.ndarray]],
                 s: Settings, hc_index: int = 2, u_index: int = 3) -> ServerParams:
-    """``A_hat -= lr / L_A (grad + 2 lambda_g A_hat)``; likewise ``B_hat`` (eqs 3, 14-15)."""
+    """``A_hat -= lr / L_A (grad + 2 lambda_g A_hat)``; likewise ``B_hat`` (eqs 3, 14-15).
+
+    ``L_A``, ``L_B``: running maxima of the windows' curvature bounds, plus the ridge.
+    """
     HC = np.hstack([m[hc_index] for m in msgs])
     W = HC.shape[0]
-    LA = 2.0 * max(1.0 + s.xi, 1.0) * np.linalg.norm(HC, 2) ** 2 / W + 2 * s.lambda_g + 1e-12
-    A = par.A_hat - (s.lr_server / LA) * (win.grad_A + 2 * s.lambda_g * par.A_hat)
-    B = par.B_hat
+    cA = max(par.curv_A, 2.0 * max(1.0 + s.xi, 1.0) * np.linalg.norm(HC, 2) ** 2 / W)
+    A = par.A_hat - (s.lr_server / (cA + 2 * s.lambda_g + 1e-12)) * (
+        win.grad_A + 2 * s.lambda_g * par.A_hat)
+    B, cB = par.B_hat, par.curv_B
     if B.size:
         UU = np.hstack([m[u_index] for m in msgs])
-        LB = 2.0 * np.linalg.norm(UU, 2) ** 2 / W + 2 * s.lambda_g + 1e-12
-        B = B - (s.lr_server / LB) * (win.grad_B + 2 * s.lambda_g * B)
-    return ServerParams(A, B)
+        cB = max(cB, 2.0 * np.linalg.norm(UU, 2) ** 2 / W)
+        B = B - (s.lr_server / (cB + 2 * s.lambda_g + 1e-12)) * (win.grad_B + 2 * s.lambda_g * B)
+    return ServerParams(A, B, cA, cB)
 
 
 # ---- the two protocols as one loop -----------------------------------------------------------

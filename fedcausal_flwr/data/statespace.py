@@ -11,6 +11,9 @@ Run-config keys (hyphenated, defaults in :data:`DEFAULTS`; a ``.json`` file name
 ``ss-q``, ``ss-r``  process and measurement noise variances
 ``ss-shift-scale``  multiplies the FedGC mean-shift levels (0: no shifts)
 ``ss-shift-cycle`` shift one state of client 0 per window, cycling (else all states)
+``ss-shift-known``  FedGC: the shifts are client 0's own operating-point changes, known to
+                    its Kalman filter as the input ``u_0^{t-1} = b_0^t`` (``B_00 = I``);
+                    client 1 only sees their effect through ``A_21`` (else no KF models them)
 ``ss-input-ar``     AR(1) coefficient of the inputs (0: i.i.d., the FedCF paper)
 ``ss-system-seed``  seed of the system matrices (``seed`` draws the noise)
 ``ss-data``         ``"synthetic"``, ``"netsim"`` (``ss-clients`` groups of regions,
@@ -36,9 +39,10 @@ SHIFTS = ((1 / 30, 2 / 30, 0.5), (3 / 30, 5 / 30, -0.3), (7 / 30, 9 / 30, 0.2),
           (12 / 30, 18 / 30, 0.1), (25 / 30, 26 / 30, -0.2))
 
 DEFAULTS: dict[str, Any] = {
-    "ss-clients": 2, "ss-p": 2, "ss-u": 0, "ss-d": 8, "ss-t": 3000, "ss-coupling": 0.25,
-    "ss-q": 1e-3, "ss-r": 1e-3, "ss-shift-scale": 1.0, "ss-input-ar": 0.0,
-    "ss-system-seed": -1, "ss-shift-cycle": True, "ss-data": "synthetic", "ss-data-path": "",
+    "ss-clients": 2, "ss-p": 2, "ss-u": 0, "ss-d": 8, "ss-coupling": 0.25,
+    "ss-t": 10000, "ss-q": 1e-3, "ss-r": 1e-3, "ss-shift-scale": 4.0, "ss-input-ar": 0.0,
+    "ss-system-seed": -1, "ss-shift-cycle": True, "ss-shift-known": True, "ss-data": "synthetic",
+    "ss-data-path": "",
     "ss-netsim-subjects": 0, "ss-group": "prefix",
 }
 FEDCF_DEFAULTS: dict[str, Any] = {"ss-u": 2, "ss-d": 2, "ss-q": 1e-2, "ss-r": 1e-2,
@@ -77,17 +81,45 @@ def synthetic_series(rc: Mapping[str, Any], sys: ss.LTISystem | None = None
     T = int(rc["ss-t"])
     rng = np.random.default_rng([int(rc["seed"]), 2])
     u = ss.inputs(T, sum(sys.U), rng, float(rc["ss-input-ar"]))
-    scale = float(rc["ss-shift-scale"])
-    shifts = (ss.mean_shifts(T, sys.P, [(a, b, scale * v) for a, b, v in SHIFTS],
-                             cycle=bool(rc["ss-shift-cycle"])) if scale else None)
-    h, y, u = ss.simulate(sys, T, rng, u=u, shifts=shifts)
+    h, y, u = ss.simulate(sys, T, rng, u=u, shifts=shift_series(rc, sys))
     return sys, h, y, u
+
+
+def shift_series(rc: Mapping[str, Any], sys: ss.LTISystem) -> np.ndarray | None:
+    """The mean shifts ``b^t`` on client 0's states (T x sum P), None without shifts."""
+    scale = float(rc["ss-shift-scale"])
+    if not scale:
+        return None
+    return ss.mean_shifts(int(rc["ss-t"]), sys.P, [(a, b, scale * v) for a, b, v in SHIFTS],
+                          cycle=bool(rc["ss-shift-cycle"]))
+
+
+def known_shift_input(rc: Mapping[str, Any], sys: ss.LTISystem) -> np.ndarray | None:
+    """FedGC's client 0 input ``u^{t-1} = b_0^t`` (T x P_0) when ``ss-shift-known``, else None."""
+    b = shift_series(rc, sys)
+    if b is None or not bool(rc.get("ss-shift-known", False)) or rc.get("ss-model") == "fedcf":
+        return None
+    u = np.zeros((b.shape[0], sys.P[0]))
+    u[:-1] = b[1:, :sys.P[0]]
+    return u
+
+
+def synthetic_clients(rc: Mapping[str, Any], sys: ss.LTISystem, y: np.ndarray, u: np.ndarray,
+                      only: int | None = None) -> list[ss.ClientData]:
+    """:func:`ss.split_clients`, with client 0's known shifts (:func:`known_shift_input`)."""
+    out = ss.split_clients(sys, y, u, only)
+    ub = known_shift_input(rc, sys)
+    if ub is not None and only in (None, 0):
+        c = out[0]
+        out[0] = ss.ClientData(c.A, np.hstack([c.B, np.eye(sys.P[0])]), c.C, c.K, c.y,
+                               np.hstack([c.u, ub]))
+    return out
 
 
 def all_clients(rc: Mapping[str, Any]) -> tuple[ss.LTISystem, list[ss.ClientData]]:
     """The system and every client's data (for references and simulations)."""
     sys, _, y, u = synthetic_series(rc)
-    return sys, ss.split_clients(sys, y, u)
+    return sys, synthetic_clients(rc, sys, y, u)
 
 
 def real_clients(rc: Mapping[str, Any]) -> list[tuple[str, np.ndarray]]:
@@ -116,7 +148,7 @@ def _client_data(key: str, pid: int) -> ss.ClientData:
     if not 0 <= pid < len(sys.P):
         raise ValueError(f"partition-id {pid} but the system has {len(sys.P)} clients "
                          "(set ss-clients to the number of SuperNodes)")
-    return ss.split_clients(sys, y, u, only=pid)[0]
+    return synthetic_clients(rc, sys, y, u, only=pid)[0]
 
 
 def client_data(rc: Mapping[str, Any], pid: int) -> ss.ClientData:

@@ -12,14 +12,15 @@ Every window needs every client (the server model of each client uses all the ot
 states), so a missing or invalid reply stops the run with the finished windows kept.
 
 Run-config keys (defaults here; a ``.json`` at ``data-path`` may set them, see
-``data/statespace.py`` for the data keys): ``ss-window`` (100), ``ss-epochs`` (3),
-``ss-lr-server`` (0.5), ``ss-lr-client`` (0.5), ``ss-eta1`` (1), ``ss-eta2`` (1),
+``data/statespace.py`` for the data keys): ``ss-window`` (1000), ``ss-epochs`` (30),
+``ss-lr-server`` (1.5), ``ss-lr-client`` (1.5), ``ss-eta1`` (1), ``ss-eta2`` (1),
 ``ss-lambda-g`` (0), ``ss-lambda-l`` (0), DP: ``ss-dp`` (false), ``ss-dp-epsilon`` (0.5),
 ``ss-dp-delta`` (1e-5), ``ss-dp-clip-msg`` (5), ``ss-dp-clip-grad`` (1) (noise seeded by
 ``seed``; per-release and composed epsilon in ``metrics["privacy"]``); FedCF adds
 ``ss-xi`` (10), ``ss-learn-phi`` (true), ``ss-init-std`` (0.1; FedGC 0),
-``ss-target`` ("predicted" | "refined"), ``ss-alg1-literal`` (false) and the query keys
-``ss-cf-client``, ``ss-cf-source``, ``ss-cf-delta`` (comma-separated floats; empty: no query).
+``ss-target`` ("predicted" | "refined" | "innovation"), ``ss-alg1-literal`` (false) and the
+query keys ``ss-cf-client``, ``ss-cf-source``, ``ss-cf-delta`` (comma-separated floats;
+empty: no query).
 ``num-rounds`` is not used: the schedule is ``epochs * ceil((T - 1) / W) + 1`` exchanges.
 """
 
@@ -41,15 +42,18 @@ from fedcausal_flwr.strategies.base import CausalStrategy, NodeInfo, TooFewRepli
 def settings_from_run_config(rc: Mapping[str, Any], model: str = "fedgc") -> ss.Settings:
     """:class:`ss.Settings` from hyphenated run-config keys (FedGC: no xi, no phi)."""
     cf = model == "fedcf"
+    target = str(rc.get("ss-target", "predicted")) if cf else "predicted"
+    if target not in ss.TARGETS:
+        raise ValueError(f"ss-target {target!r}: use one of {', '.join(ss.TARGETS)}")
     return ss.Settings(
-        window=int(rc.get("ss-window", 100)), epochs=int(rc.get("ss-epochs", 3)),
-        lr_server=float(rc.get("ss-lr-server", 0.5)),
-        lr_client=float(rc.get("ss-lr-client", 0.5)), eta1=float(rc.get("ss-eta1", 1.0)),
+        window=int(rc.get("ss-window", 1000)), epochs=int(rc.get("ss-epochs", 30)),
+        lr_server=float(rc.get("ss-lr-server", 1.5)),
+        lr_client=float(rc.get("ss-lr-client", 1.5)), eta1=float(rc.get("ss-eta1", 1.0)),
         eta2=float(rc.get("ss-eta2", 1.0)), lambda_g=float(rc.get("ss-lambda-g", 0.0)),
         lambda_l=float(rc.get("ss-lambda-l", 0.0)),
         xi=float(rc.get("ss-xi", 10.0)) if cf else 0.0,
         learn_phi=bool(rc.get("ss-learn-phi", True)) if cf else False,
-        target=str(rc.get("ss-target", "predicted")) if cf else "predicted",
+        target=target,
         alg1_literal=bool(rc.get("ss-alg1-literal", False)) if cf else False,
         dp=bool(rc.get("ss-dp", False)), dp_epsilon=float(rc.get("ss-dp-epsilon", 0.5)),
         dp_delta=float(rc.get("ss-dp-delta", 1e-5)),
