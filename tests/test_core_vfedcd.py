@@ -100,6 +100,36 @@ def test_lambda2_grows_until_acyclic_then_freezes():
     assert V.next_lambda2(lam, frozen, cyc, s) == (0.5, True)
 
 
+def test_unfreeze_lets_lambda2_grow_again_once_the_graph_above_tau_is_cyclic():
+    s = V.Settings(gamma=0.5, unfreeze=True)
+    cyc = np.array([[0, 1.0], [1.0, 0]])
+    weak = np.array([[0, 1.0], [0.05, 0]])  # cyclic above dag_tol, a DAG above tau
+    assert V.next_lambda2(0.5, True, weak, s) == (0.5, True)
+    assert V.next_lambda2(0.5, True, cyc, s) == (1.0, False)
+    assert V.next_lambda2(1.0, False, np.triu(cyc), s) == (1.0, True)
+
+
+def test_l2_shrinks_fragments_and_decoders_by_two_lr_l2():
+    s = V.Settings(l2=0.5, lambda1=0.0, lr=0.1)
+    w = np.random.default_rng(7).standard_normal((2, 2, 3))
+    np.testing.assert_allclose(V.descent(w, np.zeros_like(w), s), 0.9 * w)
+    np.testing.assert_allclose(V.update_fragment(w, np.zeros_like(w), 0, 0, s)[1, 1], 0)
+    assert all(np.allclose(a, 0.9 * b) for a, b in zip(V.decayed([w, w[0]], s), [w, w[0]],
+                                                         strict=True))
+    assert V.decayed([w], V.Settings())[0] is w
+
+
+def test_stacked_fragments_round_trip_and_exact_integer_products():
+    s = V.Settings(mode="ctv")
+    F = V.init_fragments([2, 3], s)
+    Fs = V.stacked(F, [2, 3], s.hidden)
+    assert Fs.shape == (2, 5, 5, 10) and np.all(Fs[0, 2:] == 0)  # party 0 holds rows 0-1
+    back = V.unstacked(Fs, [2, 3], s)
+    assert back[0][1][0] is None and np.array_equal(back[1][1][0], F[1][1][0])
+    big = np.array([[2.0 ** 40, 1.0, -(2.0 ** 40)]])  # float BLAS would give 0
+    assert V.exact_matmul(big, np.array([[2.0 ** 20], [1.0], [2.0 ** 20]]))[0, 0] == 1.0
+
+
 def test_ctv_penalty_drives_the_graph_acyclic():
     _, xs = small_data(d=4, n=64, seed=5)
     s = V.Settings(mode="ctv", batch=16, lr=0.05, gamma=0.05)

@@ -36,10 +36,12 @@ class Settings:
     batch: int = 16
     epochs: int = 500
     lambda1: float = 5e-3
+    l2: float = 0.0
     gamma: float = 0.006
     lambda_b: float = 0.0
     tau: float = 0.1
     dag_tol: float = 0.01
+    unfreeze: bool = False
     power_iters: int = 15
     mode: str = "vfedcd"
     sigma_phi: float = 1e-3
@@ -258,18 +260,35 @@ def split_gradient(G: np.ndarray, K: int, s: Settings, rng: np.random.Generator
 
 
 def next_lambda2(lam2: float, frozen: bool, B: np.ndarray, s: Settings) -> tuple[float, bool]:
-    """End of epoch: freeze once ``B > dag_tol`` is a DAG, else ``lambda2 += gamma``."""
+    """End of epoch: freeze once ``B > dag_tol`` is a DAG, else ``lambda2 += gamma``.
+
+    With ``unfreeze`` (SDCD) a frozen lambda2 grows again once ``B > tau`` is cyclic.
+    """
     if not s.ctv:
         return 0.0, frozen
+    if frozen and s.unfreeze:
+        frozen = is_dag(B > s.tau)
     frozen = frozen or is_dag(B > s.dag_tol)
     return (lam2 if frozen else lam2 + s.gamma), frozen
 
 
+def descent(w: np.ndarray, grad: np.ndarray, s: Settings) -> np.ndarray:
+    """``w - lr (grad + lambda1 sign w + 2 l2 w)``: SGD on data + CTV, local L1 and L2."""
+    if s.l2:
+        grad = grad + 2 * s.l2 * w
+    return w - s.lr * (grad + s.lambda1 * np.sign(w))
+
+
 def update_fragment(w: np.ndarray, grad: np.ndarray, k: int, t: int, s: Settings
                     ) -> np.ndarray:
-    """``w - lr (grad + lambda1 sign w)``, self-loops kept at 0."""
-    w = w - s.lr * (grad + s.lambda1 * np.sign(w))
+    """:func:`descent` of one fragment, self-loops kept at 0."""
+    w = descent(w, grad, s)
     return w * self_loop_mask(w.shape[1], w.shape[2]) if k == t else w
+
+
+def decayed(params: Sequence[np.ndarray], s: Settings) -> list[np.ndarray]:
+    """Decoder weight decay ``(1 - 2 lr l2) p``, applied by the target before its step."""
+    return [p * (1 - 2 * s.lr * s.l2) for p in params] if s.l2 else list(params)
 
 
 def batches(n: int, s: Settings, epoch: int) -> list[np.ndarray]:
@@ -397,7 +416,8 @@ def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
     for t in range(K):
         T = slice(st[t], st[t + 1])
         Z = (Zq[:, st[t] * h:st[t + 1] * h] / two_f).reshape(n, -1, h)
-        state.decoders[t], dZ, loss = decoder_step(state.decoders[t], Z, x[:, T], s.lr)
+        state.decoders[t], dZ, loss = decoder_step(decayed(state.decoders[t], s), Z,
+                                                   x[:, T], s.lr)
         losses.append(loss)
         g = exact_matmul(xq.T, np.rint(dZ * 2.0 ** s.frac).reshape(n, -1)).reshape(d, -1, h)
         for k in range(K):
@@ -429,16 +449,16 @@ def train_reference(xs: Sequence[np.ndarray], s: Settings, epochs: int | None = 
     keep = (1.0 - np.eye(Fs.shape[1]))[:, :, None]  # self-loops stay 0
     X = np.hstack(xs)
     Xq = np.rint(X * 2.0 ** s.frac)  # quantize(), as integer-valued floats
-    for epoch in range(s.epochs if epochs is None else epochs):
+    for _ in range(s.epochs if epochs is None else epochs):
         rec = {"loss": 0.0, "rho": 0.0}
         for idx in batches(n, s, len(state.history)):
             grads, losses, rho = step_grads(state, Fs, X[idx], Xq[idx], sizes, s)
-            Fs = (Fs - s.lr * (grads + s.lambda1 * np.sign(Fs))) * keep
+            Fs = descent(Fs, grads, s) * keep
             state.step += 1
             rec = {"loss": rec["loss"] + float(sum(losses)) * len(idx) / n, "rho": rho}
         B = stacked_graph(Fs, s, state.step)
         state.lam2, state.frozen = next_lambda2(state.lam2, state.frozen, B, s)
-        state.history.append({"epoch": epoch + 1, **rec, "lambda2": state.lam2,
+        state.history.append({"epoch": len(state.history) + 1, **rec, "lambda2": state.lam2,
                               "frozen": state.frozen, "acyclic": is_dag(B > s.dag_tol)})
     state.F = unstacked(Fs, sizes, s)
     return state

@@ -7,13 +7,19 @@ owner's key width, or uint64 under the ``mock`` backend) and masked uint64 share
 the graph fragments ``B_t^k`` (d x d_t) for the CTV step. Every party is needed: a party that
 fails, disagrees or replies with a wrong array stops the run, and no graph is reported.
 
-Run-config keys (defaults): ``mode`` ("vfedcd"; the Flower path runs the secure dispatch
-only), ``he-backend`` ("paillier" | "mock"), ``key-bits`` (2048; smaller for tests only),
-``num-epochs`` (500), ``batch`` (16), ``lr`` (0.01), ``lambda1`` (5e-3), ``gamma`` (0.006),
-``lambda-b`` (0), ``tau`` (0.1), ``dag-tol`` (0.01), ``hidden`` (10), ``decoder-layers`` (2),
-``power-iters`` (15), ``sigma-phi`` (1e-3), ``split`` ("dirichlet" | "exact"), ``frac-bits``
-(16), ``dp-b`` (0: scale of the Laplace noise each party adds to its graph fragments, the
-paper's DP variant), ``seed`` (0), data keys of :mod:`fedcausal_flwr.data.vertical`.
+In the ablation modes "framework" and "ctv" (spec 2.4) three plain phases run per step
+(``train.vfedcd_plain_forward/decode/update``): features ``H_kt`` and their gradients travel
+in the clear through the relay, as the paper's plain framework sends them party to party.
+
+Run-config keys (defaults): ``mode`` ("vfedcd" | "ctv" | "framework"), ``he-backend``
+("paillier" | "mock"), ``key-bits`` (2048; smaller for tests only), ``num-epochs`` (500),
+``batch`` (16), ``lr`` (0.01), ``lambda1`` (5e-3), ``gamma`` (0.006), ``lambda-b`` (0),
+``tau`` (0.1), ``dag-tol`` (0.01), ``hidden`` (10), ``decoder-layers`` (2), ``power-iters``
+(15), ``sigma-phi`` (1e-3), ``split`` ("dirichlet" | "exact"), ``frac-bits`` (16), ``dp-b``
+(0: scale of the Laplace noise each party adds to its graph fragments, the paper's DP
+variant), ``l2`` (0: L2 on every weight, spec 2.5 fallback), ``unfreeze`` (False: lambda2
+grows again when ``B > tau`` turns cyclic), ``seed`` (0), data keys of
+:mod:`fedcausal_flwr.data.vertical`.
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "mode": "vfedcd", "he-backend": "paillier", "key-bits": 2048, "num-epochs": 500,
     "batch": 16, "lr": 0.01, "lambda1": 5e-3, "gamma": 0.006, "lambda-b": 0.0, "tau": 0.1,
     "dag-tol": 0.01, "hidden": 10, "decoder-layers": 2, "power-iters": 15, "sigma-phi": 1e-3,
-    "split": "dirichlet", "frac-bits": 16, "dp-b": 0.0, "edges": 60, "n": 1000, "data-seed": 0,
+    "split": "dirichlet", "frac-bits": 16, "dp-b": 0.0, "l2": 0.0, "unfreeze": False,
+    "edges": 60, "n": 1000, "data-seed": 0,
     "parts": "", "test-fraction": 0.2,
 }  # what the shared pyproject must declare for `flwr run` to accept these keys
 
@@ -74,9 +81,6 @@ class VFedCD(CausalStrategy):
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.s = settings or core.Settings()
-        if not self.s.secure:
-            raise ValueError("the Flower path runs mode 'vfedcd' (framework and ctv ablations "
-                             "run in core.train_reference)")
         self.he_backend = he_backend
         self.complete = False
         self.B = None
@@ -179,6 +183,60 @@ class VFedCD(CausalStrategy):
         return [a for src in sorted(routed) for a in routed[src]]
 
     def run_rounds(self, grid: Grid, result: RunResult) -> None:
+        """The secure dispatch (mode "vfedcd") or the plain framework (the ablations)."""
+        if self.s.secure:
+            self._run_secure(grid, result)
+        else:
+            self._run_plain(grid, result)
+        self.complete = True
+
+    def _end_epoch(self, result: RunResult, epoch: int, t0: float, losses: list[float],
+                   steps: int) -> None:
+        """CTV: lambda2 schedule; one history row (with SHD/F1 when an evaluator is set)."""
+        self.ctv.end_epoch()
+        rec = {"round": self._round, "epoch": epoch + 1, "loss": float(sum(losses)),
+               "rho": self.ctv.rho, "lambda2": self.ctv.lam2, "frozen": self.ctv.frozen,
+               "steps": steps, "bytes_up": self._bytes["up"],
+               "bytes_down": self._bytes["down"]}
+        if self.evaluate_fn is not None:
+            rec.update(self.evaluate_fn(self.estimates(final=True), self.cids))
+        rec["seconds"] = time.time() - t0
+        self.record_round(result, rec, label="epoch")
+
+    def _run_plain(self, grid: Grid, result: RunResult) -> None:
+        """Setup, then three relayed plain phases per mini-batch (features in the clear)."""
+        K, s, sz, h = self.K, self.s, self.sizes, self.s.hidden
+        d = sum(sz)
+        graph_specs = {m: [((d, sz[t]), "float") for t in range(K)] for m in range(K)}
+        cfg = {"sizes": ",".join(map(str, sz))}
+        rep, _ = self.relay(grid, "plain_setup", {m: ([], {**cfg, "index": m})
+                                                   for m in range(K)}, graph_specs)
+        self._take_graph(rep)
+        step = 0
+        for epoch in range(s.epochs):
+            self._round += 1
+            t0, losses = time.time(), []
+            self._bytes = {"up": 0, "down": 0}
+            batches = core.batches(self.n, s, epoch)
+            for b, idx in enumerate(batches):
+                nb, c = len(idx), {"epoch": epoch, "batch": b, "step": step}
+                H, _ = self.relay(grid, "plain_forward", {m: ([], c) for m in range(K)},
+                                  {m: [((nb * sz[t] * h,), "int64") for t in self._peers(m)]
+                                   for m in range(K)})
+                H = self._route(H, 1)
+                G = self.ctv.shares()
+                dz, met = self.relay(grid, "plain_decode", {m: (self._inbox(H[m]), c)
+                                                            for m in range(K)},
+                                     {m: [((nb * sz[m] * h,), "int64")] for m in range(K)})
+                losses.append(sum(v["loss"] for v in met.values()) * nb / self.n)
+                up, _ = self.relay(grid, "plain_update",
+                                   {m: ([dz[t][0] for t in self._peers(m)] + [G[m]], c)
+                                    for m in range(K)}, graph_specs)
+                self._take_graph(up)
+                step += 1
+            self._end_epoch(result, epoch, t0, losses, len(batches))
+
+    def _run_secure(self, grid: Grid, result: RunResult) -> None:
         """Keys, setup, then five relayed phases per mini-batch; lambda2 per epoch."""
         K, s, sz, h = self.K, self.s, self.sizes, self.s.hidden
         d = sum(sz)
@@ -225,16 +283,7 @@ class VFedCD(CausalStrategy):
                                                     for m in range(K)}, frag_specs)
                 frags = self._take_graph(up)
                 step += 1
-            self.ctv.end_epoch()
-            rec = {"round": self._round, "epoch": epoch + 1, "loss": float(sum(losses)),
-                   "rho": self.ctv.rho, "lambda2": self.ctv.lam2, "frozen": self.ctv.frozen,
-                   "steps": len(batches), "bytes_up": self._bytes["up"],
-                   "bytes_down": self._bytes["down"]}
-            if self.evaluate_fn is not None:
-                rec.update(self.evaluate_fn(self.estimates(final=True), self.cids))
-            rec["seconds"] = time.time() - t0
-            self.record_round(result, rec, label="epoch")
-        self.complete = True
+            self._end_epoch(result, epoch, t0, losses, len(batches))
 
     def _take_graph(self, replies: Mapping[int, list[np.ndarray]]
                     ) -> dict[int, dict[int, list[np.ndarray]]]:
