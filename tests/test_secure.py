@@ -184,3 +184,16 @@ def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments(name):
     for p in parties:  # what the CTV receives: d x d_t graph fragments only
         assert {k: v.shape for k, v in p.graph_fragments().items()} == {
             f"B.t{t}": (6, 2) for t in range(3)}
+
+
+def test_worker_processes_give_the_same_plaintexts(keys):
+    pk, sk = keys
+    a = np.arange(-6, 6).reshape(3, 4)
+    paillier.set_workers(2)
+    try:
+        c = paillier.encrypt(pk, a)
+        got = paillier.decrypt(sk, c)
+    finally:
+        paillier.set_workers(1)
+    assert np.array_equal(got.astype(np.int64), a)
+    assert np.array_equal(paillier.decrypt(sk, c).astype(np.int64), a)

@@ -247,8 +247,11 @@ def deliver(outboxes: Mapping[int, Outbox]) -> dict[int, dict[int, dict[str, np.
 
 
 def run_local(xs: Sequence[np.ndarray], s: core.Settings, backend: Mock, epochs: int,
-              log: list | None = None) -> tuple[list[Party], CTV]:
-    """The whole protocol in one process (relay = :func:`deliver`); ``log`` keeps messages."""
+              log: list | None = None, steps: int | None = None) -> tuple[list[Party], CTV]:
+    """The whole protocol in one process (relay = :func:`deliver`); ``log`` keeps messages.
+
+    ``steps`` stops after that many mini-batch steps (for timing a fraction of an epoch).
+    """
     sizes = [x.shape[1] for x in xs]
     parties = [Party(k, x, sizes, s, backend) for k, x in enumerate(xs)]
     ctv = CTV(sizes, s)
@@ -265,6 +268,8 @@ def run_local(xs: Sequence[np.ndarray], s: core.Settings, backend: Mock, epochs:
     step = 0
     for epoch in range(epochs):
         for idx in core.batches(len(xs[0]), s, epoch):
+            if steps is not None and step >= steps:
+                return parties, ctv
             fwd = relay("forward", {p.me: p.forward(step, idx, enc.get(p.me, {}))
                                     for p in parties})
             G = ctv.shares()

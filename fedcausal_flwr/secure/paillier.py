@@ -21,16 +21,19 @@ Speed-ups, each measured by ``simulations/vfedcd_paillier_benchmark.py``:
   (r0 uniform in Z_n^*, fresh per process and key), so the public key stays ``n``. Security
   assumption (DJN's): semantic security under the decisional composite residuosity assumption
   plus the assumption that ``hs^a`` with a ``k/2``-bit ``a`` cannot be told from a uniform
-  n-th residue. Against the key owner, who knows p and q, a holder's re-randomized product
-  (HE2SS) hides the holder's multiplier computationally (discrete logarithms modulo p and q
-  of a secret base), where fresh ``r^n`` hides it perfectly; ``noise="full"`` keeps that at
-  about 10x the encryption cost.
+  n-th residue. The relay and other outsiders face exactly that. The key owner knows p and
+  q: against it a holder's re-randomized product (HE2SS) hides the holder's multiplier only
+  computationally, behind discrete logarithms modulo the k/2-bit primes p and q (about the
+  work of factoring a k/2-bit modulus, below the k-bit key's own level), where fresh ``r^n``
+  hides it perfectly; ``noise="full"`` keeps that at about 15x the encryption cost.
 - Packing (:func:`pack`): ``slots`` signed values per plaintext, 106 bits each.
+- Processes (:func:`set_workers`, default 1): decryption and noise spread over worker processes.
 """
 
 from __future__ import annotations
 
 import secrets
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -41,6 +44,20 @@ from phe import paillier
 DEFAULT_BITS = 2048
 NOISES = ("djn", "full")
 SLOT_BITS = 106  # |slot value| < 2^105: a 64-bit ring value + 2^63 + a 104-bit mask, + sign
+_POOL: list = [None, 1]  # the process pool and its size
+
+
+def set_workers(k: int) -> None:
+    """Decrypt and draw noise in ``k`` processes (1: in this one, the default)."""
+    if _POOL[0] is not None:
+        _POOL[0].shutdown()
+    _POOL[:] = [ProcessPoolExecutor(k) if k > 1 else None, max(1, int(k))]
+
+
+def _chunks(items: list, k: int) -> list[list]:
+    """``items`` cut into ``k`` nearly equal consecutive parts."""
+    step = -(-len(items) // k)
+    return [items[i:i + step] for i in range(0, len(items), step)]
 
 
 @dataclass(frozen=True)
@@ -110,6 +127,16 @@ def _fixed_base(n: int, nbytes: int) -> list[list[gmpy2.mpz]]:
 
 def _djn_noise(pk: PublicKey, count: int) -> list[gmpy2.mpz]:
     """``hs^a mod n^2`` for ``count`` uniform ``a`` of ``noise_bits`` bits (table products)."""
+    pool, k = _POOL
+    if pool is not None and count >= 2 * k:
+        parts = pool.map(_djn_noise_here, [pk] * k, [count // k + (i < count % k)
+                                                     for i in range(k)])
+        return [v for part in parts for v in part]
+    return _djn_noise_here(pk, count)
+
+
+def _djn_noise_here(pk: PublicKey, count: int) -> list[gmpy2.mpz]:
+    """:func:`_djn_noise` in this process."""
     T = _fixed_base(pk.n, (noise_bits(pk) + 7) // 8)
     nsq, out = pk.nsq, []
     for _ in range(count):
@@ -169,11 +196,22 @@ def _crt_constants(p: int, q: int) -> tuple[gmpy2.mpz, gmpy2.mpz, gmpy2.mpz]:
 
 def decrypt(sk: PrivateKey, c: np.ndarray) -> np.ndarray:
     """Centered plaintexts (object array of Python ints) of ciphertexts ``c``."""
+    flat = np.asarray(c, dtype=object).ravel().tolist()
+    pool, k = _POOL
+    if pool is not None and len(flat) >= 2 * k:
+        parts = pool.map(_decrypt_list, [sk] * k, _chunks(flat, k))
+        out = [v for part in parts for v in part]
+    else:
+        out = _decrypt_list(sk, flat)
+    return np.array(out, dtype=object).reshape(np.shape(c))
+
+
+def _decrypt_list(sk: PrivateKey, flat: list) -> list[int]:
+    """CRT decryption of a list of ciphertexts (gmpy2's batch powmod)."""
     n, half = sk.public.n, sk.public.n // 2
     p, q = gmpy2.mpz(sk.p), gmpy2.mpz(sk.q)
     psq, qsq = p * p, q * q
     hp, hq, p_inv = _crt_constants(sk.p, sk.q)
-    flat = np.asarray(c, dtype=object).ravel().tolist()
     xp = gmpy2.powmod_base_list([ci % psq for ci in flat], p - 1, psq)
     xq = gmpy2.powmod_base_list([ci % qsq for ci in flat], q - 1, qsq)
     out = []
@@ -181,7 +219,7 @@ def decrypt(sk: PrivateKey, c: np.ndarray) -> np.ndarray:
         mp = (a - 1) // p * hp % p
         v = int(mp + ((b - 1) // q * hq - mp) * p_inv % q * p)
         out.append(v - n if v > half else v)
-    return np.array(out, dtype=object).reshape(np.shape(c))
+    return out
 
 
 def add_plain(pk: PublicKey, c: np.ndarray, m: np.ndarray, kind: str = "djn") -> np.ndarray:

@@ -125,7 +125,9 @@ class Paillier(Mock):
     ``pack``: ``paillier.slots`` values per ciphertext along each row (19 at 2048 bits), so a
     row of ``c`` values costs ``ceil(c / slots)`` encryptions, multiplications per scalar,
     re-randomizations and decryptions. ``noise``: ``djn`` (fixed-base short exponent) or
-    ``full`` (fresh ``r^n``), see :mod:`paillier`. ``ops`` counts ciphertext operations.
+    ``full`` (fresh ``r^n``), see :mod:`paillier`. ``ops`` counts ciphertext operations:
+    encryptions by the key owner, ciphertext-times-plaintext, re-randomizations (HE2SS: an
+    encryption of the mask under another party's key) and decryptions.
     """
 
     def __init__(self, n_length: int = paillier.DEFAULT_BITS, pack: bool = False,
@@ -134,7 +136,7 @@ class Paillier(Mock):
             raise ValueError(f"noise {noise!r} is not one of {paillier.NOISES}")
         self.n_length, self.pack, self.noise = int(n_length), bool(pack), noise
         self.name = "paillier-packed" if pack else "paillier"
-        self.ops = {"encrypt": 0, "mul": 0, "decrypt": 0}
+        self.ops = {"encrypt": 0, "mul": 0, "rerandomize": 0, "decrypt": 0}
 
     def keypair(self) -> tuple[Any, Any]:
         """A fresh key pair."""
@@ -176,13 +178,13 @@ class Paillier(Mock):
         """Enc(m + 2^63 + r), re-randomized."""
         off = [(1 << 63) + (int(h) << 64) + int(low)
                for low, h in zip(lo.ravel().tolist(), hi.ravel().tolist(), strict=True)]
-        self.ops["encrypt"] += np.size(c)
+        self.ops["rerandomize"] += np.size(c)
         return paillier.add_plain(pk, c, self._plain(pk, np.array(off, dtype=object).reshape(
             lo.shape)), self.noise)
 
     def mask_backward(self, pk, c, phi):
         """Enc(m - phi), re-randomized."""
-        self.ops["encrypt"] += np.size(c)
+        self.ops["rerandomize"] += np.size(c)
         return paillier.add_plain(pk, c, self._plain(pk, -np.asarray(phi).astype(object)),
                                   self.noise)
 
