@@ -7,6 +7,7 @@ off-diagonal only) beside the paper's HAI 0.8140 / SWaT 3.0816 (different data: 
 are not available here), and the bytes per exchange.
 
     python simulations/fedgc_netsim.py [--path ../shared/data/netsim/sim3.mat] [--p 2]
+        [--window 100] [--epochs 3] [--lr 0.5]
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def main() -> None:
     ap.add_argument("--p", type=int, default=2)
     ap.add_argument("--window", type=int, default=100)
     ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--lr", type=float, default=0.5, help="normalized step, both sides")
     args = ap.parse_args()
     groups = netsim_groups(args.path, 3)
     clients, states = [], []
@@ -38,7 +40,8 @@ def main() -> None:
     A_c = central_var(states)
     P = [args.p] * len(clients)
     off_c = ss._off_diagonal(A_c, np.zeros((A_c.shape[0], 0)), P, [0] * len(P))[0]
-    s = ss.Settings(window=args.window, epochs=args.epochs)
+    s = ss.Settings(window=args.window, epochs=args.epochs, lr_server=args.lr,
+                    lr_client=args.lr)
     run = ss.reference(clients, s, "fedgc")
     A_full = ss.full_estimate(ss.clients_A(clients), run.server.A_hat)
     T = clients[0].y.shape[0]
