@@ -18,6 +18,7 @@ phases equals the core reference loop exactly.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -247,12 +248,15 @@ def deliver(outboxes: Mapping[int, Outbox]) -> dict[int, dict[int, dict[str, np.
 
 
 def run_local(xs: Sequence[np.ndarray], s: core.Settings, backend: Mock, epochs: int,
-              log: list | None = None, steps: int | None = None) -> tuple[list[Party], CTV]:
+              log: list | None = None, steps: int | None = None,
+              clock: dict[str, float] | None = None) -> tuple[list[Party], CTV]:
     """The whole protocol in one process (relay = :func:`deliver`); ``log`` keeps messages.
 
     ``steps`` stops after that many mini-batch steps (for timing a fraction of an epoch).
+    ``clock`` gets the parties' compute seconds over the steps: ``total`` (one after the other,
+    as here) and ``critical`` (the slowest party of each phase: parties on their own machines).
     """
-    sizes = [x.shape[1] for x in xs]
+    sizes, K = [x.shape[1] for x in xs], len(xs)
     parties = [Party(k, x, sizes, s, backend) for k, x in enumerate(xs)]
     ctv = CTV(sizes, s)
     keys = {p.me: p.public_key() for p in parties}
@@ -265,18 +269,32 @@ def run_local(xs: Sequence[np.ndarray], s: core.Settings, backend: Mock, epochs:
             log.append((phase, boxes))
         return deliver(boxes)
 
+    def each(phase: str, args: Mapping[int, tuple]) -> dict[int, Any]:
+        out, slowest = {}, 0.0
+        for p in parties:
+            t0 = time.perf_counter()
+            out[p.me] = getattr(p, phase)(*args[p.me])
+            slowest = max(slowest, time.perf_counter() - t0)
+            if clock is not None:
+                clock["total"] = clock.get("total", 0.0) + time.perf_counter() - t0
+        if clock is not None:
+            clock["critical"] = clock.get("critical", 0.0) + slowest
+        return out
+
     step = 0
     for epoch in range(epochs):
         for idx in core.batches(len(xs[0]), s, epoch):
             if steps is not None and step >= steps:
                 return parties, ctv
-            fwd = relay("forward", {p.me: p.forward(step, idx, enc.get(p.me, {}))
-                                    for p in parties})
+            fwd = relay("forward", each("forward", {k: (step, idx, enc.get(k, {}))
+                                                    for k in range(K)}))
             G = ctv.shares()
-            zs = relay("share", {p.me: p.share(fwd.get(p.me, {}), G[p.me]) for p in parties})
-            dz = relay("decode", {p.me: p.decode(zs.get(p.me, {}))[0] for p in parties})
-            gr = relay("gradient", {p.me: p.gradient(step, dz.get(p.me, {})) for p in parties})
-            up = {p.me: p.update(gr.get(p.me, {})) for p in parties}
+            zs = relay("share", each("share", {k: (fwd.get(k, {}), G[k]) for k in range(K)}))
+            dz = relay("decode", {k: v[0] for k, v in each(
+                "decode", {k: (zs.get(k, {}),) for k in range(K)}).items()})
+            gr = relay("gradient", each("gradient", {k: (step, dz.get(k, {}))
+                                                     for k in range(K)}))
+            up = each("update", {k: (gr.get(k, {}),) for k in range(K)})
             enc = relay("update", {k: v[0] for k, v in up.items()})
             ctv.receive({k: v[1] for k, v in up.items()})
             step += 1
