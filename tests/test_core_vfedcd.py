@@ -56,14 +56,27 @@ def test_norm_backward_matches_finite_differences():
     assert np.isclose(np.sum(V.norm_backward(w, g) * E), fd, rtol=1e-6)
 
 
-def test_decoder_gradient_matches_finite_differences():
-    s = V.Settings(hidden=3)
+@pytest.mark.parametrize("loss", ["mse", "nll"])
+def test_decoder_gradients_match_finite_differences(loss):
+    s = V.Settings(hidden=3, loss=loss)
     rng = np.random.default_rng(3)
     p, Z, x = V.init_decoder(0, 2, s), rng.standard_normal((5, 2, 3)), rng.standard_normal((5, 2))
-    _, dZ, loss = V.decoder_step(p, Z, x, 0.0)
-    E, eps = rng.standard_normal(Z.shape), 1e-6
+    assert len(p) == (6 if loss == "nll" else 5)  # the NLL's log-variances come last
+    p[-1] = p[-1] + rng.standard_normal(2)
+    grads, dZ, value = V.decoder_grads(p, Z, x)
+    assert np.isclose(value, V.reconstruction_loss(p, Z, x))
+    eps = 1e-6
+
+    def shifted(i: int, step: np.ndarray) -> list[np.ndarray]:
+        return [a + step if j == i else a for j, a in enumerate(p)]
+
+    for i in range(len(p)):
+        E = rng.standard_normal(p[i].shape)
+        fd = (V.reconstruction_loss(shifted(i, eps * E), Z, x)
+              - V.reconstruction_loss(shifted(i, -eps * E), Z, x)) / (2 * eps)
+        assert np.isclose(np.sum(grads[i] * E), fd, rtol=1e-5), i
+    E = rng.standard_normal(Z.shape)
     fd = (V.reconstruction_loss(p, Z + eps * E, x) - V.reconstruction_loss(p, Z - eps * E, x))
-    assert np.isclose(loss, V.reconstruction_loss(p, Z, x))
     assert np.isclose(np.sum(dZ * E), fd / (2 * eps), rtol=1e-5)
 
 

@@ -42,6 +42,8 @@ class Settings:
     tau: float = 0.1
     dag_tol: float = 0.01
     unfreeze: bool = False
+    stop_at_zero: bool = False
+    loss: str = "mse"
     power_iters: int = 15
     mode: str = "vfedcd"
     sigma_phi: float = 1e-3
@@ -53,6 +55,8 @@ class Settings:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode {self.mode!r} is not one of {MODES}")
+        if self.loss not in ("mse", "nll"):
+            raise ValueError(f"loss {self.loss!r} is not mse or nll")
         if self.split not in ("dirichlet", "exact"):
             raise ValueError(f"split {self.split!r} is not dirichlet or exact")
 
@@ -119,12 +123,35 @@ def init_fragments(sizes: Sequence[int], s: Settings) -> Fragments:
 
 
 def init_decoder(t: int, d_t: int, s: Settings) -> list[np.ndarray]:
-    """Per-attribute towers: ``[b0 (d_t,h), (W (d_t,h,h), b (d_t,h)) x (L-1), Wo, bo]``."""
+    """Per-attribute towers: ``[b0 (d_t,h), (W (d_t,h,h), b (d_t,h)) x (L-1), Wo, bo]``.
+
+    Under the Gaussian NLL a log-variance per attribute (0) comes last (an even-length list).
+    """
     h, bound, rng = s.hidden, 1.0 / np.sqrt(s.hidden), rng_for(s.seed, "decoder", t)
     p = [rng.uniform(-bound, bound, (d_t, h))]
     for _ in range(s.dec_layers - 1):
         p += [rng.uniform(-bound, bound, (d_t, h, h)), rng.uniform(-bound, bound, (d_t, h))]
-    return p + [rng.uniform(-bound, bound, (d_t, h)), rng.uniform(-bound, bound, d_t)]
+    p += [rng.uniform(-bound, bound, (d_t, h)), rng.uniform(-bound, bound, d_t)]
+    return p + [np.zeros(d_t)] if s.loss == "nll" else p
+
+
+def towers_and_log_var(params: Sequence[np.ndarray]
+                       ) -> tuple[Sequence[np.ndarray], np.ndarray | None]:
+    """The tower parameters and the log-variances (None under MSE, an odd-length list)."""
+    return (params[:-1], params[-1]) if len(params) % 2 == 0 else (params, None)
+
+
+def residual_loss(e: np.ndarray, log_var: np.ndarray | None
+                  ) -> tuple[float, np.ndarray, np.ndarray | None]:
+    """``(L, dL/dxhat, dL/dlog_var)`` of the residuals ``e = xhat - x`` (n x d_t).
+
+    MSE: ``L = sum_j mean_n e^2``. Gaussian NLL (SDCD): ``L = sum_j (lv_j + mean_n e^2 /
+    exp(lv_j)) / 2``, constants dropped.
+    """
+    if log_var is None:
+        return float((e ** 2).mean(0).sum()), 2.0 * e / len(e), None
+    w, msq = np.exp(-log_var), (e ** 2).mean(0)
+    return float((0.5 * log_var + 0.5 * msq * w).sum()), e * w / len(e), 0.5 - 0.5 * msq * w
 
 
 def sigmoid(a: np.ndarray) -> np.ndarray:
@@ -143,15 +170,18 @@ def decoder_activations(params: Sequence[np.ndarray], Z: np.ndarray
 
 def decode(params: Sequence[np.ndarray], Z: np.ndarray) -> np.ndarray:
     """``xhat`` (n x d_t) of the decoder towers on aggregated features Z (n x d_t x h)."""
-    return decoder_activations(params, Z)[1]
+    return decoder_activations(towers_and_log_var(params)[0], Z)[1]
 
 
 def decoder_grads(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray
                   ) -> tuple[list[np.ndarray], np.ndarray, float]:
-    """``(dL/dparams, dL/dZ, L)`` of ``L = sum_j mean_n (xhat_j - x_j)^2`` (backprop)."""
+    """``(dL/dparams, dL/dZ, L)`` of the :func:`residual_loss` (backprop)."""
+    params, log_var = towers_and_log_var(params)
     acts, xhat = decoder_activations(params, Z)
-    r = 2.0 * (xhat - x) / len(x)
+    loss, r, g_log_var = residual_loss(xhat - x, log_var)
     grads = [np.einsum("nt,nth->th", r, acts[-1]), r.sum(0)]
+    if log_var is not None:
+        grads.append(g_log_var)
     da = r[:, :, None] * params[-2]
     for layer in range(len(acts) - 1, 0, -1):
         dpre = da * acts[layer] * (1.0 - acts[layer])
@@ -159,22 +189,19 @@ def decoder_grads(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray
         grads = [np.einsum("nth,ntg->thg", acts[layer - 1], dpre), dpre.sum(0), *grads]
         da = np.einsum("ntg,thg->nth", dpre, W)
     dZ = da * acts[0] * (1.0 - acts[0])
-    return [dZ.sum(0), *grads], dZ, float(((xhat - x) ** 2).mean(0).sum())
+    return [dZ.sum(0), *grads], dZ, loss
 
 
 def decoder_step(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray, lr: float
                  ) -> tuple[list[np.ndarray], np.ndarray, float]:
-    """One SGD step of target t's decoder; returns (new params, dL/dZ, loss).
-
-    ``loss = sum_j mean_n (xhat_j - x_j)^2``.
-    """
+    """One SGD step of target t's decoder; returns (new params, dL/dZ, loss)."""
     grads, dZ, loss = decoder_grads(params, Z, x)
     return [p - lr * g for p, g in zip(params, grads, strict=True)], dZ, loss
 
 
 def reconstruction_loss(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray) -> float:
-    """``sum_j mean_n (xhat_j - x_j)^2`` without a step."""
-    return float(((decode(params, Z) - x) ** 2).mean(0).sum())
+    """The :func:`residual_loss` without a step."""
+    return residual_loss(decode(params, Z) - x, towers_and_log_var(params)[1])[0]
 
 
 # ---- graph and CTV ----------------------------------------------------------------------
@@ -273,10 +300,18 @@ def next_lambda2(lam2: float, frozen: bool, B: np.ndarray, s: Settings) -> tuple
 
 
 def descent(w: np.ndarray, grad: np.ndarray, s: Settings) -> np.ndarray:
-    """``w - lr (grad + lambda1 sign w + 2 l2 w)``: SGD on data + CTV, local L1 and L2."""
+    """``w - lr (grad + lambda1 sign w + 2 l2 w)``: SGD on data + CTV, local L1 and L2.
+
+    With ``stop_at_zero`` a weight group ``w[a, b, :]`` whose step passes the origin
+    (``<w_new, w> <= 0``) is set to 0: the subgradient of the group norm then zeroes an edge
+    instead of flipping it to a norm of ``lr * penalty`` (a proximal-style truncation).
+    """
     if s.l2:
         grad = grad + 2 * s.l2 * w
-    return w - s.lr * (grad + s.lambda1 * np.sign(w))
+    new = w - s.lr * (grad + s.lambda1 * np.sign(w))
+    if s.stop_at_zero:
+        new = new * ((new * w).sum(-1, keepdims=True) > 0)
+    return new
 
 
 def update_fragment(w: np.ndarray, grad: np.ndarray, k: int, t: int, s: Settings
