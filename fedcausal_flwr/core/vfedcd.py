@@ -44,6 +44,7 @@ class Settings:
     unfreeze: bool = False
     stop_at_zero: bool = False
     loss: str = "mse"
+    warmup: int = 0
     power_iters: int = 15
     mode: str = "vfedcd"
     sigma_phi: float = 1e-3
@@ -272,9 +273,14 @@ def dag_at_threshold(B: np.ndarray, tau: float) -> np.ndarray:
 
 def ctv_gradient(B: np.ndarray, lam2: float, s: Settings, u: np.ndarray, v: np.ndarray
                  ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    """``d(lambda2 rho(B) + lambda_B |B|_1)/dB``, rho, and the new power-iteration vectors."""
+    """``d(w rho(B) + lambda_B |B|_1)/dB``, rho, and the new power-iteration vectors.
+
+    ``w = max(0, lambda2 - warmup gamma)``: with ``warmup`` the penalty starts that many
+    epochs of lambda2 growth late (SDCD's penalty-free first stage); 0 gives ``w = lambda2``.
+    """
     rho, drho, u, v = spectral_radius(B, u, v, s.power_iters)
-    return lam2 * drho + s.lambda_b * np.sign(B), rho, u, v
+    w = max(0.0, lam2 - s.warmup * s.gamma) if s.warmup else lam2
+    return w * drho + s.lambda_b * np.sign(B), rho, u, v
 
 
 def split_gradient(G: np.ndarray, K: int, s: Settings, rng: np.random.Generator
