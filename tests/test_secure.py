@@ -100,11 +100,12 @@ def test_he2ss_shares_sum_to_the_product(name, keys):
     assert np.array_equal(rem + phi, m)
 
 
-def test_toy_case_secure_features_and_gradients_equal_plaintext():
+@pytest.mark.parametrize("name", ["paillier", "paillier-packed"])
+def test_toy_case_secure_features_and_gradients_equal_plaintext(name):
     """Acceptance 1: real Paillier, K=3, d=6, n=8: sum_k z_kt = sum_k x^k W_kt (1e-4)."""
     xs = toy()
     s = V.Settings(batch=8)
-    parties, _ = dispatch.run_local(xs, s, shares.backend("paillier", BITS), 0)
+    parties, _ = dispatch.run_local(xs, s, shares.backend(name, BITS), 0)
     keys = {p.me: p.public_key() for p in parties}
     enc = dispatch.deliver({p.me: p.setup(keys)[0] for p in parties})
     idx = np.arange(8)
