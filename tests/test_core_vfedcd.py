@@ -122,15 +122,6 @@ def test_unfreeze_lets_lambda2_grow_again_once_the_graph_above_tau_is_cyclic():
     assert V.next_lambda2(1.0, False, np.triu(cyc), s) == (1.0, True)
 
 
-def test_warmup_delays_the_penalty_by_that_many_epochs_of_growth():
-    B = np.random.default_rng(8).uniform(0, 1, (4, 4))
-    u = v = np.ones(4) / 2
-    late = V.Settings(gamma=0.1, warmup=3)
-    assert np.all(V.ctv_gradient(B, 0.3, late, u, v)[0] == 0)
-    np.testing.assert_allclose(V.ctv_gradient(B, 0.5, late, u, v)[0],
-                               V.ctv_gradient(B, 0.2, V.Settings(gamma=0.1), u, v)[0])
-
-
 def test_l2_shrinks_fragments_and_decoders_by_two_lr_l2():
     s = V.Settings(l2=0.5, lambda1=0.0, lr=0.1)
     w = np.random.default_rng(7).standard_normal((2, 2, 3))

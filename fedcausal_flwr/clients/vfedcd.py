@@ -40,8 +40,7 @@ def settings_from_run_config(rc: dict[str, Any]) -> core.Settings:
             "lambda_b": "lambda-b", "tau": "tau", "dag_tol": "dag-tol",
             "power_iters": "power-iters", "mode": "mode", "sigma_phi": "sigma-phi",
             "split": "split", "frac": "frac-bits", "dp_b": "dp-b", "seed": "seed", "l2": "l2",
-            "unfreeze": "unfreeze", "stop_at_zero": "stop-at-zero", "loss": "loss",
-            "warmup": "warmup"}
+            "unfreeze": "unfreeze", "loss": "loss"}
     return replace(s, **{f: type(getattr(s, f))(rc[k]) for f, k in keys.items() if k in rc})
 
 

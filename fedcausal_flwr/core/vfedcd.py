@@ -42,9 +42,7 @@ class Settings:
     tau: float = 0.1
     dag_tol: float = 0.01
     unfreeze: bool = False
-    stop_at_zero: bool = False
     loss: str = "mse"
-    warmup: int = 0
     power_iters: int = 15
     mode: str = "vfedcd"
     sigma_phi: float = 1e-3
@@ -273,14 +271,9 @@ def dag_at_threshold(B: np.ndarray, tau: float) -> np.ndarray:
 
 def ctv_gradient(B: np.ndarray, lam2: float, s: Settings, u: np.ndarray, v: np.ndarray
                  ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    """``d(w rho(B) + lambda_B |B|_1)/dB``, rho, and the new power-iteration vectors.
-
-    ``w = max(0, lambda2 - warmup gamma)``: with ``warmup`` the penalty starts that many
-    epochs of lambda2 growth late (SDCD's penalty-free first stage); 0 gives ``w = lambda2``.
-    """
+    """``d(lambda2 rho(B) + lambda_B |B|_1)/dB``, rho, and the new power-iteration vectors."""
     rho, drho, u, v = spectral_radius(B, u, v, s.power_iters)
-    w = max(0.0, lam2 - s.warmup * s.gamma) if s.warmup else lam2
-    return w * drho + s.lambda_b * np.sign(B), rho, u, v
+    return lam2 * drho + s.lambda_b * np.sign(B), rho, u, v
 
 
 def split_gradient(G: np.ndarray, K: int, s: Settings, rng: np.random.Generator
@@ -306,18 +299,10 @@ def next_lambda2(lam2: float, frozen: bool, B: np.ndarray, s: Settings) -> tuple
 
 
 def descent(w: np.ndarray, grad: np.ndarray, s: Settings) -> np.ndarray:
-    """``w - lr (grad + lambda1 sign w + 2 l2 w)``: SGD on data + CTV, local L1 and L2.
-
-    With ``stop_at_zero`` a weight group ``w[a, b, :]`` whose step passes the origin
-    (``<w_new, w> <= 0``) is set to 0: the subgradient of the group norm then zeroes an edge
-    instead of flipping it to a norm of ``lr * penalty`` (a proximal-style truncation).
-    """
+    """``w - lr (grad + lambda1 sign w + 2 l2 w)``: SGD on data + CTV, local L1 and L2."""
     if s.l2:
         grad = grad + 2 * s.l2 * w
-    new = w - s.lr * (grad + s.lambda1 * np.sign(w))
-    if s.stop_at_zero:
-        new = new * ((new * w).sum(-1, keepdims=True) > 0)
-    return new
+    return w - s.lr * (grad + s.lambda1 * np.sign(w))
 
 
 def update_fragment(w: np.ndarray, grad: np.ndarray, k: int, t: int, s: Settings

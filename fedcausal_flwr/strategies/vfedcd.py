@@ -18,10 +18,9 @@ Run-config keys (defaults): ``mode`` ("vfedcd" | "ctv" | "framework"), ``he-back
 (15), ``sigma-phi`` (1e-3), ``split`` ("dirichlet" | "exact"), ``frac-bits`` (16), ``dp-b``
 (0: scale of the Laplace noise each party adds to its graph fragments, the paper's DP
 variant), ``l2`` (0: L2 on every weight, spec 2.5 fallback), ``unfreeze`` (False: lambda2
-grows again when ``B > tau`` turns cyclic), ``stop-at-zero`` (False: a weight group whose
-step passes the origin is set to 0), ``loss`` ("mse" | "nll": Gaussian NLL with a learned
-variance per attribute), ``warmup`` (0: epochs of lambda2 growth before the penalty acts),
-``seed`` (0), data keys of :mod:`fedcausal_flwr.data.vertical`.
+grows again when ``B > tau`` turns cyclic), ``loss`` ("mse" | "nll": Gaussian NLL with a
+learned variance per attribute), ``seed`` (0), data keys of
+:mod:`fedcausal_flwr.data.vertical`.
 """
 
 from __future__ import annotations
@@ -54,7 +53,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "batch": 16, "lr": 0.01, "lambda1": 5e-3, "gamma": 0.006, "lambda-b": 0.0, "tau": 0.1,
     "dag-tol": 0.01, "hidden": 10, "decoder-layers": 2, "power-iters": 15, "sigma-phi": 1e-3,
     "split": "dirichlet", "frac-bits": 16, "dp-b": 0.0, "l2": 0.0, "unfreeze": False,
-    "stop-at-zero": False, "loss": "mse", "warmup": 0,
+    "loss": "mse",
     "edges": 60, "n": 1000, "data-seed": 0,
     "parts": "", "test-fraction": 0.2,
 }  # what the shared pyproject must declare for `flwr run` to accept these keys
