@@ -42,19 +42,22 @@ TARGET = {("linear", "FedDeepGMM-GDA"): 0.01, ("linear", "FedDeepGMM-SGDA"): 0.0
           ("step", "FedDeepGMM-GDA"): 0.04, ("step", "FedDeepGMM-SGDA"): 0.23,
           ("abs", "FedDeepGMM-GDA"): 0.1, ("abs", "FedDeepGMM-SGDA"): 0.1}
 SETTINGS = {
-    "DeepGMM-OAdam": dg.GDASettings(lr_g=2e-3, lr_f=1e-2, mode="sgda", optimizer="oadam"),
-    "DeepGMM-GDA": dg.GDASettings(lr_g=0.02, lr_f=0.1, mode="gda", local_epochs=5),
-    "DeepGMM-SGDA": dg.GDASettings(lr_g=0.03, lr_f=0.15, mode="sgda"),
-    "FedDeepGMM-GDA": dg.GDASettings(lr_g=0.02, lr_f=0.1, mode="gda", local_epochs=5),
-    "FedDeepGMM-SGDA": dg.GDASettings(lr_g=0.03, lr_f=0.15, mode="sgda"),
+    "DeepGMM-OAdam": dg.GDASettings(lr_g=2e-3, lr_f=1e-2, mode="sgda", optimizer="oadam",
+                                    rounds=100),
+    "DeepGMM-GDA": dg.GDASettings(lr_g=0.02, lr_f=0.2, mode="gda", local_epochs=10,
+                                  rounds=200),
+    "DeepGMM-SGDA": dg.GDASettings(lr_g=0.03, lr_f=0.15, mode="sgda", rounds=100),
+    "FedDeepGMM-GDA": dg.GDASettings(lr_g=0.02, lr_f=0.2, mode="gda", local_epochs=10,
+                                     rounds=200),
+    "FedDeepGMM-SGDA": dg.GDASettings(lr_g=0.03, lr_f=0.15, mode="sgda", rounds=100),
 }
 
 
-def run(scenario: str, method: str, seed: int, rounds: int, k: int, dgp: str, n: int,
-        **override) -> dict:
-    """One run: last and selected test MSE."""
+def run(scenario: str, method: str, seed: int, k: int, dgp: str, n: int, **override) -> dict:
+    """One run: last and selected test MSE (``override``: GDASettings fields)."""
     rc = {"iv-scenario": scenario, "iv-dgp": dgp, "seed": seed, "iv-n": n, "iv-alpha": 0.3}
-    s = dg.GDASettings(**{**SETTINGS[method].__dict__, "rounds": rounds, **override})
+    s = dg.GDASettings(**{**SETTINGS[method].__dict__, **override})
+    rounds = s.rounds
     test = iv.test_set(rc)
     basis = dg.rff(int(np.prod(test.z.shape[1:])), 32, seed)
     g_eval, _ = dg.networks(test.x.shape[1:], test.z.shape[1:], 0)
@@ -80,7 +83,8 @@ def run(scenario: str, method: str, seed: int, rounds: int, k: int, dgp: str, n:
                                                  eval_every=steps // rounds)
         last, clients = dg.get_params(g), 1
     return {"scenario": scenario, "method": method, "lr_g": s.lr_g, "lr_f": s.lr_f,
-            "local_epochs": s.local_epochs, "seed": seed, "dgp": dgp, "n": n, "rounds": rounds,
+            "local_epochs": s.local_epochs, "optimizer": s.optimizer, "seed": seed, "dgp": dgp,
+            "n": n, "rounds": rounds,
             "clients": clients, "selected_round": sel, "seconds": time.time() - t0,
             "mse_last": dg.mse(dg.g_values(g_eval, last, test.x), test.g),
             "mse_selected": dg.mse(dg.g_values(g_eval, best, test.x), test.g)}
@@ -111,13 +115,14 @@ def main() -> None:
     ap.add_argument("--scenarios", nargs="+", default=["abs", "step", "linear"])
     ap.add_argument("--methods", nargs="+", default=list(SETTINGS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=None, help="override T (rounds/epochs)")
     ap.add_argument("--clients", type=int, default=10)
     ap.add_argument("--dgp", default="paper")
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--jsonl", default="")
     ap.add_argument("--lr", nargs=2, type=float, default=None, help="override lr_g lr_f")
     ap.add_argument("--local-epochs", type=int, default=None, help="override R")
+    ap.add_argument("--optimizer", default=None, help="override: sgd, sgdm, oadam")
     ap.add_argument("--summarize", nargs="*", default=None, help="only summarise JSONL files")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -130,8 +135,10 @@ def main() -> None:
             for m in a.methods:
                 for seed in a.seeds:
                     over = ({"lr_g": a.lr[0], "lr_f": a.lr[1]} if a.lr else {}) | (
-                        {"local_epochs": a.local_epochs} if a.local_epochs else {})
-                    r = run(sc, m, seed, a.rounds, a.clients, a.dgp, a.n, **over)
+                        {"local_epochs": a.local_epochs} if a.local_epochs else {}) | (
+                        {"rounds": a.rounds} if a.rounds else {}) | (
+                        {"optimizer": a.optimizer} if a.optimizer else {})
+                    r = run(sc, m, seed, a.clients, a.dgp, a.n, **over)
                     rows.append(r)
                     print(json.dumps(r), flush=True)
                     if a.jsonl:
