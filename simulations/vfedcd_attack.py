@@ -5,9 +5,10 @@ framework it sees every ``H_kt = x^k W_kt`` separately and solves, per source k,
 ``min_{xbar, Wbar} ||xbar Wbar - H_kt||^2``. Under VFedCD it sees only ``Z_t = sum_k H_kt``
 and solves ``min ||x^t Wbar_t + sum_{k != t} xbar^k Wbar_k - Z_t||^2``. Metric: |Spearman|
 (and |Pearson|) between ``xbar`` and the victims' true columns, index-matched, averaged.
-Joint Adam, lr 1e-2, xbar ~ N(0, 1). Features: the final model of a reference run.
+Joint Adam, lr 1e-2, xbar ~ N(0, 1). Features: the final model of a reference run with the
+settings of ``simulations/vfedcd_table1.py --preset`` (default "tuned"), data-seed = seed.
 
-    nice -n 10 python simulations/vfedcd_attack.py --epochs 100 --steps 2000
+    nice -n 10 python simulations/vfedcd_attack.py --epochs 500 --steps 5000
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import numpy as np
 import torch
 from scipy.stats import pearsonr, spearmanr
+from vfedcd_table1 import PRESETS, settings
 
 from fedcausal_flwr.core import vfedcd as V
 from fedcausal_flwr.data.vertical import blocks, pooled_data, split_standardised
@@ -78,17 +80,21 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=500)
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--rows", type=int, default=800, help="training rows attacked")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--preset", default="tuned", choices=sorted(PRESETS))
+    ap.add_argument("--modes", nargs="+", default=["framework", "ctv", "vfedcd"])
     a = ap.parse_args()
-    X, _ = pooled_data({"d": a.d, "edges": 4 * a.d, "n": 1000, "data-seed": 0})
+    X, _ = pooled_data({"d": a.d, "edges": 4 * a.d, "n": 1000, "data-seed": a.seed})
     tr, _ = split_standardised(X)
     xs = [tr[:a.rows, S] for S in blocks(a.d, 3)]
-    paper = {"framework": 0.443, "vfedcd": 0.152}
-    for mode in ("framework", "vfedcd"):
-        s = V.Settings(mode=mode, epochs=a.epochs)
+    paper = {"framework": 0.443, "ctv": 0.400, "vfedcd": 0.152}
+    for mode in a.modes:
+        s = settings(a.preset, [], mode=mode, epochs=a.epochs, seed=a.seed)
         state = V.train_reference([tr[:, S] for S in blocks(a.d, 3)], s)
         sp, pe = attack(xs, state, mode == "vfedcd", a.steps, s.hidden)
         print(f"{mode}: attack |Spearman| {sp:.3f} |Pearson| {pe:.3f} (paper Corr "
-              f"{paper[mode]}), {a.epochs} epochs, {a.steps} Adam steps", flush=True)
+              f"{paper[mode]}), preset {a.preset}, seed {a.seed}, {a.epochs} epochs, "
+              f"{a.steps} Adam steps", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Centralized baselines on pooled data beside VFedCD: DAGMA (linear and MLP, ``pip install
-dagma``; skipped when absent). Same data and metric as vfedcd_table1.py (SHD reversal = 1).
+dagma``; skipped when absent). Same data (data-seed = seed, E = 4d), split and metric as
+vfedcd_table1.py (SHD reversal = 1).
 
-    nice -n 10 python simulations/vfedcd_baselines.py --d sachs 15
+    nice -n 10 python simulations/vfedcd_baselines.py --d sachs 15 --seeds 0 1 2 3 4
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def f1(m: dict) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--d", nargs="+", default=["sachs", "15"])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--mlp", action="store_true", help="also DAGMA-MLP (slow)")
     a = ap.parse_args()
     try:
@@ -30,17 +32,18 @@ def main() -> None:
     except ImportError:
         print("dagma is not installed: pip install dagma")
         return
-    for key in a.d:
+    for key, seed in ((k, s) for k in a.d for s in ([0] if k == "sachs" else a.seeds)):
         if key == "sachs":
             X, A, _ = sachs()
         else:
-            X, A = pooled_data({"d": int(key), "edges": 4 * int(key), "n": 1000, "data-seed": 0})
+            X, A = pooled_data({"d": int(key), "edges": 4 * int(key), "n": 1000,
+                                "data-seed": seed})
         tr, _ = split_standardised(X)
         t0 = time.time()
         W = DagmaLinear(loss_type="l2").fit(tr, lambda1=0.02)
         m = graph_metrics((np.abs(W) > 0.3).astype(float), A)
-        print(f"d={key} DAGMA-linear (pooled): SHD {m['shd_rev1']} F1 {f1(m):.3f} nnz {m['nnz']} "
-              f"({time.time() - t0:.0f}s)", flush=True)
+        print(f"d={key} seed={seed} DAGMA-linear (pooled): SHD {m['shd_rev1']} F1 {f1(m):.3f} "
+              f"nnz {m['nnz']} ({time.time() - t0:.0f}s)", flush=True)
         if a.mlp:
             import torch
             from dagma.nonlinear import DagmaMLP, DagmaNonlinear
@@ -49,7 +52,7 @@ def main() -> None:
             model = DagmaMLP(dims=[tr.shape[1], 10, 1], bias=True, dtype=torch.double)
             W = DagmaNonlinear(model, dtype=torch.double).fit(tr, lambda1=0.02, lambda2=0.005)
             m = graph_metrics((np.abs(W) > 0.3).astype(float), A)
-            print(f"d={key} DAGMA-MLP (pooled): SHD {m['shd_rev1']} F1 {f1(m):.3f} "
+            print(f"d={key} seed={seed} DAGMA-MLP (pooled): SHD {m['shd_rev1']} F1 {f1(m):.3f} "
                   f"({time.time() - t0:.0f}s)", flush=True)
 
 
