@@ -6,9 +6,10 @@ party k to target party t, and every encoder is a sum of fragments ``W_kt = sum_
 fragment i held by party i (under the secure dispatch; without it only ``F[k][k][t]``).
 
     Z_t = sum_k x^k W_kt                          (n x d_t x h, exact in fixed point)
-    xhat^t_j = Linear_j(sigma(... sigma(Z_t[:, j] + b_j)))  L = sum_t MSE(xhat^t, x^t)
+    xhat^t_j = Linear_j(sigma(... sigma(Z_t[:, j] + b_j)))  L = sum_t MSE or Gaussian NLL
     B_t^i[S_k, :] = ||F[i][k][t]||_h              B = sum_i B^i    (graph of the encoders)
     rho(B) (spectral radius), grad = u v^T / u^T v, lambda2 += gamma per epoch until DAG
+    w <- w - lr (grad + lambda1 sign w + 2 l2 w)        (every fragment; decoders: L2 too)
 
 Products ``x W`` and ``x^T dZ`` are computed in fixed point (``frac`` bits per factor), the
 arithmetic the secret shares use, so the shared protocol equals :func:`train_reference`
