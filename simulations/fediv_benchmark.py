@@ -2,8 +2,8 @@
 
 The Flower path runs the FedIV strategy and the App's ClientApp on the in-process Grid
 (messages built and audited, no sockets), and with ``--flwr`` under a real ``flwr run``
-simulation (Ray) on a copy of the App whose pyproject declares FedIV's keys. ``--device cuda``
-times the image scenario's rounds on a GPU when one is present.
+simulation (Ray) of the App. ``--device cuda`` times the image scenario's rounds on a GPU when
+one is present.
 
     nice -n 10 python simulations/fediv_benchmark.py --rounds 10 [--flwr]
 """
