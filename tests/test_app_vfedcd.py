@@ -29,7 +29,7 @@ def reference(rc: dict, k: int = 3) -> V.State:
     return V.train_reference(xs, settings_from_run_config(rc))
 
 
-@pytest.mark.parametrize("backend", ["mock", "paillier"])
+@pytest.mark.parametrize("backend", ["mock", "paillier", "paillier-packed"])
 def test_flower_path_equals_reference(backend):
     rc = {**RC, "he-backend": backend}
     result, _ = run(rc)

@@ -144,9 +144,10 @@ def dispatch_dz(party, dz, t):
         8, 2, 10) / 2**16
 
 
-def test_paillier_mock_and_reference_give_the_same_trajectory():
+@pytest.mark.parametrize("extra", [{}, {"l2": 0.05, "loss": "nll", "lambda1": 5e-4}])
+def test_paillier_mock_and_reference_give_the_same_trajectory(extra):
     xs = toy(2)
-    s = V.Settings(batch=4, gamma=0.5)
+    s = V.Settings(batch=4, gamma=0.5, **extra)
     ref = V.train_reference(xs, s, epochs=2)
     for b in (shares.backend(name, BITS) for name in shares.BACKENDS):
         parties, ctv = dispatch.run_local(xs, s, b, 2)

@@ -215,7 +215,6 @@ class VFedCDClient(NumPyClient):
             inbox = dispatch.unpack(parameters[:-1], peers, dispatch.peer_names("he2ss_fwd", K))
             out = dispatch.pack(party.share(inbox, parameters[-1]), peers, ["z"])
         elif phase == "decode":
-            party.dec = core.decayed(party.dec, self.s)
             box, loss = party.decode(dispatch.unpack(parameters, peers, ["z"]))
             self._state["party"] = party
             return [box[peers[0]]["dz"]], n, {**self._finish(), "loss": loss}

@@ -135,7 +135,8 @@ class Party:
             with np.errstate(over="ignore"):
                 Z = Z + np.asarray(msg["z"], dtype=np.uint64).reshape(Z.shape)
         Zf = core.dequantize(Z, 2 * s.frac).reshape(n, d_t, self.h)
-        self.dec, dZ, loss = core.decoder_step(self.dec, Zf, self.x[self.tmp["idx"]], s.lr)
+        self.dec, dZ, loss = core.decoder_step(core.decayed(self.dec, s), Zf,
+                                               self.x[self.tmp["idx"]], s.lr)
         gq = core.quantize(dZ, s.frac)
         self.tmp["grads"] = {(me, me): core.dequantize(
             core.encoder_grad_q(self.tmp["xq"], gq), 2 * s.frac)}

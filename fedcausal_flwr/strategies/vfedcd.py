@@ -39,7 +39,7 @@ from fedcausal_flwr.clients.vfedcd import settings_from_run_config
 from fedcausal_flwr.core import vfedcd as core
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.secure import dispatch
-from fedcausal_flwr.secure.paillier import PublicKey
+from fedcausal_flwr.secure.shares import backend as he_codec
 from fedcausal_flwr.strategies.base import (
     CausalStrategy,
     NodeInfo,
@@ -162,11 +162,9 @@ class VFedCD(CausalStrategy):
                 else {}
         return arrays_out, metrics
 
-    def _cipher(self, owner: int, count: int) -> Spec:
-        """Spec of ``count`` ciphertexts under ``owner``'s key."""
-        if self.he_backend == "mock":
-            return (count,), "uint64"
-        return (count, self.widths[owner]), "uint8"
+    def _cipher(self, owner: int, rows: int, cols: int) -> Spec:
+        """Wire spec of ``rows x cols`` encrypted values under ``owner``'s key."""
+        return self.codec.wire_spec(self.pks[owner], (rows, cols))
 
     def _peers(self, me: int) -> list[int]:
         return [i for i in range(self.K) if i != me]
@@ -244,8 +242,9 @@ class VFedCD(CausalStrategy):
         d = sum(sz)
         keys, _ = self.relay(grid, "keys", {m: ([], {}) for m in range(K)},
                              {m: [((None,), "uint8")] for m in range(K)})
-        self.widths = {m: PublicKey.from_array(keys[m][0]).width for m in range(K)}
-        frag_specs = {m: [self._cipher(m, sz[j] * sz[t] * h) for j in self._peers(m)
+        self.codec = he_codec(self.he_backend)
+        self.pks = {m: self.codec.public_from(keys[m][0]) for m in range(K)}
+        frag_specs = {m: [self._cipher(m, sz[j], sz[t] * h) for j in self._peers(m)
                           for t in range(K)] + [((d, sz[t]), "float") for t in range(K)]
                       for m in range(K)}
         cfg = {"sizes": ",".join(map(str, sz))}
@@ -263,7 +262,7 @@ class VFedCD(CausalStrategy):
                 nb, c = len(idx), {"epoch": epoch, "batch": b, "step": step}
                 fwd, _ = self.relay(grid, "forward", {m: (self._inbox(frags[m]), c)
                                                       for m in range(K)},
-                                    {m: [self._cipher(i, nb * sz[t] * h) for i in self._peers(m)
+                                    {m: [self._cipher(i, nb, sz[t] * h) for i in self._peers(m)
                                          for t in range(K)] for m in range(K)})
                 G = self.ctv.shares()
                 fwd = self._route(fwd, K)
@@ -274,11 +273,11 @@ class VFedCD(CausalStrategy):
                 zs = self._route(zs, 1)
                 dz, met = self.relay(grid, "decode", {m: (self._inbox(zs[m]), c)
                                                       for m in range(K)},
-                                     {m: [self._cipher(m, nb * sz[m] * h)] for m in range(K)})
+                                     {m: [self._cipher(m, nb, sz[m] * h)] for m in range(K)})
                 losses.append(sum(v["loss"] for v in met.values()) * nb / self.n)
                 dzin = {m: [dz[t][0] for t in self._peers(m)] for m in range(K)}
                 gr, _ = self.relay(grid, "gradient", {m: (dzin[m], c) for m in range(K)},
-                                   {m: [self._cipher(t, sz[m] * sz[t] * h)
+                                   {m: [self._cipher(t, sz[m], sz[t] * h)
                                         for t in self._peers(m)] for m in range(K)})
                 gr = self._route(gr, 1)
                 up, _ = self.relay(grid, "update", {m: (self._inbox(gr[m]), c)
