@@ -13,9 +13,11 @@ synthetic data, the true ``C_mm B_mn delta_u`` computed by the evaluator) go to
 from __future__ import annotations
 
 from collections.abc import Mapping
+from logging import WARNING
 from typing import Any
 
 import numpy as np
+from flwr.common.logger import log
 
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.results import RunResult
@@ -117,4 +119,8 @@ def from_run_config(rc: Mapping[str, Any]) -> FedCF:
         if du.size else None
     kw = strategy_kwargs(rc, "fedcf")
     kw["min_nodes"] = int(full.get("min-nodes", 2))
+    if query is not None and kw["settings"].target == "predicted":
+        log(WARNING, "fedcf: a counterfactual query with the paper's literal server target: "
+            "with i.i.d. inputs it learns B_hat ~ 0 (spec A5; measured CF error 1.0), set "
+            'ss-target="innovation" for an answer that recovers B_mn')
     return FedCF(query=query, **kw)
