@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -206,42 +206,46 @@ class VFedCD(CausalStrategy):
         rec["seconds"] = time.time() - t0
         self.record_round(result, rec, label="epoch")
 
+    def _steps(self, result: RunResult) -> Iterator[tuple[int, dict[str, int], list[float]]]:
+        """Each mini-batch's (size, config, the epoch's loss list); an epoch's record after it."""
+        step = 0
+        for epoch in range(self.s.epochs):
+            self._round += 1
+            t0, losses = time.time(), []
+            self._bytes = {"up": 0, "down": 0}
+            batches = core.batches(self.n, self.s, epoch)
+            for b, idx in enumerate(batches):
+                yield len(idx), {"epoch": epoch, "batch": b, "step": step}, losses
+                step += 1
+            self._end_epoch(result, epoch, t0, losses, len(batches))
+
     def _run_plain(self, grid: Grid, result: RunResult) -> None:
         """Setup, then three relayed plain phases per mini-batch (features in the clear)."""
-        K, s, sz, h = self.K, self.s, self.sizes, self.s.hidden
+        K, sz, h = self.K, self.sizes, self.s.hidden
         d = sum(sz)
         graph_specs = {m: [((d, sz[t]), "float") for t in range(K)] for m in range(K)}
         cfg = {"sizes": ",".join(map(str, sz))}
         rep, _ = self.relay(grid, "plain_setup", {m: ([], {**cfg, "index": m})
                                                    for m in range(K)}, graph_specs)
         self._take_graph(rep)
-        step = 0
-        for epoch in range(s.epochs):
-            self._round += 1
-            t0, losses = time.time(), []
-            self._bytes = {"up": 0, "down": 0}
-            batches = core.batches(self.n, s, epoch)
-            for b, idx in enumerate(batches):
-                nb, c = len(idx), {"epoch": epoch, "batch": b, "step": step}
-                H, _ = self.relay(grid, "plain_forward", {m: ([], c) for m in range(K)},
-                                  {m: [((nb * sz[t] * h,), "int64") for t in self._peers(m)]
-                                   for m in range(K)})
-                H = self._route(H, 1)
-                G = self.ctv.shares()
-                dz, met = self.relay(grid, "plain_decode", {m: (self._inbox(H[m]), c)
-                                                            for m in range(K)},
-                                     {m: [((nb * sz[m] * h,), "int64")] for m in range(K)})
-                losses.append(sum(v["loss"] for v in met.values()) * nb / self.n)
-                up, _ = self.relay(grid, "plain_update",
-                                   {m: ([dz[t][0] for t in self._peers(m)] + [G[m]], c)
-                                    for m in range(K)}, graph_specs)
-                self._take_graph(up)
-                step += 1
-            self._end_epoch(result, epoch, t0, losses, len(batches))
+        for nb, c, losses in self._steps(result):
+            H, _ = self.relay(grid, "plain_forward", {m: ([], c) for m in range(K)},
+                              {m: [((nb * sz[t] * h,), "int64") for t in self._peers(m)]
+                               for m in range(K)})
+            H = self._route(H, 1)
+            G = self.ctv.shares()
+            dz, met = self.relay(grid, "plain_decode", {m: (self._inbox(H[m]), c)
+                                                        for m in range(K)},
+                                 {m: [((nb * sz[m] * h,), "int64")] for m in range(K)})
+            losses.append(sum(v["loss"] for v in met.values()) * nb / self.n)
+            up, _ = self.relay(grid, "plain_update",
+                               {m: ([dz[t][0] for t in self._peers(m)] + [G[m]], c)
+                                for m in range(K)}, graph_specs)
+            self._take_graph(up)
 
     def _run_secure(self, grid: Grid, result: RunResult) -> None:
         """Keys, setup, then five relayed phases per mini-batch; lambda2 per epoch."""
-        K, s, sz, h = self.K, self.s, self.sizes, self.s.hidden
+        K, sz, h = self.K, self.sizes, self.s.hidden
         d = sum(sz)
         keys, _ = self.relay(grid, "keys", {m: ([], {}) for m in range(K)},
                              {m: [((None,), "uint8")] for m in range(K)})
@@ -255,39 +259,30 @@ class VFedCD(CausalStrategy):
                                                {**cfg, "index": m}) for m in range(K)},
                             frag_specs)
         frags = self._take_graph(rep)
-        step = 0
-        for epoch in range(s.epochs):
-            self._round += 1
-            t0, losses = time.time(), []
-            self._bytes = {"up": 0, "down": 0}
-            batches = core.batches(self.n, s, epoch)
-            for b, idx in enumerate(batches):
-                nb, c = len(idx), {"epoch": epoch, "batch": b, "step": step}
-                fwd, _ = self.relay(grid, "forward", {m: (self._inbox(frags[m]), c)
-                                                      for m in range(K)},
-                                    {m: [self._cipher(i, nb, sz[t] * h) for i in self._peers(m)
-                                         for t in range(K)] for m in range(K)})
-                G = self.ctv.shares()
-                fwd = self._route(fwd, K)
-                zs, _ = self.relay(grid, "share", {m: (self._inbox(fwd[m]) + [G[m]], c)
-                                                   for m in range(K)},
-                                   {m: [((nb * sz[t] * h,), "uint64") for t in self._peers(m)]
-                                    for m in range(K)})
-                zs = self._route(zs, 1)
-                dz, met = self.relay(grid, "decode", {m: (self._inbox(zs[m]), c)
-                                                      for m in range(K)},
-                                     {m: [self._cipher(m, nb, sz[m] * h)] for m in range(K)})
-                losses.append(sum(v["loss"] for v in met.values()) * nb / self.n)
-                dzin = {m: [dz[t][0] for t in self._peers(m)] for m in range(K)}
-                gr, _ = self.relay(grid, "gradient", {m: (dzin[m], c) for m in range(K)},
-                                   {m: [self._cipher(t, sz[m], sz[t] * h)
-                                        for t in self._peers(m)] for m in range(K)})
-                gr = self._route(gr, 1)
-                up, _ = self.relay(grid, "update", {m: (self._inbox(gr[m]), c)
-                                                    for m in range(K)}, frag_specs)
-                frags = self._take_graph(up)
-                step += 1
-            self._end_epoch(result, epoch, t0, losses, len(batches))
+        for nb, c, losses in self._steps(result):
+            fwd, _ = self.relay(grid, "forward", {m: (self._inbox(frags[m]), c)
+                                                  for m in range(K)},
+                                {m: [self._cipher(i, nb, sz[t] * h) for i in self._peers(m)
+                                     for t in range(K)] for m in range(K)})
+            G = self.ctv.shares()
+            fwd = self._route(fwd, K)
+            zs, _ = self.relay(grid, "share", {m: (self._inbox(fwd[m]) + [G[m]], c)
+                                               for m in range(K)},
+                               {m: [((nb * sz[t] * h,), "uint64") for t in self._peers(m)]
+                                for m in range(K)})
+            zs = self._route(zs, 1)
+            dz, met = self.relay(grid, "decode", {m: (self._inbox(zs[m]), c)
+                                                  for m in range(K)},
+                                 {m: [self._cipher(m, nb, sz[m] * h)] for m in range(K)})
+            losses.append(sum(v["loss"] for v in met.values()) * nb / self.n)
+            dzin = {m: [dz[t][0] for t in self._peers(m)] for m in range(K)}
+            gr, _ = self.relay(grid, "gradient", {m: (dzin[m], c) for m in range(K)},
+                               {m: [self._cipher(t, sz[m], sz[t] * h)
+                                    for t in self._peers(m)] for m in range(K)})
+            gr = self._route(gr, 1)
+            up, _ = self.relay(grid, "update", {m: (self._inbox(gr[m]), c)
+                                                for m in range(K)}, frag_specs)
+            frags = self._take_graph(up)
 
     def _take_graph(self, replies: Mapping[int, list[np.ndarray]]
                     ) -> dict[int, dict[int, list[np.ndarray]]]:
