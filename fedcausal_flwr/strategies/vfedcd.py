@@ -11,16 +11,18 @@ In the ablation modes "framework" and "ctv" (spec 2.4) three plain phases run pe
 (``train.vfedcd_plain_forward/decode/update``): features ``H_kt`` and their gradients travel
 in the clear through the relay, as the paper's plain framework sends them party to party.
 
-Run-config keys (defaults): ``mode`` ("vfedcd" | "ctv" | "framework"), ``he-backend``
-("paillier" | "mock"), ``key-bits`` (2048; smaller for tests only), ``num-epochs`` (500),
-``batch`` (16), ``lr`` (0.01), ``lambda1`` (5e-3), ``gamma`` (0.006), ``lambda-b`` (0),
-``tau`` (0.1), ``dag-tol`` (0.01), ``hidden`` (10), ``decoder-layers`` (2), ``power-iters``
-(15), ``sigma-phi`` (1e-3), ``split`` ("dirichlet" | "exact"), ``frac-bits`` (16), ``dp-b``
-(0: scale of the Laplace noise each party adds to its graph fragments, the paper's DP
-variant), ``l2`` (0: L2 on every weight, spec 2.5 fallback), ``unfreeze`` (False: lambda2
-grows again when ``B > tau`` turns cyclic), ``loss`` ("mse" | "nll": Gaussian NLL with a
-learned variance per attribute), ``seed`` (0), data keys of
-:mod:`fedcausal_flwr.data.vertical`.
+Run-config keys (App defaults, :data:`RUN_CONFIG_DEFAULTS`; ``core.Settings`` keeps the
+paper's values where they differ, in brackets): ``mode`` ("vfedcd" | "ctv" | "framework"),
+``he-backend`` ("paillier" | "paillier-packed" | "mock"), ``key-bits`` (2048; smaller for tests
+only), ``num-epochs`` (700 [500]), ``batch`` (16), ``lr`` (0.01), ``lambda1`` (5e-4 [5e-3]),
+``gamma`` (5e-4 [0.006]), ``lambda-b`` (0), ``tau`` (0.6 [0.1]), ``dag-tol`` (0.01),
+``hidden`` (10), ``decoder-layers`` (2), ``power-iters`` (15), ``sigma-phi`` (1e-3), ``split``
+("dirichlet" | "exact"), ``frac-bits`` (16), ``dp-b`` (0: scale of the Laplace noise each party
+adds to its graph fragments, the paper's DP variant), ``l2`` (5e-3 [0]: L2 on every weight,
+spec 2.5 fallback), ``unfreeze`` (False: lambda2 grows again when ``B > tau`` turns cyclic),
+``loss`` ("nll" ["mse"]: Gaussian NLL with a learned variance per attribute), ``seed`` (0),
+data keys of :mod:`fedcausal_flwr.data.vertical`. The App defaults were chosen on development
+data seeds (``simulations/results/vfedcd.md``, preset "slow").
 """
 
 from __future__ import annotations
