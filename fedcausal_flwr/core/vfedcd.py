@@ -223,9 +223,10 @@ def assemble(cols: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def norm_backward(w: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """``dL/dw`` of ``L = sum g * ||w||_h``: ``g w / ||w||`` (0 where the norm is 0)."""
-    nrm = np.linalg.norm(w, axis=2, keepdims=True)
-    return g[:, :, None] * np.divide(w, nrm, out=np.zeros_like(w), where=nrm > 0)
+    """``dL/dw`` of ``L = sum g * ||w||_h`` (h the last axis): ``g w / ||w||`` (0 where the
+    norm is 0); one fragment (``g`` d_k x d_t) or stacked ones (``g`` K x d x d)."""
+    nrm = np.linalg.norm(w, axis=-1, keepdims=True)
+    return g[..., None] * np.divide(w, nrm, out=np.zeros_like(w), where=nrm > 0)
 
 
 def spectral_radius(B: np.ndarray, u: np.ndarray, v: np.ndarray, iters: int
@@ -381,11 +382,7 @@ def dp_noise(s: Settings, key: int, i: int, d: int) -> np.ndarray:
 
 def ctv_graph(F: Fragments, sizes: Sequence[int], s: Settings, key: int) -> np.ndarray:
     """What the CTV sums: every party's graph fragments plus its DP noise (if any)."""
-    K, st = len(sizes), starts_of(sizes)
-    return sum(assemble([graph_fragment([F[i][k][t] for k in range(K)], t, st)
-                         if any(F[i][k][t] is not None for k in range(K))
-                         else np.zeros((st[-1], sizes[t])) for t in range(K)])
-               + dp_noise(s, key, i, st[-1]) for i in range(K))
+    return stacked_graph(stacked(F, sizes, s.hidden), s, key)
 
 
 def encoder(F: Fragments, k: int, t: int) -> np.ndarray:
@@ -454,10 +451,7 @@ def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
                 D[k, S, T], D[t, S, T] = phi / two_f, (g[S] - phi) / two_f
             else:
                 D[t if s.secure else k, S, T] = g[S] / two_f
-    nrm = np.linalg.norm(Fs, axis=3, keepdims=True)
-    ctv = np.stack(shares)[..., None] * np.divide(Fs, nrm, out=np.zeros_like(Fs),
-                                                  where=nrm > 0)
-    return D + ctv, losses, rho
+    return D + norm_backward(Fs, np.stack(shares)), losses, rho
 
 
 def train_reference(xs: Sequence[np.ndarray], s: Settings, epochs: int | None = None,
