@@ -1,25 +1,23 @@
-"""The ClientApp: serves every algorithm's NumPyClient over ``train.<phase>``/``query.<phase>``.
+"""The ClientApp: serves every algorithm's client over ``train.<phase>``/``query.<phase>``.
 
-The run config's ``algorithm`` picks ``clients/<algorithm>.py``; only that module is imported.
-A user's own ClientApp registers its phases with ``@app.train("<phase>")`` and calls
-:func:`fedcausal_flwr.clients.base.reply` instead.
+The run config's ``algorithm`` picks the App glue (:mod:`fedcausal_flwr.app`) that builds this
+node's client on the built-in data; only that algorithm's modules are imported. A user's own
+ClientApp calls :func:`fedcausal_flwr.clients.register` with its own data instead.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
+from fedcausal_flwr.app import glue
 from fedcausal_flwr.clients.base import reply
 
 
 def handle(msg: Message, context: Context) -> Message:
     """Build this node's client for the run's ``algorithm`` and let it answer ``msg``."""
     algorithm = str(context.run_config.get("algorithm", "fdbnl"))
-    client = import_module(f"fedcausal_flwr.clients.{algorithm}").from_context(context)
-    return reply(client, msg)
+    return reply(glue(algorithm).client(algorithm, context), msg)
 
 
 class CausalClientApp(ClientApp):

@@ -44,6 +44,36 @@ class RunResult:
     timing: dict[str, float] = field(default_factory=dict)
     truth: dict[str, Any] = field(default_factory=dict)
     status: str = "completed"
+    evaluations: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    # ---- Flower's ``Result`` interface -----------------------------------------------------
+    @property
+    def arrays(self) -> Any:
+        """The final estimates as Flower's ``ArrayRecord`` (numeric arrays only, by name)."""
+        from flwr.app import Array, ArrayRecord
+
+        out = {}
+        for name, value in self.estimates.items():
+            a = np.asarray(value) if not isinstance(value, list) or _numeric(value) else None
+            if a is not None and a.dtype.kind in "biuf" and a.size:
+                out[name] = Array(np.ascontiguousarray(a))
+        return ArrayRecord(out)
+
+    @property
+    def train_metrics_clientapp(self) -> dict[int, Any]:
+        """Each round's history row (numbers only) as Flower's ``MetricRecord``."""
+        return {int(r.get("round", i + 1)): _metric_record(r)
+                for i, r in enumerate(self.history)}
+
+    @property
+    def evaluate_metrics_clientapp(self) -> dict[int, Any]:
+        """Empty: clients never evaluate on their own data here."""
+        return {}
+
+    @property
+    def evaluate_metrics_serverapp(self) -> dict[int, Any]:
+        """The server-side evaluation (``evaluate_fn``) of each round as ``MetricRecord``."""
+        return {r: _metric_record(m) for r, m in self.evaluations.items()}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document of the result contract."""
@@ -62,6 +92,23 @@ class RunResult:
         tmp.write_text(json.dumps(self.to_dict(), indent=1))
         tmp.replace(path)
         return path
+
+
+def _numeric(value: list) -> bool:
+    try:
+        return np.asarray(value).dtype.kind in "biuf"
+    except ValueError:  # ragged
+        return False
+
+
+def _metric_record(row: dict[str, Any]) -> Any:
+    """The int/float entries of ``row`` as a ``MetricRecord``."""
+    from flwr.app import MetricRecord
+
+    return MetricRecord({k: (float(v) if isinstance(v, (float, np.floating)) else int(v))
+                         for k, v in row.items()
+                         if isinstance(v, (int, float, np.integer, np.floating))
+                         and not isinstance(v, (bool, np.bool_))})
 
 
 def load_result(path: str | Path) -> dict[str, Any]:

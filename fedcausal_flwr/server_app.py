@@ -1,9 +1,9 @@
-"""The ServerApp: run config ``algorithm`` selects ``strategies/<algorithm>.py``."""
+"""The ServerApp: run config ``algorithm`` selects the App glue (:mod:`fedcausal_flwr.app`),
+which builds the strategy with validated settings before any node is contacted."""
 
 from __future__ import annotations
 
 import time
-from importlib import import_module
 from logging import INFO
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from flwr.app import Context
 from flwr.common.logger import log
 from flwr.serverapp import Grid, ServerApp
 
+from fedcausal_flwr.app import glue
 from fedcausal_flwr.results import RunResult
 
 app = ServerApp()
@@ -44,20 +45,17 @@ def main(grid: Grid, context: Context) -> None:
     """Build the configured strategy, run it, save ``result.json`` and plots."""
     rc = dict(context.run_config)
     algorithm = str(rc.get("algorithm", "fdbnl"))
-    try:
-        module = import_module(f"fedcausal_flwr.strategies.{algorithm}")
-    except ModuleNotFoundError as e:
-        raise ValueError(f"unknown algorithm {algorithm!r} in run config 'algorithm'") from e
+    module = glue(algorithm)
+    strategy = module.strategy(algorithm, rc)  # validates the settings: fails before any node
     out = output_dir(rc, algorithm)
-    strategy = module.from_run_config(rc)
     strategy.checkpoint = lambda res: res.save(out)
     result = strategy.start(grid=grid)
     result.config = {"run_config": rc, "strategy": result.config}
-    if hasattr(module, "truth_for_plots"):
-        result.truth = module.truth_for_plots(rc, result)
+    if hasattr(module, "truth"):
+        result.truth = module.truth(algorithm, rc)
     path = save_with_plots(result, out)
     if hasattr(module, "save_plots"):  # an algorithm's own figures, beside result.json
-        module.save_plots(rc, result, out)
+        module.save_plots(algorithm, rc, result, out)
     log(INFO, "%s %s after %d rounds in %.1fs", algorithm, result.status,
         result.timing.get("rounds", 0), result.timing.get("wall_s", 0.0))
     log(INFO, "final metrics: %s", {k: v for k, v in result.metrics.items() if k != "dropped"})

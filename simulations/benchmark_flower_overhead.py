@@ -20,7 +20,7 @@ from fedcausal_flwr import launch
 from fedcausal_flwr.core import dbn
 from fedcausal_flwr.data.dbn import client_data
 from fedcausal_flwr.results import load_result
-from fedcausal_flwr.strategies.fdbnl import settings_from_run_config
+from fedcausal_flwr.strategies import FDBNLSettings
 
 BASE = {"algorithm": "fdbnl", "seed": 0, "d": 10, "samples-per-client": 20,
         "generator": "svar", "lambda-w": 0.1, "lambda-a": 0.1, "h-tol": 0.0,
@@ -31,7 +31,7 @@ def reference_seconds(rc: dict, k: int) -> float:
     """Wall time of the reference loop, data loading (client side) included."""
     t0 = time.perf_counter()
     moms = [dbn.moments(*client_data(rc, i, k)) for i in range(k)]
-    dbn.fdbnl_reference(moms, settings_from_run_config(rc), seed=int(rc["seed"]))
+    dbn.fdbnl_reference(moms, FDBNLSettings.from_run_config(rc))
     return time.perf_counter() - t0
 
 

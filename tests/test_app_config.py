@@ -1,8 +1,5 @@
-"""The App's declared run config (pyproject) agrees with each algorithm's code defaults.
-
-`flwr run --run-config` only accepts declared keys, so every algorithm's keys are declared in
-pyproject.toml; these tests keep the two sources of defaults from drifting apart.
-"""
+"""One truth: the App's declared run config, each algorithm's settings class and the run-config
+path give the same defaults; bad values fail with the key named, before any node is asked."""
 
 from __future__ import annotations
 
@@ -11,31 +8,57 @@ from pathlib import Path
 
 import pytest
 
+from fedcausal_flwr.app import drift, glue, settings_class
+
 APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"]
+ALGORITHMS = ["fdbnl", "pfdbnl"]
 
 
-def declared_defaults(module: str, name: str) -> dict:
-    return getattr(__import__(module, fromlist=[name]), name)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_settings_defaults_are_the_app_defaults(algorithm):
+    assert drift(algorithm, APP_CONFIG) == []
+    cls = settings_class(algorithm)
+    assert cls.from_run_config(APP_CONFIG) == cls()  # the run-config path adds no default
+    strategy = glue(algorithm).strategy(algorithm, APP_CONFIG)  # the App's own path
+    assert strategy.settings == cls()
 
 
-@pytest.mark.parametrize("module,name,all_declared", [
-    ("fedcausal_flwr.strategies.fediv", "RUN_CONFIG_DEFAULTS", True),
-    ("fedcausal_flwr.data.statespace", "DEFAULTS", False),
-    ("fedcausal_flwr.strategies.vfedcd", "RUN_CONFIG_DEFAULTS", True),
-])
-def test_code_defaults_match_the_app_config(module, name, all_declared):
-    defaults = declared_defaults(module, name)
-    for key, value in defaults.items():
-        if all_declared:
-            assert key in APP_CONFIG, f"{key} is not declared in pyproject.toml"
-        if key in APP_CONFIG:
-            assert APP_CONFIG[key] == value, f"{key}: pyproject {APP_CONFIG[key]!r} != {value!r}"
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_a_default_changed_in_one_place_is_caught(algorithm):
+    cls = settings_class(algorithm)
+    key, value = next(iter(cls().run_config().items()))
+    changed = {**APP_CONFIG, key: value + 1 if isinstance(value, (int, float))
+               and not isinstance(value, bool) else f"{value}x"}
+    assert any(repr(key) in line for line in drift(algorithm, changed))
+    missing = {k: v for k, v in APP_CONFIG.items() if k != key}
+    assert any("not declared" in line for line in drift(algorithm, missing))
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_bad_values_name_the_key_and_what_is_allowed(algorithm):
+    cls = settings_class(algorithm)
+    fields = cls().run_config()
+    for key, value in fields.items():
+        if isinstance(value, bool):
+            bad, words = "yes", "true or false"
+        elif isinstance(value, (int, float)):
+            bad, words = "many", "number" if isinstance(value, float) else "integer"
+        else:
+            bad, words = 3, "string"
+        with pytest.raises(ValueError, match=f"'{key}' = .*{words}"):
+            glue(algorithm).strategy(algorithm, {**APP_CONFIG, key: bad})
+
+
+def test_ranges_and_choices_are_enforced():
+    s = settings_class("fdbnl")
+    with pytest.raises(ValueError, match=r"'lambda-w' = -0.5: must be >= 0"):
+        s.from_run_config({"lambda-w": -0.5})
+    with pytest.raises(ValueError, match="'lambda-scale' = 'pool'.*'pooled', 'paper'"):
+        s.from_run_config({"lambda-scale": "pool"})
+    with pytest.raises(ValueError, match="unknown algorithm 'fdbn'"):
+        glue("fdbn")
 
 
 def test_the_app_config_selects_an_existing_algorithm():
-    from importlib import import_module
-
-    algo = APP_CONFIG["algorithm"]
-    assert hasattr(import_module(f"fedcausal_flwr.strategies.{algo}"), "from_run_config")
-    assert hasattr(import_module(f"fedcausal_flwr.clients.{algo}"), "from_context")
+    assert APP_CONFIG["algorithm"] in ALGORITHMS

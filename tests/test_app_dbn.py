@@ -12,12 +12,13 @@ from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
 
+from fedcausal_flwr.app import dbn as app_dbn
 from fedcausal_flwr.client_app import app as client_app
-from fedcausal_flwr.clients import FDBNLClient, reply
+from fedcausal_flwr.clients import FDBNLClient, register, reply
 from fedcausal_flwr.core import dbn
 from fedcausal_flwr.data.dbn import client_data
 from fedcausal_flwr.data.timeseries import lagged
-from fedcausal_flwr.strategies import FDBNL, fdbnl, pfdbnl
+from fedcausal_flwr.strategies import FDBNL, FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.testing import InProcessGrid
 
 RC = {"algorithm": "fdbnl", "seed": 3, "d": 5, "lags": 1, "samples-per-client": 40,
@@ -27,15 +28,14 @@ RC = {"algorithm": "fdbnl", "seed": 3, "d": 5, "lags": 1, "samples-per-client": 
 
 def run_inprocess(rc: dict, k: int, app=client_app):
     grid = InProcessGrid(app, k, rc)
-    module = pfdbnl if rc["algorithm"] == "pfdbnl" else fdbnl
-    return module.from_run_config(rc).start(grid=grid), grid
+    return app_dbn.strategy(rc["algorithm"], rc).start(grid=grid), grid
 
 
 def reference(rc: dict, k: int, ids=None):
-    s = fdbnl.settings_from_run_config(rc)
+    s = PFDBNLSettings.from_run_config(rc)
     moms = [dbn.moments(*client_data(rc, i, k)) for i in (ids if ids is not None else range(k))]
     ref = dbn.pfdbnl_reference if rc["algorithm"] == "pfdbnl" else dbn.fdbnl_reference
-    return ref(moms, s, seed=int(rc.get("seed", 0)))
+    return ref(moms, s)
 
 
 @pytest.mark.parametrize("algorithm,extra", [
@@ -166,7 +166,7 @@ def test_too_few_valid_replies_stops_and_keeps_finished_rounds():
         c.mode = "honest"
         return reply(c, msg)
 
-    strategy = fdbnl.from_run_config(rc)
+    strategy = app_dbn.strategy("fdbnl", rc)
     strategy.checkpoint = lambda r: saved.append(len(r.history))
     result = strategy.start(grid=InProcessGrid(app, 3, rc))
     assert result.status.startswith("stopped")
@@ -174,34 +174,73 @@ def test_too_few_valid_replies_stops_and_keeps_finished_rounds():
     assert np.all(np.isfinite(result.estimates["W"]))
 
 
-def test_a_users_own_server_and_client_app():
-    """Another Flower project: imports only the FDBNL strategy and client (README snippet)."""
-    rng = np.random.default_rng(0)
-    series = [rng.standard_normal((60, 4)) for _ in range(3)]
-
+def user_apps(pairs: list[tuple[np.ndarray, np.ndarray]], **start_kwargs):
+    """Another Flower project: imports only the public API (the README snippet)."""
     user_client_app = ClientApp()
-
-    @user_client_app.train("local")
-    @user_client_app.query("info")
-    def client_handler(msg: Message, context: Context) -> Message:
-        pid = int(context.node_config["partition-id"])
-        X = series[pid]
-        return reply(FDBNLClient(X[1:], X[:-1], partition_id=pid, num_partitions=3), msg)
-
+    register(user_client_app, "fdbnl", lambda context: dict(zip(
+        ("Xt", "Xlag"), pairs[int(context.node_config["partition-id"])], strict=True)))
     user_server_app = ServerApp()
     out = {}
 
     @user_server_app.main()
     def server_main(grid, context: Context) -> None:
-        out["result"] = FDBNL(min_nodes=3, node_wait_s=5).start(grid=grid)
+        out["result"] = FDBNL(USER, min_nodes=3).start(grid=grid, **start_kwargs)
 
-    grid = InProcessGrid(user_client_app, 3)
+    grid = InProcessGrid(user_client_app, len(pairs))
     user_server_app(grid, Context(1, 0, {}, RecordDict(), {}))
-    result = out["result"]
+    return out["result"]
+
+
+SERIES = [client_data(RC, i, 3) for i in range(3)]
+MOMS = [dbn.moments(*pair) for pair in SERIES]
+USER = FDBNLSettings(lambda_w=0.05, lambda_a=0.05, node_wait_s=5)
+
+
+def test_a_users_own_server_and_client_app():
+    result = user_apps(SERIES, num_rounds=30)
     assert result.status == "completed" and result.metrics["clients"] == 3
-    moms = [dbn.moments(X[1:], X[:-1]) for X in series]
-    state, _ = dbn.fdbnl_reference(moms, dbn.ADMMSettings())
+    state, history = dbn.fdbnl_reference(MOMS, USER.replace(max_rounds=30))
+    assert len(result.history) == len(history) == 30
     np.testing.assert_allclose(result.estimates["W"], state.W, atol=1e-8)
+    # Flower's Result interface: final arrays and per-round metrics
+    np.testing.assert_allclose(result.arrays["W"].numpy(), state.W, atol=1e-8)
+    assert sorted(result.train_metrics_clientapp) == list(range(1, len(history) + 1))
+
+
+def test_num_rounds_bounds_the_run():
+    result = user_apps(SERIES, num_rounds=3)
+    assert result.status == "completed" and len(result.history) == 3
+    state, _ = dbn.fdbnl_reference(MOMS, USER.replace(max_rounds=3))
+    np.testing.assert_allclose(result.estimates["W"], state.W, atol=1e-8)
+
+
+def test_initial_arrays_warm_start_fdbnl():
+    rng = np.random.default_rng(5)
+    W0, A0 = 0.3 * rng.standard_normal((5, 5)), 0.3 * rng.standard_normal((5, 5))
+    np.fill_diagonal(W0, 0.0)
+    from flwr.app import ArrayRecord
+
+    result = user_apps(SERIES, initial_arrays=ArrayRecord([W0, A0]), num_rounds=2)
+    warm, _ = dbn.fdbnl_reference(MOMS, USER.replace(max_rounds=2), init=(W0, A0))
+    cold, _ = dbn.fdbnl_reference(MOMS, USER.replace(max_rounds=2))
+    np.testing.assert_allclose(result.estimates["W"], warm.W, atol=1e-8)
+    assert np.abs(warm.W - cold.W).max() > 1e-3  # the warm start changed the run
+    with pytest.raises(ValueError, match="do not fit d=5"):
+        user_apps(SERIES, initial_arrays=[W0[:3, :3], A0], num_rounds=2)
+
+
+def test_start_rejects_what_it_does_not_use():
+    strategy = FDBNL()
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        strategy.start(grid=None, num_round=3)
+    with pytest.raises(ValueError, match="train_config is not used"):
+        strategy.start(grid=None, train_config={"lr": 0.1})
+    with pytest.raises(ValueError, match="num_rounds"):
+        strategy.start(grid=None, num_rounds=0)
+    with pytest.raises(TypeError, match="unknown settings"):
+        FDBNL(lambda_q=0.1)
+    with pytest.raises(ValueError, match="'lambda-w' = -1"):
+        FDBNLSettings.from_run_config({"lambda-w": -1})
 
 
 DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data"

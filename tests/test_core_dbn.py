@@ -10,6 +10,8 @@ from scipy.optimize import check_grad
 
 from fedcausal_flwr.core import dbn
 
+PAPER = dbn.PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
+
 
 def svar_data(d: int, n: int, rng: np.random.Generator, edge_prob: float = 0.3
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -56,7 +58,7 @@ def homogeneous():
     rng = np.random.default_rng(7)
     W, A, Xt, Xlag = svar_data(10, 1500, rng)
     clients = split_clients(Xt, Xlag, 5)
-    state, hist = dbn.fdbnl_reference(clients, dbn.ADMMSettings(), seed=0)
+    state, hist = dbn.fdbnl_reference(clients, PAPER, seed=0)
     return W, A, clients, state, hist
 
 
@@ -200,7 +202,7 @@ def test_pfdbnl_copy_solves_eq14_and_code_compat_differs():
 
 def test_pfdbnl_server_step_is_exact_average():
     rng = np.random.default_rng(2)
-    d, s = 4, dbn.ADMMSettings()
+    d, s = 4, PAPER
     state = dbn.initial_state(d, 1, s)
     state.rho2, state.rho1, state.alpha = 2.0, 3.0, 0.5
     state.beta = {0: rng.normal(size=(d, d)), 9: rng.normal(size=(d, d))}
@@ -225,7 +227,7 @@ def test_pfdbnl_server_step_is_exact_average():
 
 # -- FDBNL server round --------------------------------------------------------------------
 
-def _one_round(s: dbn.ADMMSettings, K: int = 3, rounds: int = 1):
+def _one_round(s: dbn.PFDBNLSettings, K: int = 3, rounds: int = 1):
     rng = np.random.default_rng(4)
     _, _, Xt, Xlag = svar_data(5, 60 * K, rng)
     clients = split_clients(Xt, Xlag, K)
@@ -238,7 +240,7 @@ def _one_round(s: dbn.ADMMSettings, K: int = 3, rounds: int = 1):
 
 
 def test_fdbnl_dual_update_code_vs_paper():
-    s = dbn.ADMMSettings()
+    s = PAPER
     prev, local, paper = _one_round(s, rounds=3)
     code = dbn.fdbnl_server_round(prev, local, dataclasses.replace(s, dual_update="code"))
     np.testing.assert_array_equal(code.W, paper.W)  # same global step
@@ -258,18 +260,18 @@ def test_fdbnl_dual_update_code_vs_paper():
 
 
 def test_fdbnl_server_round_validates_and_does_not_mutate():
-    prev, local, new = _one_round(dbn.ADMMSettings(), rounds=2)
+    prev, local, new = _one_round(PAPER, rounds=2)
     snapshot = {k: v.copy() for k, v in prev.beta.items()}
     W0 = prev.W.copy()
     for bad in ({"dual_update": "x"}, {"lambda_scale": "x"}):
         with pytest.raises(ValueError):
-            dbn.fdbnl_server_round(prev, local, dataclasses.replace(dbn.ADMMSettings(), **bad))
-    again = dbn.fdbnl_server_round(prev, local, dbn.ADMMSettings())
+            dbn.fdbnl_server_round(prev, local, dataclasses.replace(PAPER, **bad))
+    again = dbn.fdbnl_server_round(prev, local, PAPER)
     np.testing.assert_array_equal(again.W, new.W)
     np.testing.assert_array_equal(prev.W, W0)
     for k, v in snapshot.items():
         np.testing.assert_array_equal(prev.beta[k], v)
-    pooled = dbn.fdbnl_server_round(prev, local, dbn.ADMMSettings(lambda_scale="pooled"))
+    pooled = dbn.fdbnl_server_round(prev, local, PAPER.replace(lambda_scale="pooled"))
     assert np.sum(pooled.W == 0) > np.sum(new.W == 0)  # 3x the L1 weight: sparser
 
 
@@ -283,7 +285,7 @@ def test_participants():
 
 
 def test_partial_participation_keeps_unselected_duals():
-    s = dbn.ADMMSettings()
+    s = PAPER
     prev, local, state = _one_round(s, K=4, rounds=2)
     sub = {k: local[k] for k in (1, 3)}
     new = dbn.fdbnl_server_round(state, sub, s)
@@ -297,7 +299,7 @@ def test_partial_participation_keeps_unselected_duals():
 
 
 def test_payloads_default_to_zero_duals():
-    s = dbn.ADMMSettings()
+    s = PAPER
     state = dbn.initial_state(3, 2, s)
     W, A, beta, gamma = dbn.fdbnl_client_payload(state, 42)
     assert W.shape == (3, 3) and A.shape == (6, 3) and gamma.shape == (6, 3)
@@ -325,7 +327,7 @@ def test_fdbnl_k1_close_to_dynotears():
     rng = np.random.default_rng(1)
     W_true, _, Xt, Xlag = svar_data(6, 300, rng)
     mom = dbn.moments(Xt, Xlag)
-    state, _ = dbn.fdbnl_reference([mom], dbn.ADMMSettings(), seed=0)
+    state, _ = dbn.fdbnl_reference([mom], PAPER, seed=0)
     W_dyn, _ = dbn.dynotears(mom, 0.1, 0.1)
     assert dbn.acyclicity(W_dyn) <= 1e-8
     shd_fed = shd(dbn.threshold(state.W, 0.3), W_true)
@@ -339,7 +341,7 @@ def test_reference_runs_are_deterministic():
     rng = np.random.default_rng(8)
     _, _, Xt, Xlag = svar_data(5, 240, rng)
     clients = split_clients(Xt, Xlag, 4)
-    s = dbn.ADMMSettings(clients_per_round=2, max_rounds=8)
+    s = PAPER.replace(clients_per_round=2, max_rounds=8)
     for run in (dbn.fdbnl_reference, dbn.pfdbnl_reference):
         (a, ha), (b, hb) = run(clients, s, seed=5), run(clients, s, seed=5)
         np.testing.assert_array_equal(a.W, b.W)
@@ -359,7 +361,7 @@ def _pfdbnl_clients() -> list[dbn.Moments]:
 @pytest.mark.parametrize("code_compat", [False, True])
 def test_pfdbnl_runs(code_compat):
     clients = _pfdbnl_clients()
-    s = dbn.ADMMSettings(code_compat=code_compat, max_rounds=12)
+    s = PAPER.replace(code_compat=code_compat, max_rounds=12)
     state, hist = dbn.pfdbnl_reference(clients, s, seed=0)
     assert np.isfinite(state.W).all() and hist[-1]["h"] < hist[0]["h"]
     assert sorted(state.W_local) == [0, 1, 2] and all(r["n_clients"] == 3 for r in hist)
@@ -367,7 +369,7 @@ def test_pfdbnl_runs(code_compat):
 
 
 def test_pfdbnl_client_step_paper_vs_code_compat():
-    clients, s = _pfdbnl_clients(), dbn.ADMMSettings(max_rounds=3)
+    clients, s = _pfdbnl_clients(), PAPER.replace(max_rounds=3)
     state, _ = dbn.pfdbnl_reference(clients, s, seed=0)
     payload = dbn.pfdbnl_client_payload(state, 0)
     args = (clients[0], payload, state.alpha, state.rho1, state.rho2)

@@ -13,7 +13,7 @@ from fedcausal_flwr import launch
 from fedcausal_flwr.core import dbn
 from fedcausal_flwr.data.dbn import client_data
 from fedcausal_flwr.results import load_result
-from fedcausal_flwr.strategies.fdbnl import settings_from_run_config
+from fedcausal_flwr.strategies import PFDBNLSettings
 
 pytestmark = pytest.mark.e2e
 
@@ -24,7 +24,7 @@ RC = {"seed": 7, "d": 5, "samples-per-client": 40, "lambda-w": 0.05, "lambda-a":
 def reference(rc: dict, k: int) -> dbn.ServerState:
     moms = [dbn.moments(*client_data(rc, i, k)) for i in range(k)]
     run = dbn.pfdbnl_reference if rc.get("algorithm") == "pfdbnl" else dbn.fdbnl_reference
-    return run(moms, settings_from_run_config(rc), seed=int(rc["seed"]))[0]
+    return run(moms, PFDBNLSettings.from_run_config(rc))[0]
 
 
 def check_against_reference(result: dict, k: int) -> None:

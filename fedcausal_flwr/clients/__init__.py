@@ -8,7 +8,7 @@ torch for a numpy algorithm. Add one line to ``_EXPORTS`` per new client class.
 from fedcausal_flwr.lazy import lazy_getattr
 
 _EXPORTS = {
-    "reply": "base",
+    "reply": "base", "register": "base", "CausalClient": "base",
     "FDBNLClient": "fdbnl",
     "PFDBNLClient": "pfdbnl",
     "FedIVClient": "fediv",

@@ -1,12 +1,89 @@
-"""What every client shares: data checks and the Message-API adapter of a NumPyClient."""
+"""What every client shares: the client base, data checks, the Message-API adapter and
+:func:`register`, which wires an algorithm's phases onto any ``ClientApp``."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from importlib import import_module
+from typing import Any, ClassVar
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.client import NumPyClient
+from flwr.clientapp import ClientApp
+
+# algorithm -> (module of fedcausal_flwr.clients, client class)
+CLIENTS: dict[str, tuple[str, str]] = {
+    "fdbnl": ("fdbnl", "FDBNLClient"), "pfdbnl": ("pfdbnl", "PFDBNLClient"),
+    "fedgc": ("fedgc", "FedGCClient"), "fedcf": ("fedcf", "FedCFClient"),
+    "fediv": ("fediv", "FedIVClient"), "vfedcd": ("vfedcd", "VFedCDClient"),
+}
+
+Fit = tuple[list[np.ndarray], int, dict[str, Any]]
+
+
+class CausalClient(NumPyClient):
+    """Base of every algorithm's client: one phase table, one ``from_context``.
+
+    ``phases`` maps each ``train.<phase>`` of the protocol to the method that answers it,
+    ``method(parameters, config) -> (arrays, n, metrics)``; :meth:`fit` dispatches on it.
+    Subclasses take their data as constructor arguments plus ``partition_id`` and
+    ``num_partitions``.
+    """
+
+    phases: ClassVar[dict[str, str]] = {}
+    who = "client"
+
+    @classmethod
+    def from_context(cls, context: Context, data: Mapping[str, Any]) -> CausalClient:
+        """This node's client: ``data`` (constructor arguments) plus the node's identity."""
+        pid = int(context.node_config.get("partition-id", 0))
+        k = int(context.node_config.get("num-partitions", 1))
+        return cls(**data, partition_id=pid, num_partitions=k,
+                   **cls.context_arguments(context))
+
+    @classmethod
+    def context_arguments(cls, context: Context) -> dict[str, Any]:
+        """Extra constructor arguments from the node's context (e.g. its state)."""
+        return {}
+
+    def fit(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """Answer ``train.<phase>`` with the method the phase table names."""
+        phase = str(config.get("phase"))
+        if phase not in self.phases:
+            raise ValueError(f"{self.who}: unknown {type(self).__name__} phase {phase!r} "
+                             f"(knows {', '.join(self.phases)})")
+        return getattr(self, self.phases[phase])(parameters, config)
+
+
+def client_class(algorithm: str) -> type[CausalClient]:
+    """The client class of ``algorithm`` (imports only its module)."""
+    if algorithm not in CLIENTS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; one of {', '.join(CLIENTS)}")
+    module, name = CLIENTS[algorithm]
+    return getattr(import_module(f"fedcausal_flwr.clients.{module}"), name)
+
+
+def register(app: ClientApp, algorithm: str,
+             make: Callable[[Context], NumPyClient | Mapping[str, Any]]) -> ClientApp:
+    """Wire every phase of ``algorithm`` (and ``query.info``) onto a user's ``ClientApp``.
+
+    ``make(context)`` returns this node's client, or its data as the client's constructor
+    arguments (e.g. ``{"Xt": ..., "Xlag": ...}`` for FDBNL), from which the client is built
+    with the node's ``partition-id`` and ``num-partitions``. Settings come from the server
+    with each message; the data never leave the node.
+    """
+    cls = client_class(algorithm)
+
+    def handle(msg: Message, context: Context) -> Message:
+        made = make(context)
+        client = made if isinstance(made, NumPyClient) else cls.from_context(context, made)
+        return reply(client, msg)
+
+    app.query("info")(handle)
+    for phase in cls.phases:
+        app.train(phase)(handle)
+    return app
 
 
 def checked_lagged(Xt: np.ndarray, Xlag: np.ndarray, who: str = "client") -> tuple[np.ndarray,

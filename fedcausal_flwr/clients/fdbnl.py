@@ -5,20 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from flwr.app import Context
-from flwr.client import NumPyClient
 
-from fedcausal_flwr.clients.base import check_shapes, checked_lagged
+from fedcausal_flwr.clients.base import CausalClient, Fit, check_shapes, checked_lagged
 from fedcausal_flwr.core import dbn
 
 
-class FDBNLClient(NumPyClient):
+class FDBNLClient(CausalClient):
     """Holds ``(Xt, Xlag)``; answers ``train.local`` with ``(B_k, D_k)``.
 
     Only the second moments of the data are used, and only d x d / pd x d matrices leave.
     """
 
-    phases = ("local",)
+    phases = {"local": "local_step"}
 
     def __init__(self, Xt: np.ndarray, Xlag: np.ndarray, partition_id: int = 0,
                  num_partitions: int = 1) -> None:
@@ -29,19 +27,6 @@ class FDBNLClient(NumPyClient):
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.mom = dbn.moments(Xt, Xlag)
 
-    @classmethod
-    def from_context(cls, context: Context) -> FDBNLClient:
-        """Build the client of this node from the run config (``data``, ``data-path`` ...)."""
-        from fedcausal_flwr.data.dbn import client_data
-
-        pid = int(context.node_config.get("partition-id", 0))
-        k = int(context.node_config.get("num-partitions", 1))
-        try:
-            Xt, Xlag = client_data(context.run_config, pid, k)
-        except ValueError as e:
-            raise ValueError(f"client {pid}: {e}") from e
-        return cls(Xt, Xlag, pid, k)
-
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
         """Who this client is and the shape of its data (no data)."""
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
@@ -51,16 +36,8 @@ class FDBNLClient(NumPyClient):
         """Shapes of W-like and A-like matrices for this client's data."""
         return [(self.d, self.d), (self.p * self.d, self.d)]
 
-    def fit(self, parameters: list[np.ndarray], config: dict[str, Any]
-            ) -> tuple[list[np.ndarray], int, dict[str, Any]]:
+    def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.local``: [W, A, beta_k, gamma_k] -> [B_k, D_k]."""
-        if config.get("phase") != "local":
-            raise ValueError(f"{self.who}: unknown FDBNL phase {config.get('phase')!r}")
         check_shapes(self.who, parameters, self.shapes() * 2, ["W", "A", "beta", "gamma"])
         B, D = dbn.admm_local_step(self.mom, *parameters, rho2=float(config["rho2"]))
         return [B, D], self.n, {"loss": dbn.squared_loss(B, D, self.mom)}
-
-
-def from_context(context: Context) -> FDBNLClient:
-    """The App's entry point for ``algorithm = "fdbnl"``."""
-    return FDBNLClient.from_context(context)

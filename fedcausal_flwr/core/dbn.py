@@ -16,36 +16,53 @@ import numpy as np
 import scipy.linalg as slin
 import scipy.optimize as sopt
 
+from fedcausal_flwr.settings import RunSettings, setting
+
 Moments = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
-class ADMMSettings:
-    """Hyper-parameters of FDBNL / PFDBNL (paper defaults).
+class FDBNLSettings(RunSettings):
+    """Every setting of FDBNL, with the App's defaults (the one source of them).
 
-    ``lambda_scale``: ``"paper"`` applies lambda once in the server step, as in the paper, so
-    its strength relative to the K consensus terms falls as K grows; ``"pooled"`` multiplies it
-    by the number of participating clients so lambda keeps its centralized DYNOTEARS meaning
-    (sum_k l_k = K * pooled loss when the n_k are equal).
+    ``lambda_scale``: ``"pooled"`` multiplies lambda by the number of participating clients so
+    it keeps its centralized DYNOTEARS meaning (sum_k l_k = K * pooled loss when the n_k are
+    equal); ``"paper"`` applies it once in the server step, as in the paper, so its strength
+    relative to the K consensus terms falls as K grows.
     ``dual_update``: ``"paper"`` uses W^(t+1) in the dual step (Eq. 4), ``"code"`` the official
-    code's W^(t). ``code_compat``: PFDBNL departures of the official code (spec section 3).
+    code's W^(t). ``code_compat``: PFDBNL departures of the official code.
+    ``max_rounds``: the round budget; the run stops earlier once h(W) <= ``h_tol``.
+    ``tau_w``, ``tau_a``: thresholds of the reported graphs (0.2 suits weights |w| in
+    [0.3, 0.5]). ``seed``: client sampling under partial participation.
+    ``d``, ``p``: the expected data shape; 0 takes the majority of what the clients report.
     """
 
-    lambda_w: float = 0.1
-    lambda_a: float = 0.1
-    lambda_scale: str = "paper"
-    rho1: float = 1.0
-    rho2: float = 1.0
-    phi1: float = 1.6
-    phi2: float = 1.1
-    rho_max: float = 1e16
-    h_tol: float = 1e-8
-    max_rounds: int = 200
-    restarts: int = 5
-    mu: float = 0.1
-    dual_update: str = "paper"
-    code_compat: bool = False
-    clients_per_round: int = 0  # 0: every client every round
+    lambda_w: float = setting(0.1, "lambda-w", ge=0)
+    lambda_a: float = setting(0.1, "lambda-a", ge=0)
+    lambda_scale: str = setting("pooled", "lambda-scale", choices=("pooled", "paper"))
+    rho1: float = setting(1.0, "rho1", gt=0)
+    rho2: float = setting(1.0, "rho2", gt=0)
+    phi1: float = setting(1.6, "phi1", ge=1)
+    phi2: float = setting(1.1, "phi2", ge=1)
+    rho_max: float = setting(1e16, "rho-max", gt=0)
+    h_tol: float = setting(1e-8, "h-tol", ge=0)
+    max_rounds: int = setting(200, "num-rounds", ge=1)
+    restarts: int = setting(5, ge=1)
+    dual_update: str = setting("paper", "dual-update", choices=("paper", "code"))
+    code_compat: bool = setting(False, "code-compat")
+    clients_per_round: int = setting(0, "clients-per-round", ge=0)
+    seed: int = setting(0, "seed")
+    tau_w: float = setting(0.2, "tau-w", ge=0)
+    tau_a: float = setting(0.2, "tau-a", ge=0)
+    d: int = setting(0, ge=0)
+    p: int = setting(0, ge=0)
+
+
+@dataclass(frozen=True)
+class PFDBNLSettings(FDBNLSettings):
+    """FDBNL's settings plus ``mu``, the weight of the proximal term of Algorithm 2."""
+
+    mu: float = setting(0.1, "mu", ge=0)
 
 
 @dataclass
@@ -237,14 +254,14 @@ def participants(ids: Sequence[int], per_round: int, rng: np.random.Generator) -
     return sorted(int(i) for i in rng.choice(np.asarray(ids), per_round, replace=False))
 
 
-def _lambda_multiplier(K: int, s: ADMMSettings) -> int:
+def _lambda_multiplier(K: int, s: FDBNLSettings) -> int:
     """K for lambda_scale "pooled", 1 for "paper"."""
     if s.lambda_scale not in ("paper", "pooled"):
         raise ValueError(f"lambda_scale must be 'paper' or 'pooled', got {s.lambda_scale!r}")
     return K if s.lambda_scale == "pooled" else 1
 
 
-def _next_rho(rho: float, phi: float, s: ADMMSettings) -> float:
+def _next_rho(rho: float, phi: float, s: FDBNLSettings) -> float:
     return min(rho * phi, s.rho_max)
 
 
@@ -253,7 +270,7 @@ def _zeros_like_duals(state: ServerState) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray, np.ndarray]],
-                       s: ADMMSettings) -> ServerState:
+                       s: FDBNLSettings) -> ServerState:
     """One FDBNL server round from the accepted local replies {id: (B_k, D_k)}.
 
     Global step, dual updates for the ids in ``local`` only, alpha and rho updates; returns
@@ -305,7 +322,7 @@ def pfdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
 
 
 def pfdbnl_client_step(mom: Moments, payload: Sequence[np.ndarray], alpha: float, rho1: float,
-                       rho2: float, s: ADMMSettings) -> list[np.ndarray]:
+                       rho2: float, s: PFDBNLSettings) -> list[np.ndarray]:
     """Client side of one PFDBNL round: returns [W~_k, A~_k, W_k, A_k, h(W_k) as 0-d array]."""
     W, A, W_tilde, A_tilde, beta, gamma = payload
     if s.code_compat:  # zero prox anchor, one L-BFGS-B call
@@ -320,7 +337,7 @@ def pfdbnl_client_step(mom: Moments, payload: Sequence[np.ndarray], alpha: float
 
 
 def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndarray]],
-                        s: ADMMSettings) -> ServerState:
+                        s: PFDBNLSettings) -> ServerState:
     """One PFDBNL server round from accepted replies {id: pfdbnl_client_step output}."""
     ids = sorted(local)
     if not ids:
@@ -349,12 +366,20 @@ def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndar
     return new
 
 
-def initial_state(d: int, p: int, s: ADMMSettings) -> ServerState:
-    """W = 0, A = 0, alpha = 0, rho from the settings."""
-    return ServerState(W=np.zeros((d, d)), A=np.zeros((p * d, d)), rho1=s.rho1, rho2=s.rho2)
+def initial_state(d: int, p: int, s: FDBNLSettings,
+                  init: tuple[np.ndarray, np.ndarray] | None = None) -> ServerState:
+    """W = A = 0 (or the warm start ``init = (W, A)``), alpha = 0, rho from the settings."""
+    W, A = (np.zeros((d, d)), np.zeros((p * d, d))) if init is None else init
+    if np.shape(W) != (d, d) or np.shape(A) != (p * d, d):
+        raise ValueError(f"warm start: W {np.shape(W)} and A {np.shape(A)} do not fit d={d}, "
+                         f"p={p} (need {(d, d)} and {(p * d, d)})")
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(A))):
+        raise ValueError("warm start: W and A must be finite")
+    return ServerState(W=np.array(W, dtype=float), A=np.array(A, dtype=float), rho1=s.rho1,
+                       rho2=s.rho2)
 
 
-def converged(state: ServerState, s: ADMMSettings) -> bool:
+def converged(state: ServerState, s: FDBNLSettings) -> bool:
     """Stop rule: h <= h_tol or max_rounds reached."""
     return state.h <= s.h_tol or state.round >= s.max_rounds
 
@@ -376,14 +401,15 @@ def _dims(clients: Sequence[Moments]) -> tuple[int, int]:
     return d, clients[0][2].shape[0] // d
 
 
-def fdbnl_reference(clients: Sequence[Moments], s: ADMMSettings, seed: int = 0
+def fdbnl_reference(clients: Sequence[Moments], s: FDBNLSettings, seed: int | None = None,
+                    init: tuple[np.ndarray, np.ndarray] | None = None
                     ) -> tuple[ServerState, list[dict]]:
     """In-process FDBNL: the same core calls in the same order as the Flower strategy.
 
     Client ids are 0..K-1 in order. Returns the final state and per-round history dicts.
     """
-    rng = np.random.default_rng(seed)
-    state, history = initial_state(*_dims(clients), s), []
+    rng = np.random.default_rng(s.seed if seed is None else seed)
+    state, history = initial_state(*_dims(clients), s, init), []
     while not converged(state, s):
         ids = participants(range(len(clients)), s.clients_per_round, rng)
         local = {k: admm_local_step(clients[k], *fdbnl_client_payload(state, k),
@@ -394,11 +420,12 @@ def fdbnl_reference(clients: Sequence[Moments], s: ADMMSettings, seed: int = 0
     return state, history
 
 
-def pfdbnl_reference(clients: Sequence[Moments], s: ADMMSettings, seed: int = 0
+def pfdbnl_reference(clients: Sequence[Moments], s: PFDBNLSettings, seed: int | None = None,
+                     init: tuple[np.ndarray, np.ndarray] | None = None
                      ) -> tuple[ServerState, list[dict]]:
     """In-process PFDBNL, same contract as :func:`fdbnl_reference`."""
-    rng = np.random.default_rng(seed)
-    state, history = initial_state(*_dims(clients), s), []
+    rng = np.random.default_rng(s.seed if seed is None else seed)
+    state, history = initial_state(*_dims(clients), s, init), []
     while not converged(state, s):
         ids = participants(range(len(clients)), s.clients_per_round, rng)
         local = {k: pfdbnl_client_step(clients[k], pfdbnl_client_payload(state, k),

@@ -1,4 +1,5 @@
-"""Message-API strategies of every algorithm: ``X(...).start(grid=grid)``.
+"""Message-API strategies of every algorithm and their settings classes:
+``X(XSettings(...)).start(grid=grid, num_rounds=...)``.
 
 Exports are lazy (see ``fedcausal_flwr.clients``). Add one line to ``_EXPORTS`` per new
 strategy class.
@@ -8,9 +9,9 @@ from fedcausal_flwr.lazy import lazy_getattr
 
 _EXPORTS = {
     "CausalStrategy": "base",
-    "TooFewReplies": "base",
-    "FDBNL": "fdbnl",
-    "PFDBNL": "pfdbnl",
+    "TooFewReplies": "base", "ProtocolStopped": "base",
+    "FDBNL": "fdbnl", "FDBNLSettings": "fdbnl",
+    "PFDBNL": "pfdbnl", "PFDBNLSettings": "pfdbnl",
     "FedIV": "fediv",
     "FedGC": "fedgc", "FedCF": "fedcf",
     "VFedCD": "vfedcd",

@@ -1,10 +1,12 @@
 """Base of the package's Message-API strategies.
 
 Our protocols are iterative multi-party algorithms, not FedAvg rounds, so each strategy drives
-the Grid from :meth:`CausalStrategy.start`: discover the nodes (phase ``query.info``), then one
-validated :meth:`CausalStrategy.exchange` per protocol step. A subclass with one exchange per
-round only fills in the round hooks (``setup``, ``payload``, ``reply_shapes``, ``aggregate``,
-``record``, ``estimates``, ``done``); a multi-phase protocol overrides :meth:`run_rounds`.
+the Grid from :meth:`CausalStrategy.start`: discover the nodes (phase ``query.info``), then
+validated :meth:`CausalStrategy.exchange` calls inside :meth:`CausalStrategy.rounds`. The base
+owns every round: bytes, timing, evaluation, progress lines, checkpoints and status. A protocol
+with one exchange per round only fills in the round hooks (``setup``, ``payload``,
+``reply_shapes``, ``aggregate``, ``record``, ``estimates``, ``done``); a multi-phase protocol
+overrides :meth:`run_rounds` and calls :meth:`exchange` once per phase inside ``rounds()``.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from logging import ERROR, INFO, WARNING
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
@@ -24,13 +26,21 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.settings import RunSettings
 
 Payload = tuple[list[np.ndarray], dict[str, Any]]
 Shape = tuple[int, ...]
+Spec = tuple[tuple[int | None, ...], str]  # (shape, dtype): None matches any length
+Expected = Sequence[Shape | Spec]
+EvaluateFn = Callable[[Mapping[str, Any], list[int]], dict[str, Any]]
 
 
 class TooFewReplies(RuntimeError):
     """Fewer valid replies than ``min_nodes``: the run stops and keeps what it has."""
+
+
+class ProtocolStopped(TooFewReplies):
+    """A party the protocol cannot do without failed or misbehaved."""
 
 
 @dataclass(frozen=True)
@@ -48,56 +58,111 @@ def array_bytes(arrays: Iterable[np.ndarray]) -> int:
     return int(sum(np.asarray(a).nbytes for a in arrays))
 
 
-def reply_problem(arrays: Sequence[np.ndarray], shapes: Sequence[Shape]) -> str | None:
-    """Why a reply's arrays are unusable (count, shape, dtype, finiteness), or None."""
-    if len(arrays) != len(shapes):
-        return f"expected {len(shapes)} arrays, got {len(arrays)}"
-    for i, (a, shape) in enumerate(zip(arrays, shapes, strict=True)):
-        if tuple(a.shape) != tuple(shape):
+def _spec(entry: Shape | Spec) -> Spec:
+    """A plain shape means a finite float array of that shape."""
+    if len(entry) == 2 and isinstance(entry[0], tuple) and isinstance(entry[1], str):
+        return entry  # type: ignore[return-value]
+    return tuple(entry), "float"  # type: ignore[return-value]
+
+
+def reply_problem(arrays: Sequence[np.ndarray], expected: Expected) -> str | None:
+    """Why a reply's arrays are unusable (count, shape, dtype, finiteness), or None.
+
+    ``expected`` holds a shape per array (a finite float array) or a ``(shape, dtype)`` pair
+    whose shape may hold None for any length.
+    """
+    if len(arrays) != len(expected):
+        return f"expected {len(expected)} arrays, got {len(arrays)}"
+    for i, entry in enumerate(expected):
+        a, (shape, dtype) = arrays[i], _spec(entry)
+        if len(a.shape) != len(shape) or any(w is not None and w != g
+                                             for w, g in zip(shape, a.shape, strict=True)):
             return f"array {i} has shape {tuple(a.shape)}, expected {tuple(shape)}"
-        if not np.issubdtype(a.dtype, np.floating):
-            return f"array {i} has dtype {a.dtype}, expected a float dtype"
-        if not np.all(np.isfinite(a)):
-            return f"array {i} has non-finite values"
+        if dtype == "float":
+            if not np.issubdtype(a.dtype, np.floating):
+                return f"array {i} has dtype {a.dtype}, expected a float dtype"
+            if not np.all(np.isfinite(a)):
+                return f"array {i} has non-finite values"
+        elif a.dtype != np.dtype(dtype):
+            return f"array {i} has dtype {a.dtype}, expected {dtype}"
     return None
 
 
+def as_arrays(initial_arrays: Any) -> list[np.ndarray]:
+    """Flower's ``ArrayRecord`` (or a list of arrays) as a list of numpy arrays."""
+    if isinstance(initial_arrays, ArrayRecord):
+        return initial_arrays.to_numpy_ndarrays()
+    if isinstance(initial_arrays, Mapping):
+        return [np.asarray(a) for a in initial_arrays.values()]
+    return [np.asarray(a) for a in initial_arrays]
+
+
 class CausalStrategy(Strategy):
-    """Discovery, validated exchanges, history, checkpoints and the result contract.
+    """Discovery, validated exchanges, rounds, history, checkpoints and the result contract.
 
     Parameters
     ----------
-    min_nodes : int
-        Fewest valid replies an exchange needs; below it the run stops (results kept).
-    node_wait_s : float
-        How long to wait for SuperNodes to connect.
-    timeout_s : float
-        Reply timeout of one exchange.
+    settings : RunSettings
+        The algorithm's settings (a subclass of :class:`RunSettings`: ``min_nodes``,
+        ``node_wait_s``, ``timeout_s`` and the algorithm's own fields); default: its class's
+        defaults, the App's defaults.
     evaluate_fn : callable, optional
         ``evaluate_fn(estimates, client_ids) -> dict`` of metrics, called after each round
         (e.g. SHD against a known truth). It sees estimates only, never client data.
     checkpoint : callable, optional
         ``checkpoint(result)`` after each round, so a crash never loses finished rounds.
+    **changes
+        Settings fields to change, e.g. ``FDBNL(min_nodes=3)``.
     """
 
     algorithm = "base"
+    settings_class: ClassVar[type[RunSettings]] = RunSettings
     progress_keys: tuple[str, ...] = ("n_clients", "dropped", "seconds")
+    round_label = "round"
 
-    def __init__(self, *, min_nodes: int = 2, node_wait_s: float = 60.0,
-                 timeout_s: float = 600.0,
-                 evaluate_fn: Callable[[dict[str, np.ndarray], list[int]], dict[str, Any]]
-                 | None = None,
-                 checkpoint: Callable[[RunResult], None] | None = None) -> None:
-        self.min_nodes = int(min_nodes)
-        self.node_wait_s = float(node_wait_s)
-        self.timeout_s = float(timeout_s)
+    def __init__(self, settings: RunSettings | None = None, *,
+                 evaluate_fn: EvaluateFn | None = None,
+                 checkpoint: Callable[[RunResult], None] | None = None,
+                 **changes: Any) -> None:
+        base = self.settings_class() if settings is None else settings
+        if not isinstance(base, self.settings_class):
+            raise TypeError(f"{type(self).__name__} takes {self.settings_class.__name__}, got "
+                            f"{type(base).__name__}")
+        unknown = sorted(set(changes) - {f for f, _ in base.items()})
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unknown settings {unknown}; "
+                            f"{self.settings_class.__name__} has {[f for f, _ in base.items()]}")
+        self.settings = base.replace(**changes) if changes else base
+        self._run_settings = self.settings
         self.evaluate_fn = evaluate_fn
         self.checkpoint = checkpoint
         self.nodes: dict[int, NodeInfo] = {}  # by client id (partition id)
         self.wire_log: list[dict[str, Any]] = []
+        self.reply_metrics: dict[int, dict[str, Any]] = {}
+        self._reset()
+
+    def _reset(self) -> None:
         self._round = 0
         self._bytes = {"up": 0, "down": 0}
         self._dropped: list[str] = []
+        self._accepted = 0
+        self._max_rounds: int | None = None
+        self._timeout: float | None = None
+
+    @property
+    def min_nodes(self) -> int:
+        """Fewest valid replies an exchange needs."""
+        return self._run_settings.min_nodes
+
+    @property
+    def node_wait_s(self) -> float:
+        """How long discovery waits for SuperNodes."""
+        return self._run_settings.node_wait_s
+
+    @property
+    def timeout_s(self) -> float:
+        """Reply timeout of one exchange (``start(timeout=...)`` overrides the settings')."""
+        return self._run_settings.timeout_s if self._timeout is None else self._timeout
 
     # Flower's FedAvg-style hooks are not used: the protocol runs in start().
     def configure_train(self, server_round, arrays, config, grid):  # noqa: D102
@@ -111,7 +176,7 @@ class CausalStrategy(Strategy):
 
     def config(self) -> dict[str, Any]:
         """Settings that go into ``result.json``."""
-        return {"min_nodes": self.min_nodes}
+        return self._run_settings.asdict()
 
     # ---- round hooks (one exchange per round) ------------------------------------------
     phase = "local"
@@ -119,6 +184,11 @@ class CausalStrategy(Strategy):
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
         """Initialise server state once the nodes are known."""
         raise NotImplementedError
+
+    def warm_start(self, arrays: list[np.ndarray]) -> None:
+        """Replace the initial model by ``arrays`` (after :meth:`setup`)."""
+        raise ValueError(f"{type(self).__name__} has no model to warm-start: pass no "
+                         "initial_arrays")
 
     def select(self) -> list[int]:
         """Client ids taking part in this round."""
@@ -140,13 +210,17 @@ class CausalStrategy(Strategy):
         """Per-round numbers for the history (losses, residuals, penalties)."""
         return {}
 
-    def estimates(self) -> dict[str, np.ndarray]:
+    def estimates(self) -> dict[str, Any]:
         """Current learned matrices."""
         return {}
 
     def done(self) -> bool:
-        """Stop rule."""
+        """Stop rule of the algorithm (the round budget is the base's)."""
         return False
+
+    def show(self, rec: Mapping[str, Any]) -> bool:
+        """Whether round ``rec`` gets a progress line (default: every round)."""
+        return True
 
     def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
         """Properties every node must agree on (default: majority of d and p)."""
@@ -201,8 +275,8 @@ class CausalStrategy(Strategy):
             ids = sorted(set(grid.get_node_ids()) - asked)
             if ids:
                 asked |= set(ids)
-                replies = self._send(grid, {n: RecordDict({"config": ConfigRecord({})})
-                                            for n in ids}, "query.info")
+                replies = self._send(grid, {n: RecordDict({"config": ConfigRecord(
+                    self.info_config())}) for n in ids}, "query.info")
                 for node in ids:
                     r = replies.get(node)
                     if r is None:
@@ -236,17 +310,23 @@ class CausalStrategy(Strategy):
         log(INFO, "%s: %d clients %s", type(self).__name__, len(nodes), want)
         return nodes
 
+    def info_config(self) -> dict[str, Any]:
+        """Config sent with ``query.info`` (settings every client must share, if any)."""
+        return {}
+
     def exchange(self, grid: Grid, phase: str, payloads: Mapping[int, Payload],
-                 shapes: Sequence[Shape] | Mapping[int, Sequence[Shape]],
-                 min_nodes: int | None = None) -> dict[int, list[np.ndarray]]:
+                 expected: Expected | Mapping[int, Expected], *, need: int | None = None,
+                 every: bool = False) -> dict[int, list[np.ndarray]]:
         """Send ``train.<phase>`` to each client id; return the valid replies by client id.
 
         Error replies, missing replies and replies with the wrong count, shapes or dtypes or
-        with non-finite values are dropped and logged; fewer than ``min_nodes`` (default: the
-        strategy's; e.g. 1 for a query to one client) valid replies raise
-        :class:`TooFewReplies`.
+        with non-finite floats are dropped and logged (``expected``: one list for all, or one
+        per client id; see :func:`reply_problem`). Fewer than ``need`` valid replies (default:
+        ``min_nodes``; 1 for a query to one client) raise :class:`TooFewReplies`; with
+        ``every``, any dropped reply raises :class:`ProtocolStopped`. The accepted replies'
+        metrics are left in :attr:`reply_metrics`.
         """
-        need = self.min_nodes if min_nodes is None else int(min_nodes)
+        need = self.min_nodes if need is None else int(need)
         contents = {}
         for cid, (arrays, cfg) in payloads.items():
             self._bytes["down"] += array_bytes(arrays)
@@ -256,77 +336,146 @@ class CausalStrategy(Strategy):
             })
         replies = self._send(grid, contents, f"train.{phase}")
         ok: dict[int, list[np.ndarray]] = {}
+        self.reply_metrics = {}
         for cid in payloads:
             node = self.nodes[cid].node_id
             r = replies.get(node)
-            want = shapes[cid] if isinstance(shapes, Mapping) else shapes
+            want = expected[cid] if isinstance(expected, Mapping) else expected
+            problem, arrays = None, []
             if r is None:
-                self.drop(f"client {cid}", f"no reply to train.{phase} in {self.timeout_s:.0f}s")
-                continue
-            if r.has_error():
-                self.drop(f"client {cid}", _last_line(r.error.reason))
-                continue
-            if "arrays" not in r.content.array_records:
-                self.drop(f"client {cid}", "reply without arrays")
-                continue
-            arrays = r.content["arrays"].to_numpy_ndarrays()
-            self._bytes["up"] += array_bytes(arrays)
-            self.wire_log.append({"round": self._round, "phase": f"train.{phase}",
-                                  "direction": "up", "node": node,
-                                  "arrays": [(tuple(a.shape), str(a.dtype)) for a in arrays]})
-            problem = reply_problem(arrays, want)
+                problem = f"no reply to train.{phase} in {self.timeout_s:.0f}s"
+            elif r.has_error():
+                problem = _last_line(r.error.reason)
+            elif "arrays" not in r.content.array_records:
+                problem = "reply without arrays"
+            else:
+                arrays = r.content["arrays"].to_numpy_ndarrays()
+                self._bytes["up"] += array_bytes(arrays)
+                self.wire_log.append({"round": self._round, "phase": f"train.{phase}",
+                                      "direction": "up", "node": node,
+                                      "arrays": [(tuple(a.shape), str(a.dtype))
+                                                 for a in arrays]})
+                problem = reply_problem(arrays, want)
             if problem:
-                self.drop(f"client {cid}", problem)
+                self.drop(f"client {cid}", f"{phase}: {problem}")
+                if every:
+                    raise ProtocolStopped(f"client {cid} failed in phase {phase}: {problem}")
                 continue
             ok[cid] = arrays
+            self.reply_metrics[cid] = (dict(r.content["metrics"])
+                                       if "metrics" in r.content.metric_records else {})
+        self._accepted = len(ok)
         if len(ok) < need:
             raise TooFewReplies(f"round {self._round}: {len(ok)} valid replies to "
                                 f"train.{phase}, min-nodes={need}")
         return ok
 
+    # ---- rounds ------------------------------------------------------------------------
+    def rounds(self, result: RunResult) -> Iterator[dict[str, Any]]:
+        """Open a round per iteration until :meth:`done` or the round budget is spent.
+
+        The loop body runs the round's exchanges and fills the yielded record with the
+        algorithm's numbers; the base then adds clients, drops, bytes, the evaluation and
+        seconds, appends it to the history, logs a progress line and checkpoints.
+        """
+        while not self.done() and not self.budget_spent(result):
+            rec = self.open_round()
+            yield rec
+            self.close_round(result, rec)
+
+    def budget_spent(self, result: RunResult) -> bool:
+        """``start(num_rounds=...)`` rounds are recorded."""
+        return self._max_rounds is not None and len(result.history) >= self._max_rounds
+
+    def open_round(self) -> dict[str, Any]:
+        """Start a round: its number, byte counters, timer, drop count."""
+        self._round += 1
+        self._bytes = {"up": 0, "down": 0}
+        self._t_round, self._n_dropped = time.time(), len(self._dropped)
+        return {"round": self._round}
+
+    def close_round(self, result: RunResult, rec: dict[str, Any]) -> None:
+        """Finish a round's record (clients, drops, bytes, evaluation, seconds) and keep it."""
+        rec.setdefault("round", self._round)
+        rec.update({"n_clients": self._accepted,
+                    "dropped": len(self._dropped) - self._n_dropped,
+                    "bytes_up": self._bytes["up"], "bytes_down": self._bytes["down"]})
+        if self.evaluate_fn is not None:
+            ev = self.evaluate_fn(self.estimates(), sorted(self.nodes))
+            rec.update(ev)
+            result.evaluations[int(rec["round"])] = dict(ev)
+        rec["seconds"] = time.time() - self._t_round
+        self.record_round(result, rec, show=self.show(rec))
+
     def run_rounds(self, grid: Grid, result: RunResult) -> None:
         """The protocol loop: one exchange per round until :meth:`done`."""
-        while not self.done():
-            self._round += 1
-            t0 = time.time()
-            self._bytes = {"up": 0, "down": 0}
-            n_dropped = len(self._dropped)
-            cids = self.select()
-            replies = self.exchange(grid, self.phase, {c: self.payload(c) for c in cids},
+        for rec in self.rounds(result):
+            replies = self.exchange(grid, self.phase,
+                                    {c: self.payload(c) for c in self.select()},
                                     self.reply_shapes())
             self.aggregate(replies)
-            rec = {"round": self._round, **self.record(), "n_clients": len(replies),
-                   "dropped": len(self._dropped) - n_dropped,
-                   "bytes_up": self._bytes["up"], "bytes_down": self._bytes["down"]}
-            if self.evaluate_fn is not None:
-                rec.update(self.evaluate_fn(self.estimates(), sorted(self.nodes)))
-            rec["seconds"] = time.time() - t0
-            self.record_round(result, rec)
+            rec.update(self.record())
 
-    def record_round(self, result: RunResult, rec: dict[str, Any], *, show: bool = True,
-                     label: str = "round") -> None:
+    def record_round(self, result: RunResult, rec: dict[str, Any], *,
+                     show: bool = True, label: str | None = None) -> None:
         """Append a finished round to the history, log its progress line, checkpoint."""
         result.history.append(rec)
         if show:
-            log(INFO, "[%s %s %d] %s", self.algorithm, label, rec.get(label, self._round),
+            label = label or self.round_label
+            log(INFO, "[%s %s %s] %s", self.algorithm, label, rec.get(label, self._round),
                 _progress(rec, self.progress_keys))
         if self.checkpoint is not None:
             result.estimates = self.estimates()
+            result.status = "running"
             self.checkpoint(result)
 
-    def start(self, grid: Grid, *args: Any, **kwargs: Any) -> RunResult:  # noqa: ARG002
+    def start(self, grid: Grid, initial_arrays: Any = None, num_rounds: int | None = None,
+              timeout: float | None = None, train_config: Any = None,
+              evaluate_config: Any = None, evaluate_fn: EvaluateFn | None = None
+              ) -> RunResult:
         """Run the whole protocol on ``grid`` and return its :class:`RunResult`.
 
-        A run that loses too many clients stops with ``status`` saying why and keeps every
-        finished round; it never averages fewer than ``min_nodes`` valid replies.
+        Flower's contract: ``initial_arrays`` (an ``ArrayRecord`` or list of arrays)
+        warm-starts the algorithm's model where it has one, and is rejected where it has
+        none; ``num_rounds`` bounds the recorded rounds (default: the algorithm's own stop
+        rule and budget); ``timeout`` is the reply timeout of one exchange in seconds;
+        ``evaluate_fn(estimates, client_ids) -> dict`` replaces the strategy's evaluator.
+        ``train_config`` and ``evaluate_config`` are not used (each protocol sends its own
+        settings) and must stay None. A run that loses too many clients stops with
+        ``status`` saying why and keeps every finished round; it never averages fewer than
+        ``min_nodes`` valid replies.
         """
+        name = type(self).__name__
+        for arg, value in (("train_config", train_config),
+                           ("evaluate_config", evaluate_config)):
+            if value is not None:
+                raise ValueError(f"{name}.start: {arg} is not used; every setting is in "
+                                 f"{self.settings_class.__name__}")
+        if num_rounds is not None and (isinstance(num_rounds, bool)
+                                       or not isinstance(num_rounds, int) or num_rounds < 1):
+            raise ValueError(f"{name}.start: num_rounds = {num_rounds!r}, need an int >= 1")
+        if timeout is not None and not float(timeout) > 0:
+            raise ValueError(f"{name}.start: timeout = {timeout!r}, need seconds > 0")
+        warm = None
+        if initial_arrays is not None:
+            if type(self).warm_start is CausalStrategy.warm_start:
+                self.warm_start([])  # raises: no model
+            warm = as_arrays(initial_arrays)
+        if evaluate_fn is not None:
+            self.evaluate_fn = evaluate_fn
+        self._reset()
+        self._max_rounds = num_rounds
+        self._timeout = None if timeout is None else float(timeout)
         t0 = time.time()
         self.summary()
-        result = RunResult(self.algorithm, self.config())
+        result = RunResult(self.algorithm, self.config(), status="running")
         try:
             self.nodes = self.discover(grid)
             self.setup(self.nodes)
+            if warm is not None:
+                self.warm_start(warm)
             self.run_rounds(grid, result)
+            result.status = "completed"
         except TooFewReplies as e:
             result.status = f"stopped: {e}"
             log(ERROR, "%s stopped early: %s", self.algorithm, e)

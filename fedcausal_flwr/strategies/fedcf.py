@@ -90,11 +90,7 @@ class FedCF(FedGC):
             return
         self._round += 1
         dh = ss.block(self.server.B_hat, self.P, self.U, i, j) @ du
-        min_nodes, self.min_nodes = self.min_nodes, 1  # a query goes to one client
-        try:
-            reply = self.exchange(grid, "ss_query", {m: ([dh], {})}, [(self.D[i],)])
-        finally:
-            self.min_nodes = min_nodes
+        reply = self.exchange(grid, "ss_query", {m: ([dh], {})}, [(self.D[i],)], need=1)
         self.answer = {"client": m, "source": n, "delta_u": du, "delta_h": dh,
                        "delta_y": reply[m][0]}
 
@@ -118,7 +114,6 @@ def from_run_config(rc: Mapping[str, Any]) -> FedCF:
     query = (int(full.get("ss-cf-client", 1)), int(full.get("ss-cf-source", 0)), du) \
         if du.size else None
     kw = strategy_kwargs(rc, "fedcf")
-    kw["min_nodes"] = int(full.get("min-nodes", 2))
     if query is not None and kw["settings"].target == "predicted":
         log(WARNING, "fedcf: a counterfactual query with the paper's literal server target: "
             "with i.i.d. inputs it learns B_hat ~ 0 (spec A5; measured CF error 1.0), set "

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from fedcausal_flwr.core import dbn
+from fedcausal_flwr.core.dbn import PFDBNLSettings
 from fedcausal_flwr.strategies.base import Payload, Shape
-from fedcausal_flwr.strategies.fdbnl import FDBNL, strategy_kwargs
+from fedcausal_flwr.strategies.fdbnl import FDBNL
+
+__all__ = ["PFDBNL", "PFDBNLSettings"]
 
 
 class PFDBNL(FDBNL):
@@ -21,6 +23,7 @@ class PFDBNL(FDBNL):
     """
 
     algorithm = "pfdbnl"
+    settings_class = PFDBNLSettings
     phase = "personal"
 
     def payload(self, cid: int) -> Payload:
@@ -29,7 +32,7 @@ class PFDBNL(FDBNL):
         return dbn.pfdbnl_client_payload(st, cid), {
             "alpha": float(st.alpha), "rho1": float(st.rho1), "rho2": float(st.rho2),
             "mu": float(s.mu), "lambda-w": float(s.lambda_w), "lambda-a": float(s.lambda_a),
-            "code-compat": bool(s.code_compat)}
+            "code-compat": bool(s.code_compat), "restarts": int(s.restarts)}
 
     def reply_shapes(self) -> list[Shape]:
         """``W~_k, A~_k, W_k, A_k`` and the scalar ``h(W_k)``."""
@@ -42,23 +45,14 @@ class PFDBNL(FDBNL):
 
     def estimates(self) -> dict[str, np.ndarray]:
         """Global W, A and every client's personalized ``W_k, A_k`` (stacked by client id)."""
-        st = self.state
-        ids = sorted(self.nodes)
+        st, ids, s = self.state, sorted(self.nodes), self.settings
+        if st is None:
+            return {}
         zero_w, zero_a = np.zeros_like(st.W), np.zeros_like(st.A)
         W_loc = np.stack([st.W_local.get(c, zero_w) for c in ids])
         A_loc = np.stack([st.A_local.get(c, zero_a) for c in ids])
         return {"W": st.W, "A": st.A, "W_local": W_loc, "A_local": A_loc,
-                "W_local_thresholded": dbn.threshold(W_loc, self.tau_w),
-                "A_local_thresholded": dbn.threshold(A_loc, self.tau_a),
+                "W_local_thresholded": dbn.threshold(W_loc, s.tau_w),
+                "A_local_thresholded": dbn.threshold(A_loc, s.tau_a),
                 "client_ids": np.array(ids)}
 
-
-from fedcausal_flwr.strategies.fdbnl import truth_for_plots  # noqa: E402,F401
-
-
-def from_run_config(rc: Mapping[str, Any]) -> PFDBNL:
-    """The App's strategy for ``algorithm = "pfdbnl"``."""
-    from fedcausal_flwr.evaluation import dbn_evaluator
-
-    kw = strategy_kwargs(rc)
-    return PFDBNL(**kw, evaluate_fn=dbn_evaluator(rc, kw["tau_w"], kw["tau_a"]))

@@ -1,0 +1,53 @@
+"""The Flower App layer: everything that reads a run config, knows the built-in data sets or
+draws plots. Nothing below it (strategies, clients, core) imports it.
+
+One glue module per algorithm family (``app/dbn.py``, ``app/statespace.py``, ``app/iv.py``,
+``app/vertical.py``) provides
+
+- ``strategy(algorithm, run_config)``: the strategy with validated settings, and an evaluator
+  only when the truth of the configured built-in data set is known;
+- ``client(algorithm, context)``: this node's client on the configured built-in data;
+- optionally ``truth(algorithm, run_config)`` (matrices for the learned-vs-true PNG) and
+  ``save_plots(algorithm, run_config, result, out)`` (the family's own figures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import import_module
+from types import ModuleType
+from typing import Any
+
+STRATEGIES = {"fdbnl": "FDBNL", "pfdbnl": "PFDBNL", "fedgc": "FedGC", "fedcf": "FedCF",
+              "fediv": "FedIV", "vfedcd": "VFedCD"}
+FAMILIES = {"fdbnl": "dbn", "pfdbnl": "dbn", "fedgc": "statespace", "fedcf": "statespace",
+            "fediv": "iv", "vfedcd": "vertical"}
+
+
+def glue(algorithm: str) -> ModuleType:
+    """The App glue module of ``algorithm``; a ValueError names the known ones."""
+    if algorithm not in FAMILIES:
+        raise ValueError(f"unknown algorithm {algorithm!r} in run config 'algorithm'; one of "
+                         f"{', '.join(FAMILIES)}")
+    return import_module(f"fedcausal_flwr.app.{FAMILIES[algorithm]}")
+
+
+def settings_class(algorithm: str) -> type:
+    """The settings class of ``algorithm`` (the one source of its defaults)."""
+    glue(algorithm)  # names the known algorithms when this one is not
+    import fedcausal_flwr.strategies as strategies
+
+    return getattr(strategies, STRATEGIES[algorithm]).settings_class
+
+
+def drift(algorithm: str, app_config: Mapping[str, Any]) -> list[str]:
+    """Where the App's declared run config disagrees with the settings class's defaults."""
+    cls = settings_class(algorithm)
+    out = []
+    for key, value in cls().run_config().items():
+        if key not in app_config:
+            out.append(f"{algorithm}: {key!r} is not declared in [tool.flwr.app.config]")
+        elif app_config[key] != value or type(app_config[key]) is not type(value):
+            out.append(f"{algorithm}: {key!r} is {app_config[key]!r} in the App config but "
+                       f"{value!r} in {cls.__name__}")
+    return out

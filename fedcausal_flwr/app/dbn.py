@@ -1,0 +1,89 @@
+"""App glue of FDBNL / PFDBNL: settings from the run config, built-in data, truth, evaluator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from flwr.app import Context
+
+from fedcausal_flwr.clients.base import client_class
+from fedcausal_flwr.core.dbn import PFDBNLSettings
+from fedcausal_flwr.evaluation import dbn_graph_metrics, lag_scores, netsim_auroc
+from fedcausal_flwr.metrics import mean_metrics, score_auc
+
+__all__ = ["client", "evaluator", "strategy", "truth"]
+
+
+def strategy(algorithm: str, rc: Mapping[str, Any]):
+    """FDBNL or PFDBNL with the run config's settings, scored against the built-in truth."""
+    from fedcausal_flwr.strategies import FDBNL, PFDBNL
+
+    cls = PFDBNL if algorithm == "pfdbnl" else FDBNL
+    s = cls.settings_class.from_run_config(rc)
+    return cls(s, evaluate_fn=evaluator(rc, s.tau_w, s.tau_a))
+
+
+def client(algorithm: str, context: Context):
+    """This node's client on the run config's data set (``data``, ``data-path`` ...)."""
+    from fedcausal_flwr.data.dbn import client_data
+
+    pid = int(context.node_config.get("partition-id", 0))
+    k = int(context.node_config.get("num-partitions", 1))
+    try:
+        Xt, Xlag = client_data(context.run_config, pid, k)
+    except ValueError as e:
+        raise ValueError(f"client {pid}: {e}") from e
+    return client_class(algorithm).from_context(context, {"Xt": Xt, "Xlag": Xlag})
+
+
+def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001
+    """The true W and A of a homogeneous synthetic run (for the PNG), else nothing."""
+    if str(rc.get("data", "synthetic")) != "synthetic":
+        return {}
+    from fedcausal_flwr.data.dbn import ground_truth
+
+    (W, A), (W1, _) = ground_truth(rc, 2)
+    return {"W": W, "A": A} if np.array_equal(W, W1) else {}
+
+
+def client_estimates(est: Mapping[str, np.ndarray], i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Client i's personalized (W, A) when the run has them, else the global ones."""
+    if "W_local" in est:
+        return np.asarray(est["W_local"])[i], np.asarray(est["A_local"])[i]
+    return np.asarray(est["W"]), np.asarray(est["A"])
+
+
+def evaluator(rc: Mapping[str, Any], tau_w: float = PFDBNLSettings.tau_w,
+              tau_a: float = PFDBNLSettings.tau_a
+              ) -> Callable[[Mapping[str, np.ndarray], Sequence[int]], dict[str, Any]] | None:
+    """``evaluate(estimates, client_ids) -> metrics`` against the truth of the run config's
+    built-in data set (synthetic, DREAM4 with a gold standard, NetSim); None when unknown."""
+    from fedcausal_flwr.data.dbn import ground_truth
+
+    kind = str(rc.get("data", "synthetic"))
+    cache: dict[int, Any] = {}
+
+    def evaluate(est: Mapping[str, np.ndarray], cids: Sequence[int]) -> dict[str, Any]:
+        k = max(cids) + 1
+        if k not in cache:
+            cache[k] = ground_truth(rc, k)
+        truths = cache[k]
+        if truths is None:
+            return {}
+        if kind == "dream4":
+            per = [score_auc(lag_scores(*client_estimates(est, i)),
+                             truths[min(c, len(truths) - 1)]) for i, c in enumerate(cids)]
+        elif kind == "netsim":
+            per = [{"auroc": netsim_auroc(*client_estimates(est, i),
+                                          truths[min(c, len(truths) - 1)], tau_w)}
+                   for i, c in enumerate(cids)]
+        else:
+            per = [dbn_graph_metrics(*client_estimates(est, i), *truths[c], tau_w, tau_a)
+                   for i, c in enumerate(cids)]
+        if "W_local" not in est:
+            per = per[:1] if kind != "synthetic" else per
+        return mean_metrics(per)
+
+    return evaluate

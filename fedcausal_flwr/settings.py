@@ -1,0 +1,150 @@
+"""Settings: one frozen dataclass per algorithm holds every default, once.
+
+A field made with :func:`setting` names its run-config key and what values it allows;
+:meth:`Settings.from_run_config` turns a Flower run config (or node config) into settings,
+and every construction is validated, so a wrong type or an out-of-range value fails before
+any node is contacted, with an error that names the key, the value and what is allowed::
+
+    @dataclass(frozen=True)
+    class MySettings(Settings):
+        lambda_w: float = setting(0.1, "lambda-w", ge=0)
+        mode: str = setting("gda", "iv-mode", choices=("gda", "sgda"))
+
+    MySettings.from_run_config({"lambda-w": -1})
+    # ValueError: run config 'lambda-w' = -1: must be >= 0
+
+The App's ``[tool.flwr.app.config]`` declares exactly :meth:`Settings.run_config` of each
+algorithm's defaults (tested), so the App, the scripts and a user's own project agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Self
+
+_META = "fedcausal"
+
+
+def setting(default: Any, key: str | None = None, *, ge: float | None = None,
+            gt: float | None = None, le: float | None = None, lt: float | None = None,
+            choices: Sequence[Any] | None = None, doc: str = "") -> Any:
+    """A dataclass field with its run-config ``key`` (None: not in the run config) and bounds."""
+    meta = {"key": key, "ge": ge, "gt": gt, "le": le, "lt": lt,
+            "choices": tuple(choices) if choices is not None else None, "doc": doc}
+    return dataclasses.field(default=default, metadata={_META: meta})
+
+
+def _meta(f: dataclasses.Field) -> dict[str, Any]:
+    return f.metadata.get(_META, {"key": None})
+
+
+def _allowed(meta: Mapping[str, Any], kind: type) -> str:
+    """What a field allows, in words."""
+    parts = [kind.__name__]
+    if meta.get("choices") is not None:
+        return "one of " + ", ".join(repr(c) for c in meta["choices"])
+    for op, word in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+        if meta.get(op) is not None:
+            parts.append(f"{word} {meta[op]}")
+    return " ".join(parts)
+
+
+def coerce(value: Any, kind: type, where: str, meta: Mapping[str, Any]) -> Any:
+    """``value`` as ``kind`` (int, float, bool or str) within the bounds of ``meta``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``where`` (the key), the value and what is allowed.
+    """
+    def bad(why: str) -> ValueError:
+        return ValueError(f"{where} = {value!r}: {why} (allowed: {_allowed(meta, kind)})")
+
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise bad("expected true or false")
+        out: Any = value
+    elif kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("expected an integer")
+        out = int(value)
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("expected a number")
+        out = float(value)
+        if out != out:
+            raise bad("NaN is not a value")
+    elif kind is str:
+        if not isinstance(value, str):
+            raise bad("expected a string")
+        out = value
+    else:
+        return value
+    if meta.get("choices") is not None and out not in meta["choices"]:
+        raise bad("not an allowed value")
+    for op, test in (("ge", lambda a, b: a >= b), ("gt", lambda a, b: a > b),
+                     ("le", lambda a, b: a <= b), ("lt", lambda a, b: a < b)):
+        if meta.get(op) is not None and not test(out, meta[op]):
+            raise bad(f"must be {dict(ge='>=', gt='>', le='<=', lt='<')[op]} {meta[op]}")
+    return out
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Base of every algorithm's settings: validation and the run-config mapping."""
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in fields(self):
+            meta = _meta(f)
+            kind = hints.get(f.name)
+            if kind in (int, float, bool, str):
+                where = f"run config {meta['key']!r}" if meta.get("key") else \
+                    f"{type(self).__name__}.{f.name}"
+                object.__setattr__(self, f.name,
+                                   coerce(getattr(self, f.name), kind, where, meta))
+
+    @classmethod
+    def keys(cls) -> dict[str, str]:
+        """``{run-config key: field name}`` of every field that the run config can set."""
+        return {_meta(f)["key"]: f.name for f in fields(cls) if _meta(f).get("key")}
+
+    @classmethod
+    def from_run_config(cls, config: Mapping[str, Any], **overrides: Any) -> Self:
+        """Settings from a run config: its keys over the defaults, then ``overrides``.
+
+        Keys of other algorithms are ignored (the App's run config is shared); a key of this
+        class with a wrong type or value raises a ValueError naming it.
+        """
+        values = {name: config[key] for key, name in cls.keys().items() if key in config}
+        values.update(overrides)
+        return cls(**values)
+
+    def run_config(self) -> dict[str, Any]:
+        """``{run-config key: value}``: what ``[tool.flwr.app.config]`` declares."""
+        return {key: getattr(self, name) for key, name in self.keys().items()}
+
+    def replace(self, **changes: Any) -> Self:
+        """A validated copy with ``changes``."""
+        return dataclasses.replace(self, **changes)
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """``(field, value)`` pairs, for ``result.json``."""
+        for f in fields(self):
+            yield f.name, getattr(self, f.name)
+
+    def asdict(self) -> dict[str, Any]:
+        """Every field, for ``result.json``."""
+        return dict(self.items())
+
+
+@dataclass(frozen=True)
+class RunSettings(Settings):
+    """What every strategy shares: how many replies an exchange needs and how long to wait."""
+
+    min_nodes: int = setting(2, "min-nodes", ge=1)
+    node_wait_s: float = setting(60.0, "node-wait-s", gt=0)
+    timeout_s: float = setting(600.0, "round-timeout-s", gt=0)
