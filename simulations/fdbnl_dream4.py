@@ -31,7 +31,7 @@ from fedcausal_flwr.data.timeseries import lagged_segments
 from fedcausal_flwr.evaluation import lag_scores
 from fedcausal_flwr.metrics import score_auc
 
-PAPER = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
+PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 
 NAME = "fdbnl_dream4"
 PAPER = {"FDBNL": {"auroc": [0.64, 0.58, 0.60, 0.58, 0.62],
@@ -69,7 +69,7 @@ def main() -> None:
         series, _, truth = nets[i]
         clock = Clock()
         moms = [moments(*c) for c in dream4_clients(series, 5, 1)]
-        st, hist = fdbnl_reference(moms, PAPER.replace(lambda_w=0.0025, lambda_a=0.0025), 0)
+        st, hist = fdbnl_reference(moms, PAPER_SCALE.replace(lambda_w=0.0025, lambda_a=0.0025), 0)
         res["FDBNL"][i] = {**scores(st.W, st.A, truth), "rounds": len(hist),
                            "h": hist[-1]["h"], "seconds": clock()}
         r = res["FDBNL"][i]
@@ -80,14 +80,14 @@ def main() -> None:
         if (args.pfdbnl or args.fdbnl_d) else []
     if args.pfdbnl:
         clock = Clock()
-        st, hist = pfdbnl_reference(whole, PAPER.replace(lambda_w=0.001, lambda_a=0.001,
+        st, hist = pfdbnl_reference(whole, PAPER_SCALE.replace(lambda_w=0.001, lambda_a=0.001,
                                                         mu=0.1), 0)
         res["PFDBNL"] = {i: scores(st.W_local[i - 1], st.A_local[i - 1], nets[i][2])
                          for i in range(1, 6)}
         log(f"  PFDBNL: {len(hist)} rounds, {clock():.0f}s")
     if args.fdbnl_d:
         clock = Clock()
-        st, hist = fdbnl_reference(whole, PAPER.replace(lambda_w=0.001, lambda_a=0.001), 0)
+        st, hist = fdbnl_reference(whole, PAPER_SCALE.replace(lambda_w=0.001, lambda_a=0.001), 0)
         res["FDBNL-d"] = {i: scores(st.W, st.A, nets[i][2]) for i in range(1, 6)}
         log(f"  FDBNL-d: {len(hist)} rounds, {clock():.0f}s")
 

@@ -36,7 +36,7 @@ from dbn_common import (
 from fedcausal_flwr.core.dbn import PFDBNLSettings, dynotears, fdbnl_reference
 from fedcausal_flwr.data.synthetic import federated_dbn
 
-PAPER = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
+PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 
 NAME = "fdbnl_lambda_scale"
 KEYS = ("shd_w", "tpr_w", "fdr_w", "shd_a", "tpr_a", "fdr_a", "nnz_w", "rounds", "dist")
@@ -70,7 +70,7 @@ def main() -> None:
                                 "dist": 0.0}
                 ref = np.vstack([Wd, Ad])
             for scale in ("paper", "pooled"):
-                st, hist = fdbnl_reference(moms, PAPER.replace(lambda_w=args.lam,
+                st, hist = fdbnl_reference(moms, PAPER_SCALE.replace(lambda_w=args.lam,
                                                               lambda_a=args.lam,
                                                               lambda_scale=scale), seed)
                 g = graph_scores(st.W, st.A, truths[0])

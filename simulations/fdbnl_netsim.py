@@ -29,7 +29,7 @@ from fedcausal_flwr.data.timeseries import lagged
 from fedcausal_flwr.evaluation import lag_scores, netsim_auroc
 from fedcausal_flwr.metrics import score_auc
 
-PAPER = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
+PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 
 NAME = "fdbnl_netsim"
 TAU = 0.2
@@ -52,7 +52,7 @@ def run_fdbnl(ts: np.ndarray, net: np.ndarray, subjects: list[int]) -> list[dict
     for s in subjects:
         clock = Clock()
         moms = [moments(*c) for c in netsim_chunks(ts[s - 1], 5, 1)]
-        st, hist = fdbnl_reference(moms, PAPER.replace(lambda_w=0.05, lambda_a=0.01), 0)
+        st, hist = fdbnl_reference(moms, PAPER_SCALE.replace(lambda_w=0.05, lambda_a=0.01), 0)
         out.append({"subject": s, **score(st.W, st.A, net[s - 1]), "rounds": len(hist),
                     "seconds": clock()})
     return out
@@ -61,7 +61,7 @@ def run_fdbnl(ts: np.ndarray, net: np.ndarray, subjects: list[int]) -> list[dict
 def run_pfdbnl(ts: np.ndarray, net: np.ndarray, subjects: list[int], code_compat: bool
                ) -> list[dict]:
     moms = [moments(*lagged(ts[s - 1], 1, pad="drop")) for s in subjects]
-    s_ = PAPER.replace(lambda_w=0.01, lambda_a=0.01, mu=0.1, code_compat=code_compat,
+    s_ = PAPER_SCALE.replace(lambda_w=0.01, lambda_a=0.01, mu=0.1, code_compat=code_compat,
                       **({"dual_update": "code", "phi1": 1.65} if code_compat else {}))
     clock = Clock()
     st, hist = pfdbnl_reference(moms, s_, 0)

@@ -35,7 +35,7 @@ from dbn_common import (
 from fedcausal_flwr.core.dbn import PFDBNLSettings, fdbnl_reference, pfdbnl_reference
 from fedcausal_flwr.data.synthetic import federated_dbn
 
-PAPER = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
+PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 
 NAME = "fdbnl_table1"
 PAPER = {  # Table 1: (PFDBNL, FDBNL); mTPR/mFDR are the swapped pair (spec 4.2)
@@ -61,13 +61,13 @@ def run_seed(seed: int, args) -> dict:
     base = dict(lambda_w=args.lam, lambda_a=args.lam, mu=0.1, phi1=1.6, phi2=1.1)
     out = {}
     clock = Clock()
-    st, hist = pfdbnl_reference(moms, PAPER.replace(**base), seed)
+    st, hist = pfdbnl_reference(moms, PAPER_SCALE.replace(**base), seed)
     out["PFDBNL"] = client_mean([graph_scores(st.W_local[k], st.A_local[k], truths[k])
                                  for k in range(args.K)])
     out["PFDBNL"].update(rounds=len(hist), h=hist[-1]["h"], seconds=clock())
     for name, scale in (("FDBNL", "paper"), ("FDBNL pooled-lambda", "pooled")):
         clock = Clock()
-        st, hist = fdbnl_reference(moms, PAPER.replace(**base, lambda_scale=scale), seed)
+        st, hist = fdbnl_reference(moms, PAPER_SCALE.replace(**base, lambda_scale=scale), seed)
         out[name] = client_mean([graph_scores(st.W, st.A, truths[k]) for k in range(args.K)])
         out[name].update(rounds=len(hist), h=hist[-1]["h"], seconds=clock())
     return out

@@ -41,7 +41,7 @@ from dbn_common import (
 from fedcausal_flwr.core.dbn import PFDBNLSettings, fdbnl_reference
 from fedcausal_flwr.data.synthetic import federated_dbn
 
-PAPER = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
+PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 
 NAME = "fdbnl_varying_d"
 SETTINGS = {5: 3, 10: 5, 15: 9, 20: 10}  # d -> n_k (n = 6d, 5d, 6d, 5d over K = 10)
@@ -54,7 +54,7 @@ def run(seed: int, d: int, n_k: int, args) -> dict:
                                     weights=args.weights, generator="code")
     moms = client_moments(clients)
     clock = Clock()
-    st, hist = fdbnl_reference(moms, PAPER.replace(lambda_w=args.lam, lambda_a=args.lam,
+    st, hist = fdbnl_reference(moms, PAPER_SCALE.replace(lambda_w=args.lam, lambda_a=args.lam,
                                                   lambda_scale="paper"), seed)
     out = {"FDBNL": {**graph_scores(st.W, st.A, truths[0]), "seconds": clock(),
                      "rounds": len(hist), "h": hist[-1]["h"]}}

@@ -41,7 +41,7 @@ from dbn_common import (
 from fedcausal_flwr.core.dbn import PFDBNLSettings, fdbnl_reference
 from fedcausal_flwr.data.synthetic import federated_dbn
 
-PAPER = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
+PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 
 NAME = "fdbnl_varying_k"
 PAPER_TPR_W = {64: {"FDBNL": 0.7, "Ave": 0.5, "Best": 0.3}}
@@ -56,7 +56,7 @@ def run(seed: int, K: int, args) -> dict:
     out: dict = {"FDBNL": {}}
     for lam in args.grid:
         clock = Clock()
-        st, hist = fdbnl_reference(moms, PAPER.replace(lambda_w=lam, lambda_a=lam,
+        st, hist = fdbnl_reference(moms, PAPER_SCALE.replace(lambda_w=lam, lambda_a=lam,
                                                       lambda_scale="paper"), seed)
         out["FDBNL"][lam] = {**graph_scores(st.W, st.A, truths[0]), "seconds": clock(),
                              "rounds": len(hist)}
