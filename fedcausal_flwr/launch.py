@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import signal
 import socket
@@ -22,6 +23,12 @@ from typing import Any
 
 APP_DIR = Path(__file__).resolve().parents[1]
 PATH_KEYS = ("outputs", "data-path")
+SIMULATE_PORTS = 3  # local SuperLink: HTTP API on port, control API address port + 2
+
+
+def deploy_ports(num_supernodes: int) -> int:
+    """Ports a deployment takes from ``port``: the SuperLink's, then one per SuperNode."""
+    return 1 + num_supernodes
 
 
 def toml_value(v: Any) -> str:
@@ -62,17 +69,59 @@ def run_config_arg(cfg: Mapping[str, Any]) -> str:
 
 
 def flwr_env(flwr_home: Path) -> dict[str, str]:
-    """Environment for the Flower CLIs: own FLWR_HOME, no per-run dependency install."""
+    """Environment for the Flower CLIs: own FLWR_HOME, no per-run dependency install.
+
+    This interpreter's ``bin`` goes first on ``PATH``: the Flower CLIs start
+    ``flower-superlink`` / ``flower-superexec`` by name, also from an unactivated virtualenv.
+    """
     flwr_home.mkdir(parents=True, exist_ok=True)
-    return {**os.environ, "FLWR_HOME": str(flwr_home),
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {**os.environ, "FLWR_HOME": str(flwr_home), "PATH": path,
             "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
             "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0", "PYTHONUNBUFFERED": "1",
             "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
 
 
 def _pids(pattern: str) -> set[int]:
+    """PIDs whose command line matches ``pattern`` (for checks only; never to pick victims)."""
     out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
     return {int(p) for p in out.split()} - {os.getpid()}
+
+
+def _cmdlines() -> dict[int, list[str]]:
+    """argv of every process we can read, by PID."""
+    out = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                raw = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            out[int(proc.name)] = raw.decode(errors="replace").split("\0")
+    return out
+
+
+def _local_superlink_pids(port: int, flwr_home: Path) -> set[int]:
+    """PIDs of the local simulation SuperLink that ``flwr run`` started with this home and port,
+    and of the SuperExec it spawned.
+
+    ``flwr run`` detaches it, so it is not our child; its command line names our port and a
+    log file under our ``FLWR_HOME``, which no other run shares.
+    """
+    log = str(flwr_home / "local-superlink" / "superlink.log")
+    procs = _cmdlines()
+
+    def runs(argv: list[str], exe: str) -> bool:  # "flower-x ..." or "python .../flower-x ..."
+        return any(Path(a).name == exe for a in argv[:2])
+
+    def pairs(argv: list[str]) -> set[tuple[str, str]]:
+        return set(zip(argv, argv[1:], strict=False))
+
+    links = {pid for pid, argv in procs.items() if runs(argv, "flower-superlink")
+             and {("--port", str(port)), ("--log-file", log)} <= pairs(argv)}
+    execs = {pid for pid, argv in procs.items() if runs(argv, "flower-superexec")
+             and any(("--parent-pid", str(p)) in pairs(argv) for p in links)}
+    return (links | execs) - {os.getpid()}
 
 
 def _kill(pids: set[int]) -> None:
@@ -102,6 +151,50 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether ``host:port`` can be bound now (nothing listens on it, nothing holds it)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_block(n: int = 1, host: str = "127.0.0.1", low: int = 20000, high: int = 32000,
+                    tries: int = 500) -> int:
+    """The first of ``n`` contiguous free TCP ports on ``host``, drawn at random.
+
+    Below Linux's ephemeral range (32768-60999), so outgoing connections do not take them
+    meanwhile. Another process can still bind one before it is used.
+
+    Parameters
+    ----------
+    n
+        How many contiguous ports, e.g. :data:`SIMULATE_PORTS` or :func:`deploy_ports`.
+    host, low, high, tries
+        Interface; range of the first port; how many random blocks to try.
+
+    Returns
+    -------
+    int
+        The first port of the block.
+    """
+    rng = random.Random()
+    for _ in range(tries):
+        base = rng.randrange(low, high - n)
+        if all(port_free(p, host) for p in range(base, base + n)):
+            return base
+    raise RuntimeError(f"no {n} contiguous free ports in [{low}, {high}) on {host}")
+
+
+def _check_free(ports: range, what: str) -> None:
+    busy = [p for p in ports if not port_free(p)]
+    if busy:
+        raise RuntimeError(f"{what}: port(s) {busy} in use (another SuperLink?); choose another "
+                           "port, e.g. free_port_block()")
+
+
 def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
     deadline = time.time() + timeout
     while not port_open(port):
@@ -122,14 +215,16 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Pat
              port: int = 39091) -> subprocess.CompletedProcess:
     """``flwr run <app> local --stream`` with N SuperNodes; stops the SuperLink it started.
 
-    The local simulation SuperLink listens on ``port`` (control API on ``port + 2``), so
-    runs with different ports can go on side by side.
+    The local simulation SuperLink listens on ``port`` (control API address ``port + 2``;
+    :data:`SIMULATE_PORTS` in all), so runs with different ports can go on side by side. The
+    ports must be free: ``flwr run`` would otherwise use whatever SuperLink answers there.
+    Only that SuperLink (matched by port and ``flwr_home``) is stopped afterwards.
     """
-    env = {**flwr_env(flwr_home or app_dir / ".flwr"),
+    home = Path(flwr_home or app_dir / ".flwr").resolve()
+    env = {**flwr_env(home),
            "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(port),
            "FLWR_LOCAL_CONTROL_API_PORT": str(port + 2)}
-    pattern = f"flower-superlink .*--port {port}( |$)"
-    before = _pids(pattern)
+    _check_free(range(port, port + SIMULATE_PORTS), "simulate")
     cmd = [_flwr(), "run", str(app_dir), "local", "--stream",
            "--run-config", run_config_arg(run_config),
            "--federation-config",
@@ -137,7 +232,7 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Pat
     try:
         return subprocess.run(cmd, env=env, timeout=timeout, check=True)
     finally:
-        _kill(_pids(pattern) - before)
+        _kill(_local_superlink_pids(port, home))
 
 
 def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path = APP_DIR,
@@ -145,8 +240,9 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path 
            ) -> subprocess.CompletedProcess:
     """A real deployment on loopback: one SuperLink, one SuperNode per client, ``flwr run``.
 
-    SuperLink on ``port``, SuperNodes on ``port + 1 + i`` with ``partition-id = i``. Logs go
-    to ``workdir``. Everything started here is stopped before returning.
+    SuperLink on ``port``, SuperNodes on ``port + 1 + i`` with ``partition-id = i``
+    (:func:`deploy_ports` in all, which must be free). Logs go to ``workdir``. Everything
+    started here (and only that: by PID) is stopped before returning.
     """
     workdir = Path(workdir or app_dir / ".flwr" / "deployment").resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -159,8 +255,7 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path 
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       start_new_session=True))
 
-    if port_open(port):
-        raise RuntimeError(f"port {port} is in use: another SuperLink? choose another port")
+    _check_free(range(port, port + deploy_ports(num_supernodes)), "deploy")
     try:
         spawn("superlink", [str(bindir / "flower-superlink"), "--insecure", "--port", str(port),
                             "--disable-runtime-dependency-installation"])
@@ -191,15 +286,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, default=5, help="number of SuperNodes (= clients)")
     ap.add_argument("--run-config", default="", help="overrides, flwr syntax: 'k=v k2=\"s\"'")
     ap.add_argument("--port", type=int, default=None,
-                    help="SuperLink port (default 39091 simulation, 9200 deployment)")
+                    help="SuperLink port (default 39091 simulation, 9200 deployment; "
+                    "0 picks a free block)")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args(argv)
     cfg = parse_run_config(args.run_config)
     cfg.setdefault("outputs", "outputs")
     if args.mode == "simulate":
-        simulate(args.nodes, cfg, timeout=args.timeout, port=args.port or 39091)
+        port = free_port_block(SIMULATE_PORTS) if args.port == 0 else args.port or 39091
+        simulate(args.nodes, cfg, timeout=args.timeout, port=port)
     else:
-        deploy(args.nodes, cfg, port=args.port or 9200, timeout=args.timeout)
+        port = free_port_block(deploy_ports(args.nodes)) if args.port == 0 else args.port or 9200
+        deploy(args.nodes, cfg, port=port, timeout=args.timeout)
     return 0
 
 

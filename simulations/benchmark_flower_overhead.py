@@ -10,11 +10,11 @@ h-tol = 0 forces exactly the requested number of rounds.
 
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
+
+from harness import parser, write_results
 
 from fedcausal_flwr import launch
 from fedcausal_flwr.core import dbn
@@ -39,16 +39,15 @@ def flower_run(rc: dict, k: int, work: Path) -> tuple[float, dict]:
     """Wall time of `flwr run` end to end and its result.json."""
     t0 = time.perf_counter()
     launch.simulate(k, {**rc, "outputs": str(work), "run-name": "bench"},
-                    flwr_home=work / "flwr", timeout=3000)
+                    flwr_home=work / "flwr", timeout=3000,
+                    port=launch.free_port_block(launch.SIMULATE_PORTS))
     return time.perf_counter() - t0, load_result(work / "bench")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = parser(__doc__)
     ap.add_argument("--clients", type=int, nargs="+", default=[10, 64])
     ap.add_argument("--rounds", type=int, nargs="+", default=[10, 40])
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" /
-                                          "benchmark_flower_overhead.json"))
     args = ap.parse_args()
     rows = []
     head = (f"{'K':>3} {'rounds':>6} {'ref s':>7} {'flwr s':>7} {'ratio':>6} {'strategy s':>10}"
@@ -72,9 +71,8 @@ def main() -> None:
                   f"{row['strategy_s']:>10.2f} {per_round:>8.3f} {ref / r:>11.3f} "
                   f"{row['bytes_up_per_round'] / 1e3:>9.1f} "
                   f"{row['bytes_down_per_round'] / 1e3:>11.1f}", flush=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"config": BASE, "rows": rows}, indent=1))
-    print(f"saved {args.out}")
+    path = write_results("benchmark_flower_overhead", {"config": BASE, "rows": rows}, args.out)
+    print(f"saved {path}")
 
 
 if __name__ == "__main__":

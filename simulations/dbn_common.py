@@ -8,139 +8,39 @@ Tables print the paper's value beside ours (mean ± sd over seeds or data sets) 
   than the tolerance);
 - ``info``: no acceptance check is attached to that cell.
 
-Every script writes its numbers to ``simulations/results/<name>.json``.
+Every script writes its numbers to ``simulations/results/<name>.json``; the command line,
+the JSON and the table printing are ``harness.py``'s, shared with every script here.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import platform
-import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from harness import (  # noqa: F401 - the fdbnl_* scripts import these from here
+    DEFAULT_DATA,
+    RESULTS_DIR,
+    SIM_DIR,
+    Clock,
+    check,
+    finish,
+    fmt,
+    log,
+    mean_sd,
+    parser,
+    settings,
+    table,
+    verdict,
+    write_results,
+)
 
 from fedcausal_flwr.core.dbn import Moments, dynotears, moments, threshold
 from fedcausal_flwr.evaluation import dbn_graph_metrics
 
-SIM_DIR = Path(__file__).resolve().parent
-RESULTS_DIR = SIM_DIR / "results"
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TAU = 0.3  # spec 5 #10: FDBNL / PFDBNL simulation thresholds tau_w = tau_a = 0.3
 BASELINE_LAMBDA = 0.1  # spec 5 #15: DYNOTEARS lambda of the baselines (causalnex default)
-
-
-# ----------------------------------------------------------------------------- CLI / timing
-def parser(description: str, seeds: int, data: bool = False) -> argparse.ArgumentParser:
-    """Common flags: ``--seeds N``, ``--quick`` and, for real data, ``--data DIR``."""
-    ap = argparse.ArgumentParser(description=description,
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--seeds", type=int, default=seeds, help="simulated data sets (seeds 0..N-1)")
-    ap.add_argument("--quick", action="store_true", help="a much smaller smoke-test run")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="JSON output (default simulations/results/<script>.json)")
-    if data:
-        ap.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA,
-                        help="data directory holding dream4/ and netsim/")
-    return ap
-
-
-class Clock:
-    """Wall-clock since construction, for the elapsed-time lines."""
-
-    def __init__(self) -> None:
-        self.t0 = time.perf_counter()
-
-    def __call__(self) -> float:
-        return time.perf_counter() - self.t0
-
-
-def log(msg: str) -> None:
-    print(msg, flush=True)
-
-
-# ----------------------------------------------------------------------------- statistics
-def mean_sd(values: Iterable[float]) -> tuple[float, float]:
-    """Mean and sample sd (ddof=1; 0 for a single value), NaN-free input expected."""
-    v = np.asarray(list(values), dtype=float)
-    if v.size == 0:
-        return float("nan"), float("nan")
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
-
-
-def fmt(m: float, s: float | None = None, digits: int = 2) -> str:
-    if m is None or (isinstance(m, float) and math.isnan(m)):
-        return "-"
-    if s is None:
-        return f"{m:.{digits}f}"
-    return f"{m:.{digits}f} ± {s:.{digits}f}"
-
-
-def verdict(ours: float, paper: float, tol: float, lower_is_better: bool) -> str:
-    """PASS within ``paper ± tol``, else BETTER or WORSE by the side it falls on."""
-    if abs(ours - paper) <= tol + 1e-12:
-        return "PASS"
-    better = ours < paper if lower_is_better else ours > paper
-    return "BETTER" if better else "WORSE"
-
-
-def check(ok: bool) -> str:
-    return "PASS" if ok else "WORSE"
-
-
-# ----------------------------------------------------------------------------- tables / JSON
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A fixed-width text table (also valid Markdown when pasted into RESULTS.md)."""
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    width = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, width, strict=True)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 2) for w in width) + "|"
-    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.floating | float):
-        return None if math.isnan(float(x)) else float(x)
-    return x
-
-
-def write_json(name: str, payload: dict, out: Path | None = None) -> Path:
-    path = out or RESULTS_DIR / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"script": f"simulations/{name}.py", "argv": sys.argv[1:],
-            "python": platform.python_version(), "numpy": np.__version__,
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
-    path.write_text(json.dumps(_jsonable({"meta": meta, **payload}), indent=1) + "\n")
-    return path
-
-
-def finish(name: str, args: argparse.Namespace, clock: Callable[[], float],
-           checks: dict[str, str], heading: str, payload: dict) -> Path:
-    """Print the acceptance checks and elapsed time, then write the run's JSON; return its path."""
-    log(f"\n{heading}")
-    for k, v in checks.items():
-        log(f"  {v:6s} {k}")
-    elapsed = clock()
-    log(f"elapsed {elapsed:.0f}s")
-    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-                if k != "out"}
-    path = write_json(name, {"settings": settings, **payload, "checks": checks,
-                             "elapsed_s": elapsed}, args.out)
-    log(f"wrote {path}")
-    return path
 
 
 # ----------------------------------------------------------------------------- DBN helpers

@@ -35,7 +35,8 @@ PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convent
 
 NAME = "fdbnl_dream4"
 PAPER = {"FDBNL": {"auroc": [0.64, 0.58, 0.60, 0.58, 0.62],
-                   "aupr": [0.054, 0.032, 0.041, 0.034, 0.035]},
+                   "aupr": [0.054, 0.032, 0.041, 0.034, 0.035],
+                   "auroc_mean": 0.600, "aupr_mean": 0.040},  # Table 7's own means
          "PFDBNL": {"auroc_mean": 0.561, "aupr_mean": 0.034},
          "FDBNL-d": {"auroc_mean": 0.512, "aupr_mean": 0.023}}
 
@@ -109,8 +110,8 @@ def main() -> None:
          "ours AUROC binarized abs(W+A)>=0.3", "ours AUROC abs(A) only"], rows))
 
     summary = {"FDBNL": {"auroc": ma, "aupr": mp}}
-    method_rows = [["FDBNL", fmt(0.600, digits=3), fmt(*ma, 3), fmt(0.040, digits=3),
-                    fmt(*mp, 3)]]
+    method_rows = [["FDBNL", fmt(PAPER["FDBNL"]["auroc_mean"], digits=3), fmt(*ma, 3),
+                    fmt(PAPER["FDBNL"]["aupr_mean"], digits=3), fmt(*mp, 3)]]
     for m in ("PFDBNL", "FDBNL-d"):
         if m in res:
             summary[m] = {k: mean_sd(res[m][i][k] for i in range(1, 6)) for k in ("auroc", "aupr")}

@@ -28,9 +28,10 @@ from dbn_common import (
     mean_sd,
     parser,
     pooled_moments,
+    settings,
     table,
     verdict,
-    write_json,
+    write_results,
 )
 
 from fedcausal_flwr.core.dbn import PFDBNLSettings, dynotears, fdbnl_reference
@@ -51,12 +52,12 @@ def main() -> None:
     ap.add_argument("--weights", choices=("code", "paper"), default="code")
     args = ap.parse_args()
     if args.quick:
-        args.K, args.seeds, args.d, args.n = [1, 4, 16], 1, 5, 128
+        args.K, args.seeds, args.d, args.n = [1, 4, 16], [0], 5, 128
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     total = Clock()
     log(f"{NAME}: d={args.d} n={args.n} lambda={args.lam} K={args.K} seeds={args.seeds}")
     per_seed: list[dict] = []
-    for seed in range(args.seeds):
+    for seed in args.seeds:
         r: dict = {}
         for K in args.K:
             clients, truths = federated_dbn(seed, K, args.n // K, args.d, p=1, degree_w=4.0,
@@ -92,8 +93,8 @@ def main() -> None:
                      fmt(*p["shd_a"], 1), fmt(*q["shd_a"], 1), fmt(*p["tpr_w"]),
                      fmt(*q["tpr_w"]), fmt(*p["dist"], 3), fmt(*q["dist"], 3),
                      f"{p['rounds'][0]:.0f}/{q['rounds'][0]:.0f}"])
-    log(f"\nFDBNL, lambda = {args.lam}, mean ± sd over {args.seeds} seeds; Alldata (DYNOTEARS, "
-        f"pooled data, same lambda): SHD(W) {fmt(*all_['shd_w'], 1)}, edges(W) "
+    log(f"\nFDBNL, lambda = {args.lam}, mean ± sd over {len(args.seeds)} seeds; Alldata "
+        f"(DYNOTEARS, pooled data, same lambda): SHD(W) {fmt(*all_['shd_w'], 1)}, edges(W) "
         f"{fmt(*all_['nnz_w'], 1)}, SHD(A) {fmt(*all_['shd_a'], 1)}, TPR(W) "
         f"{fmt(*all_['tpr_w'])}\n" + table(
             ["K", "n_k", "paper: effective λ = λ/K", "SHD(W) paper", "SHD(W) pooled",
@@ -110,13 +111,13 @@ def main() -> None:
         log(f"  {v:6s} {k}")
     elapsed = total()
     log(f"elapsed {elapsed:.0f}s")
-    out = {"settings": {k: v for k, v in vars(args).items() if k != "out"},
+    out = {"settings": settings(args),
            "summary": {("Alldata" if key == "Alldata" else f"K={key[0]} {key[1]}"): v
                        for key, v in summ.items()},
            "checks": checks, "elapsed_s": elapsed,
            "per_seed": [{("Alldata" if key == "Alldata" else f"K={key[0]} {key[1]}"): v
                          for key, v in r.items()} for r in per_seed]}
-    log(f"wrote {write_json(NAME, out, args.out)}")
+    log(f"wrote {write_results(NAME, out, args.out)}")
 
 
 if __name__ == "__main__":

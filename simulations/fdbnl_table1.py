@@ -82,14 +82,14 @@ def main() -> None:
     args = ap.parse_args()
     args.d, args.K, args.n_k, args.lam = 5, 6, 30, 0.1
     if args.quick:
-        args.seeds = min(args.seeds, 2)
+        args.seeds = args.seeds[:2]
     warnings.filterwarnings("ignore", category=RuntimeWarning)  # expm overflow at rejected
     # L-BFGS trial points; the accepted iterates are finite (checked below via h)
     total = Clock()
     log(f"{NAME}: d={args.d} K={args.K} n_k={args.n_k} lambda={args.lam} mu=0.1 "
         f"weights={args.weights} generator={args.generator} seeds={args.seeds}")
     per_seed = []
-    for seed in range(args.seeds):
+    for seed in args.seeds:
         r = run_seed(seed, args)
         per_seed.append(r)
         log(f"  seed {seed}: " + "; ".join(

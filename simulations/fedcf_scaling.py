@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 
 import numpy as np
+from harness import parser, settings, write_results
 
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data.statespace import (
@@ -65,12 +66,13 @@ def final(model: str, M: int, D: int, args: argparse.Namespace, norm_b: bool = F
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__.splitlines()[0])
     ap.add_argument("--t", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=200)
     args = ap.parse_args()
     print("| model | scan | value | paper L_s | ours L_s | paper D | ours D | wall s |")
     print("|---|---|---|---|---|---|---|---|")
+    rows = []
     for scan, cells in (("D", [16, 32, 64, 128]), ("M", [2, 4, 8, 16])):
         for v in cells:
             M, D = (2, v) if scan == "D" else (v, 8)
@@ -78,14 +80,22 @@ def main() -> None:
             p_ls, p_d = (PAPER_CF_D if scan == "D" else PAPER_CF_M)[v]
             print(f"| FedCF | {scan} | {v} | {p_ls} | {ls:.4g} | {p_d} | {pen:.4g} | {wall:.1f} |",
                   flush=True)
+            rows.append({"model": "FedCF", "scan": scan, "value": v, "paper_L_s": p_ls,
+                         "L_s": ls, "paper_D": p_d, "D": pen, "wall_s": wall})
             if scan == "M":
                 ls, pen, wall = final("fedcf", M, D, args, norm_b=True)
                 print(f"| FedCF, B_mn / sqrt(M-1) | {scan} | {v} | {p_ls} | {ls:.4g} "
                       f"({ls / M:.3g} per client) | {p_d} | {pen:.4g} | {wall:.1f} |",
                       flush=True)
+                rows.append({"model": "FedCF, B_mn / sqrt(M-1)", "scan": scan, "value": v,
+                             "paper_L_s": p_ls, "L_s": ls, "paper_D": p_d, "D": pen,
+                             "wall_s": wall})
             ls, _, wall = final("fedgc", M, D, args)
             print(f"| FedGC | {scan} | {v} | {PAPER_GC[(scan, v)]} | {ls:.4g} | - | - | "
                   f"{wall:.1f} |", flush=True)
+            rows.append({"model": "FedGC", "scan": scan, "value": v,
+                         "paper_L_s": PAPER_GC[(scan, v)], "L_s": ls, "wall_s": wall})
+    write_results("fedcf_scaling", {"settings": settings(args), "rows": rows}, args.out)
 
 
 if __name__ == "__main__":

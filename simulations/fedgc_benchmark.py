@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from harness import parser, settings, write_results
+
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data.statespace import all_clients, merged_config
@@ -41,7 +43,7 @@ def bench(algorithm: str, M: int, args: argparse.Namespace) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__.splitlines()[0])
     ap.add_argument("--clients", type=int, nargs="+", default=[2, 8, 32])
     ap.add_argument("--t", type=int, default=1000)
     ap.add_argument("--window", type=int, default=100)
@@ -49,12 +51,15 @@ def main() -> None:
     print("| algorithm | M | exchanges | reference s | Flower (in-process) s | ratio | "
           "bytes up / exchange | bytes down / exchange |")
     print("|---|---|---|---|---|---|---|---|")
+    rows = []
     for algorithm in ("fedgc", "fedcf"):
         for M in args.clients:
             r = bench(algorithm, M, args)
             print(f"| {algorithm} | {M} | {r['exchanges']} | {r['reference_s']:.2f} | "
                   f"{r['flower_s']:.2f} | {r['overhead']:.1f} | "
                   f"{r['bytes_up_per_exchange']:.0f} | {r['bytes_down_per_exchange']:.0f} |")
+            rows.append({"algorithm": algorithm, "M": M, **r})
+    write_results("fedgc_benchmark", {"settings": settings(args), "rows": rows}, args.out)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import json
 import time
 
 import numpy as np
+from harness import parser, settings, write_results
 
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data.statespace import (
@@ -137,8 +138,7 @@ def verdict(ok: bool) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=10)
+    ap = parser(__doc__.splitlines()[0], seeds=10)
     ap.add_argument("--first-seed", type=int, default=0, help="development seeds: >= 100")
     ap.add_argument("--t", type=int)
     ap.add_argument("--window", type=int)
@@ -148,7 +148,7 @@ def main() -> None:
     args.extra = {k: v for k, v in (("ss-t", args.t), ("ss-window", args.window),
                                     ("ss-epochs", args.epochs)) if v is not None}
     args.extra.update({k: json.loads(v) for k, v in (kv.split("=", 1) for kv in args.set)})
-    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    seeds = [args.first_seed + s for s in args.seeds]
     rows = [one_seed(s, args) for s in seeds]
     keys = list(rows[0])
     print("| seed | " + " | ".join(keys) + " |")
@@ -157,7 +157,7 @@ def main() -> None:
         print(f"| {s} | " + " | ".join(f"{r[k]:.4g}" for k in keys) + " |")
     mean = {k: float(np.mean([r[k] for r in rows])) for k in keys}
     print("| mean | " + " | ".join(f"{mean[k]:.4g}" for k in keys) + " |")
-    print(f"\nseeds {seeds.start}-{seeds.stop - 1}, {args.extra or 'defaults'}")
+    print(f"\nseeds {seeds[0]}-{seeds[-1]}, {args.extra or 'defaults'}")
     print("| | paper | ours | target | |\n|---|---|---|---|---|")
     print(f"| ||A21_hat - A21||_F | {PAPER['err_A21']} | {mean['err_A21']:.3f} "
           f"(fixed point {mean['fp_err_A21']:.3f}) | <= 0.12 | "
@@ -178,6 +178,9 @@ def main() -> None:
           f"aug < plain | {verdict(mean['prior_aug_oracle'] < mean['prior_plain_oracle'])} |")
     print(f"| mean ||hhat^t - hhat_o^t||^2 (posterior states; not a target): plain / augmented "
           f"| - | {mean['post_plain_oracle']:.4g} / {mean['post_aug_oracle']:.4g} | - | - |")
+    write_results("fedgc_default", {"settings": settings(args), "paper": PAPER, "target": TARGET,
+                                    "per_seed": dict(zip(seeds, rows, strict=True)),
+                                    "mean": mean}, args.out)
 
 
 if __name__ == "__main__":

@@ -14,9 +14,8 @@ mean ||A_21_hat - A_21||_F, ||A_12_hat||_F and the noiseless training L_s with t
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
+from harness import parser, settings, write_results
 
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data.statespace import merged_config, synthetic_clients, synthetic_series
@@ -42,8 +41,7 @@ def one_run(seed: int, extra: dict) -> tuple[float, float, float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=5)
+    ap = parser(__doc__.splitlines()[0], seeds=5)
     ap.add_argument("--eps", type=float, nargs="*", default=[0.5, 5, 50, 500, 5000])
     args = ap.parse_args()
     print("| DP | clip msg / grad | per-release epsilon | composed epsilon | "
@@ -51,13 +49,18 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     cells = [("off", 5.0, 1.0, None)] + [("on", 5.0, g, e) for g in (1.0, 1e-3)
                                          for e in args.eps]
+    rows = []
     for name, cm, cg, eps in cells:
         extra = {} if eps is None else {"ss-dp": True, "ss-dp-epsilon": eps,
                                         "ss-dp-clip-msg": cm, "ss-dp-clip-grad": cg}
-        r = np.mean([one_run(s, extra) for s in range(args.seeds)], axis=0)
+        r = np.mean([one_run(s, extra) for s in args.seeds], axis=0)
         print(f"| {name} | {cm:g} / {cg:g} | {'-' if eps is None else f'{eps:g}'} | "
               f"{'-' if eps is None else f'{r[3]:.3g}'} | {r[0]:.3f} | {r[1]:.3f} | "
               f"{r[2]:.4g} |", flush=True)
+        rows.append({"dp": name, "clip_msg": cm, "clip_grad": cg, "epsilon": eps,
+                     "composed_epsilon": None if eps is None else r[3], "err_A21": r[0],
+                     "norm_A12": r[1], "L_s": r[2]})
+    write_results("fedgc_dp", {"settings": settings(args), "rows": rows}, args.out)
 
 
 if __name__ == "__main__":

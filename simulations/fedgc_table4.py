@@ -17,10 +17,10 @@ then the server trained on it).
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 
 import numpy as np
+from harness import parser, settings, write_results
 
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data.statespace import merged_config, synthetic_clients, synthetic_series
@@ -96,12 +96,11 @@ def fmt(x: float | None) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=5)
+    ap = parser(__doc__.splitlines()[0], seeds=5)
     ap.add_argument("--t", type=int, default=10000)
     args = ap.parse_args()
     out = {f: {c: [] for c in CASES} for f in PAPER}
-    for seed in range(args.seeds):
+    for seed in args.seeds:
         rc = merged_config({"seed": seed, "ss-t": args.t})
         sys, _, y, u = synthetic_series(rc)
         trained = frameworks(synthetic_clients(rc, sys, y, u), settings_from_run_config(rc))
@@ -116,6 +115,7 @@ def main() -> None:
                 out[f][case].append(losses(cpar, spar, clients))
     print("| framework | test | paper (L_2)_a / L_s | ours (L_2)_a / L_s |")
     print("|---|---|---|---|")
+    table = []
     for f, cases in out.items():
         for case, rows in cases.items():
             la, ls = np.mean(rows, axis=0)
@@ -123,6 +123,9 @@ def main() -> None:
             ls = None if PAPER[f][case][1] is None else ls
             print(f"| {f} | {case} | {fmt(PAPER[f][case][0])} / {fmt(PAPER[f][case][1])} | "
                   f"{fmt(la)} / {fmt(ls)} |")
+            table.append({"framework": f, "test": case, "paper_L_a": PAPER[f][case][0],
+                          "paper_L_s": PAPER[f][case][1], "L_a": la, "L_s": ls,
+                          "seeds": len(rows)})
     for f in ("pre-trained client", "ours"):
         ls = {c: np.mean([r[1] for r in out[f][c]]) for c in CASES}
         la = {c: np.mean([r[0] for r in out[f][c]]) for c in CASES}
@@ -133,6 +136,8 @@ def main() -> None:
               f"L_s: {top} ({'ok' if top == 'reversing' else 'WORSE'}, paper: reversing); "
               f"reversing / eliminating L_s ratio {ls['reversing'] / ls['eliminating']:.3f} "
               f"(paper {f}: {PAPER[f]['reversing'][1] / PAPER[f]['eliminating'][1]:.3g})")
+    write_results("fedgc_table4", {"settings": settings(args), "rows": table, "per_seed": out},
+                  args.out)
 
 
 if __name__ == "__main__":

@@ -10,13 +10,13 @@ one is present.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from harness import parser, settings, write_results
 
 from fedcausal_flwr import launch
 from fedcausal_flwr.client_app import app as client_app
@@ -43,7 +43,7 @@ def reference_seconds(rc: dict, k: int) -> float:
 
 def main() -> None:
     """Print seconds and bytes per round of each path."""
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--scenario", default="abs")
     ap.add_argument("--clients", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=10)
@@ -67,18 +67,24 @@ def main() -> None:
     print(f"reference loop      : {ref:.3f} s/round")
     print(f"Flower, in-process  : {wall:.3f} s/round (x{wall / ref:.2f}); "
           f"bytes/round up {up:.0f} down {down:.0f}")
+    res_out = {"settings": settings(a), "reference_s_per_round": ref,
+               "inprocess_s_per_round": wall, "bytes_up_per_round": up,
+               "bytes_down_per_round": down}
     if a.flwr:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             t0 = time.time()
             launch.simulate(k, {**rc, "outputs": str(root), "run-name": "b"},
-                            flwr_home=root / "flwr", port=39391,
+                            flwr_home=root / "flwr",
+                            port=launch.free_port_block(launch.SIMULATE_PORTS),
                             timeout=590)
             total = time.time() - t0
             out = load_result(root / "b")
             per = np.mean([r["seconds"] for r in out["history"]])
             print(f"Flower, flwr run sim: {per:.3f} s/round in the rounds (x{per / ref:.2f}); "
                   f"{total:.1f} s end to end incl. Ray start")
+            res_out |= {"flwr_s_per_round": per, "flwr_end_to_end_s": total}
+    write_results("fediv_benchmark", res_out, a.out)
 
 
 if __name__ == "__main__":

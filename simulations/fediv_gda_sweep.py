@@ -9,12 +9,12 @@ settings) and, as a diagnostic, the dev-seed test MSE. One JSON line per (config
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 import numpy as np
 import torch
+from harness import parser, settings, write_results
 
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.data import iv
@@ -56,13 +56,13 @@ def run(scenario: str, seed: int, lr_g: float, lr_f: float, local: int, rounds: 
 
 def main() -> None:
     """Run the grid (``lr_g,lr_f,R,T,optimizer`` per entry) on the given dev seeds."""
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__, seeds=[100, 101])
     ap.add_argument("--scenarios", nargs="+", default=["abs"])
-    ap.add_argument("--seeds", nargs="+", type=int, default=[100, 101])
     ap.add_argument("--grid", nargs="+", required=True)
     ap.add_argument("--jsonl", default="")
     a = ap.parse_args()
     torch.set_num_threads(1)
+    runs = []
     for sc in a.scenarios:
         for entry in a.grid:
             lg, lf, r, t, opt = entry.split(",")
@@ -70,9 +70,11 @@ def main() -> None:
                 row = run(sc, seed, float(lg), float(lf), int(r), int(t), opt)
                 short = {k: v for k, v in row.items() if not k.endswith("_hist")}
                 print(json.dumps(short), flush=True)
+                runs.append(short)
                 if a.jsonl:
                     with open(a.jsonl, "a") as fh:
                         fh.write(json.dumps(row) + "\n")
+    write_results("fediv_gda_sweep", {"settings": settings(a), "runs": runs}, a.out)
 
 
 if __name__ == "__main__":

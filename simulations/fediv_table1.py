@@ -12,12 +12,12 @@ that says WORSE where we miss the issue's target.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 import numpy as np
 import torch
+from harness import parser, settings, write_results
 
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.data import iv
@@ -111,10 +111,9 @@ def summary(rows: list[dict]) -> list[str]:
 
 def main() -> None:
     """Run the grid, print JSON lines and the summary (with WORSE where we miss)."""
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__, seeds=[0, 1, 2, 3, 4])
     ap.add_argument("--scenarios", nargs="+", default=["abs", "step", "linear"])
     ap.add_argument("--methods", nargs="+", default=list(SETTINGS))
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument("--rounds", type=int, default=None, help="override T (rounds/epochs)")
     ap.add_argument("--clients", type=int, default=10)
     ap.add_argument("--dgp", default="paper")
@@ -152,6 +151,8 @@ def main() -> None:
     print("\n".join(lines))
     if any("WORSE" in ln for ln in lines):
         print("FAIL: worse than the issue's target where marked WORSE above")
+    write_results("fediv_table1", {"settings": settings(a), "paper": PAPER, "runs": rows,
+                                   "summary": lines}, a.out)
 
 
 if __name__ == "__main__":

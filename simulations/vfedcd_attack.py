@@ -13,10 +13,10 @@ settings of ``simulations/vfedcd_table1.py --preset`` (default "tuned"), data-se
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import torch
+from harness import parser, write_results
+from harness import settings as harness_settings
 from scipy.stats import pearsonr, spearmanr
 from vfedcd_table1 import PRESETS, settings
 
@@ -75,7 +75,7 @@ def attack(xs: list[np.ndarray], state: V.State, secure: bool, steps: int, h: in
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--d", type=int, default=15)
     ap.add_argument("--epochs", type=int, default=500)
     ap.add_argument("--steps", type=int, default=5000)
@@ -88,6 +88,7 @@ def main() -> None:
     tr, _ = split_standardised(X)
     xs = [tr[:a.rows, S] for S in blocks(a.d, 3)]
     paper = {"framework": 0.443, "ctv": 0.400, "vfedcd": 0.152}
+    rows = []
     for mode in a.modes:
         s = settings(a.preset, [], mode=mode, epochs=a.epochs, seed=a.seed)
         state = V.train_reference([tr[:, S] for S in blocks(a.d, 3)], s)
@@ -95,6 +96,8 @@ def main() -> None:
         print(f"{mode}: attack |Spearman| {sp:.3f} |Pearson| {pe:.3f} (paper Corr "
               f"{paper[mode]}), preset {a.preset}, seed {a.seed}, {a.epochs} epochs, "
               f"{a.steps} Adam steps", flush=True)
+        rows.append({"mode": mode, "spearman": sp, "pearson": pe, "paper": paper[mode]})
+    write_results("vfedcd_attack", {"settings": harness_settings(a), "rows": rows}, a.out)
 
 
 if __name__ == "__main__":

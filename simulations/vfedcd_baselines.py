@@ -7,10 +7,10 @@ vfedcd_table1.py (SHD reversal = 1).
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
+from harness import parser, settings, write_results
 
 from fedcausal_flwr.data.vertical import pooled_data, sachs, split_standardised
 from fedcausal_flwr.metrics import graph_metrics
@@ -22,9 +22,8 @@ def f1(m: dict) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__, seeds=[0])
     ap.add_argument("--d", nargs="+", default=["sachs", "15"])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--mlp", action="store_true", help="also DAGMA-MLP (slow)")
     a = ap.parse_args()
     try:
@@ -32,6 +31,7 @@ def main() -> None:
     except ImportError:
         print("dagma is not installed: pip install dagma")
         return
+    rows = []
     for key, seed in ((k, s) for k in a.d for s in ([0] if k == "sachs" else a.seeds)):
         if key == "sachs":
             X, A, _ = sachs()
@@ -44,6 +44,8 @@ def main() -> None:
         m = graph_metrics((np.abs(W) > 0.3).astype(float), A)
         print(f"d={key} seed={seed} DAGMA-linear (pooled): SHD {m['shd_rev1']} F1 {f1(m):.3f} "
               f"nnz {m['nnz']} ({time.time() - t0:.0f}s)", flush=True)
+        rows.append({"d": key, "seed": seed, "method": "DAGMA-linear", "shd": m["shd_rev1"],
+                     "f1": f1(m), "nnz": m["nnz"]})
         if a.mlp:
             import torch
             from dagma.nonlinear import DagmaMLP, DagmaNonlinear
@@ -54,6 +56,9 @@ def main() -> None:
             m = graph_metrics((np.abs(W) > 0.3).astype(float), A)
             print(f"d={key} seed={seed} DAGMA-MLP (pooled): SHD {m['shd_rev1']} F1 {f1(m):.3f} "
                   f"({time.time() - t0:.0f}s)", flush=True)
+            rows.append({"d": key, "seed": seed, "method": "DAGMA-MLP", "shd": m["shd_rev1"],
+                         "f1": f1(m), "nnz": m["nnz"]})
+    write_results("vfedcd_baselines", {"settings": settings(a), "rows": rows}, a.out)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,12 @@ the wall time of one full-protocol epoch at n=1000, d=15 with real keys.
 
 from __future__ import annotations
 
-import argparse
 import secrets
 import time
 
 import gmpy2
 import numpy as np
+from harness import parser, settings, write_results
 from phe import paillier as phe_paillier
 
 from fedcausal_flwr.core import vfedcd as V
@@ -69,7 +69,7 @@ def python_masks(lo: list[int], hi: list[int]) -> list[int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--bits", type=int, default=2048)
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--steps", type=int, default=STEPS_PER_EPOCH)
@@ -188,6 +188,13 @@ def main() -> None:
           f"{what} (paper {PAPER_EPOCH_S} s)")
     print(f"    one epoch, slowest party of each phase (a core per party, as deployed; relay "
           f"latency not counted): {clock['critical'] * scale:.0f} s {what}")
+    write_results("vfedcd_paillier_benchmark", {
+        "settings": settings(a), "paper": {"muls_per_s": PAPER_MULS, "epoch_s": PAPER_EPOCH_S},
+        "ops_per_s": r, "gain": gain, "slots": S, "ops_per_epoch": {"plain": plain,
+                                                                   "packed": packed},
+        "projected_epoch_s": dict(stages), "measured": {
+            "steps": a.steps, "wall_s": wall, "epoch_one_core_s": clock["total"] * scale,
+            "epoch_critical_path_s": clock["critical"] * scale}}, a.out)
 
 if __name__ == "__main__":
     main()

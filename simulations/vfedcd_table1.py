@@ -15,12 +15,13 @@ finish. A "WORSE" marks a miss of the issue target (ours at least as good as the
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from dataclasses import fields
 
 import numpy as np
+from harness import parser, write_results
+from harness import settings as cli_settings
 
 from fedcausal_flwr.core import vfedcd as V
 from fedcausal_flwr.data.vertical import blocks, pooled_data, sachs, split_standardised
@@ -84,17 +85,18 @@ def verdict(shd: float, f: float, paper: tuple) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__, seeds=[0, 1, 2, 3, 4],
+                out_help="also append each run as a JSON line to this file (the JSON summary "
+                         "always goes to results/vfedcd_table1.json)")
     ap.add_argument("--d", default="15", help="attributes, or 'sachs'")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--modes", nargs="+", default=["vfedcd"])
     ap.add_argument("--preset", default="tuned", choices=sorted(PRESETS))
     ap.add_argument("--set", nargs="*", default=[], help="Settings overrides k=v")
-    ap.add_argument("--out", default="", help="append JSON rows to this file")
     ap.add_argument("--data-seed", type=int, default=None,
                     help="fix the data set and vary only the training seed (spec 4.2)")
     a = ap.parse_args()
     key = a.d if a.d == "sachs" else int(a.d)
+    summary = []
     for mode in a.modes:
         rows = []
         for seed in a.seeds:
@@ -111,6 +113,10 @@ def main() -> None:
         print(f"d={key} mode={mode} preset={a.preset} {' '.join(a.set)} seeds={a.seeds}: "
               f"SHD {shd:.1f} F1 {np.mean(f):.3f}+-{np.std(f):.3f} | paper SHD {paper[0]} "
               f"F1 {paper[1]}{verdict(shd, np.mean(f), paper)}", flush=True)
+        summary.append({"d": key, "mode": mode, "preset": a.preset, "set": a.set,
+                        "seeds": a.seeds, "shd": shd, "f1": np.mean(f), "f1_sd": np.std(f),
+                        "paper_shd": paper[0], "paper_f1": paper[1], "runs": rows})
+    write_results("vfedcd_table1", {"settings": cli_settings(a), "summary": summary})
 
 
 if __name__ == "__main__":

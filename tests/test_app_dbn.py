@@ -243,21 +243,16 @@ def test_start_rejects_what_it_does_not_use():
         FDBNLSettings.from_run_config({"lambda-w": -1})
 
 
-DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-@pytest.mark.parametrize("algorithm,rc", [
-    ("fdbnl", {"data": "netsim", "data-path": str(DATA / "netsim" / "sim1.mat"),
-               "netsim-subject": 3, "num-rounds": 6}),
-    ("pfdbnl", {"data": "netsim", "data-path": str(DATA / "netsim" / "sim1.mat"),
-                "heterogeneous": True, "netsim-subject": 2, "num-rounds": 3}),
-    ("fdbnl", {"data": "dream4", "num-rounds": 1, "lambda-w": 0.0025, "lambda-a": 0.0025,
-               "data-path": str(DATA / "dream4" / "insilico_size100_1_timeseries.tsv")}),
+@pytest.mark.parametrize("algorithm,relpath,rc", [
+    ("fdbnl", "netsim/sim1.mat", {"data": "netsim", "netsim-subject": 3, "num-rounds": 6}),
+    ("pfdbnl", "netsim/sim1.mat", {"data": "netsim", "heterogeneous": True, "netsim-subject": 2,
+                                   "num-rounds": 3}),
+    ("fdbnl", "dream4/insilico_size100_1_timeseries.tsv",
+     {"data": "dream4", "num-rounds": 1, "lambda-w": 0.0025, "lambda-a": 0.0025}),
 ])
-def test_real_data_through_the_app(algorithm, rc):
-    if not DATA.is_dir():
-        pytest.skip("shared/data not beside the checkout")
-    rc = {**rc, "algorithm": algorithm, "lambda-scale": "paper"}
+def test_real_data_through_the_app(shared_data, algorithm, relpath, rc):
+    rc = {**rc, "algorithm": algorithm, "lambda-scale": "paper",
+          "data-path": str(shared_data(relpath))}
     result, grid = run_inprocess(rc, 5)
     assert result.status == "completed" and result.metrics["clients"] == 5
     assert 0.0 < result.metrics["auroc"] <= 1.0

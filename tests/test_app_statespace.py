@@ -194,14 +194,10 @@ def test_dp_run_equals_reference_and_reports_epsilon(algorithm):
     assert np.abs(states - sent).min() > 0
 
 
-def test_netsim_clients_through_the_app_equal_the_reference():
-    from pathlib import Path
-
+def test_netsim_clients_through_the_app_equal_the_reference(shared_data):
     from fedcausal_flwr.data.statespace import real_clients, svd_var_client
 
-    path = Path(__file__).resolve().parents[2] / "shared/data/netsim/sim3.mat"
-    if not path.exists():
-        pytest.skip(f"NetSim data not found at {path}")
+    path = shared_data("netsim/sim3.mat")
     rc = {**RC, "ss-data": "netsim", "ss-data-path": str(path), "ss-clients": 3,
           "ss-netsim-subjects": 2, "ss-window": 50, "ss-epochs": 2, "ss-p": 2}
     result, _ = run_inprocess(rc, 3)

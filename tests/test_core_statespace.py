@@ -220,14 +220,10 @@ def test_gaussian_release_clips_and_adds_calibrated_noise():
         gaussian_sigma(1.0, 0.0, 1e-5)
 
 
-def test_plant_csv_loader_groups_filters_and_identifies(tmp_path):
-    from pathlib import Path
-
+def test_plant_csv_loader_groups_filters_and_identifies(tmp_path, shared_data):
     from fedcausal_flwr.data.statespace import central_var, load_plant_csv, svd_var_client
 
-    schema = Path(__file__).resolve().parents[2] / "shared/data/hai/hai-22.04_columns.txt"
-    if not schema.exists():
-        pytest.skip(f"HAI column schema not found at {schema}")
+    schema = shared_data("hai/hai-22.04_columns.txt")
     names = schema.read_text().split()
     assert names[0] == "timestamp" and names[-1] == "Attack"
     tags = names[1:-1]

@@ -162,18 +162,23 @@ def test_dirichlet_shares_average_to_the_gradient():
                                                                  np.random.default_rng(0)))
 
 
-def test_vertical_data_blocks_sachs_and_checks():
-    from fedcausal_flwr.data.vertical import checked_party, sachs
+def test_vertical_data_blocks_and_checks():
+    from fedcausal_flwr.data.vertical import checked_party
 
     assert [b.tolist() for b in blocks(5, 2)] == [[0, 1, 2], [3, 4]]
     assert [len(b) for b in blocks(15, [1, 1, 13])] == [1, 1, 13]
     with pytest.raises(ValueError, match="sum to d"):
         blocks(6, [3, 4])
-    X, A, names = sachs()
-    assert X.shape == (853, 11) and A.sum() == 18 and len(names) == 11  # the file: 18 edges
     A2 = random_dag(8, 12, np.random.default_rng(0))
     assert A2.sum() == 12 and V.is_dag(A2)
     bad = np.ones((4, 2))
     bad[2, 1] = np.inf
     with pytest.raises(ValueError, match="party 3: 1 non-finite"):
         checked_party(bad, "party 3")
+
+
+def test_sachs_file(shared_data):
+    from fedcausal_flwr.data.vertical import sachs
+
+    X, A, names = sachs(shared_data("sachs"))  # the path beside the checkout, not the default
+    assert X.shape == (853, 11) and A.sum() == 18 and len(names) == 11  # the file: 18 edges

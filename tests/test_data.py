@@ -25,16 +25,6 @@ from fedcausal_flwr.data.synthetic import (
 from fedcausal_flwr.data.timeseries import lagged
 from fedcausal_flwr.metrics import is_dag
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def _real(relative: str) -> Path:
-    path = SHARED_DATA / relative
-    if not path.exists():
-        pytest.skip(f"real data {path} not available")
-    return path
-
-
 # --- lagged ------------------------------------------------------------------------------
 
 def test_lagged_hand_made_values():
@@ -233,8 +223,8 @@ def test_dream4_missing_goldstandard_gives_none(tmp_path):
     assert load_dream4(ts)[2] is None
 
 
-def test_dream4_real_file():
-    path = _real("dream4/insilico_size100_1_timeseries.tsv")
+def test_dream4_real_file(shared_data):
+    path = shared_data("dream4/insilico_size100_1_timeseries.tsv")
     series, genes, truth = load_dream4(path)
     assert len(series) == 10 and all(s.shape == (21, 100) for s in series)
     assert genes[0] == "G1" and genes[-1] == "G100"
@@ -251,8 +241,8 @@ def test_dream4_real_file():
 
 # --- NetSim ------------------------------------------------------------------------------
 
-def test_netsim_real_file():
-    path = _real("netsim/sim1.mat")
+def test_netsim_real_file(shared_data):
+    path = shared_data("netsim/sim1.mat")
     ts, net = load_netsim(path)
     assert ts.shape == (50, 200, 5) and net.shape == (50, 5, 5)
     assert np.all(np.diagonal(net, axis1=1, axis2=2) == -1)

@@ -40,21 +40,21 @@ def check_against_reference(result: dict, k: int) -> None:
     assert result["estimates"]["selected_round"] == st.best_round
 
 
-def test_flwr_run_simulation_equals_reference(tmp_path):
+def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids):
     rc = {**RC, "num-rounds": 2, "outputs": str(tmp_path), "run-name": "sim"}
-    launch.simulate(3, rc, flwr_home=tmp_path / "flwr",
-                    timeout=600, port=39391)
-    assert not launch._pids("flower-superlink .*--port 39391")
+    port = free_ports(launch.SIMULATE_PORTS)
+    launch.simulate(3, rc, flwr_home=tmp_path / "flwr", timeout=600, port=port)
+    assert not flower_pids(port, launch.SIMULATE_PORTS)
     result = load_result(tmp_path / "sim")
     check_against_reference(result, 3)
     assert (tmp_path / "sim" / "g_vs_g0.png").stat().st_size > 0
     assert all(h["bytes_up"] > 0 and h["bytes_down"] > 0 for h in result["history"])
 
 
-def test_loopback_deployment_equals_reference(tmp_path):
+def test_loopback_deployment_equals_reference(tmp_path, free_ports, flower_pids):
     rc = {**RC, "num-rounds": 1, "outputs": str(tmp_path), "run-name": "deploy"}
-    launch.deploy(2, rc, workdir=tmp_path / "deployment",
-                  port=9510, timeout=600)
+    port = free_ports(launch.deploy_ports(2))
+    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=port, timeout=600)
     check_against_reference(load_result(tmp_path / "deploy"), 2)
     assert (tmp_path / "deploy" / "g_vs_g0.png").stat().st_size > 0
-    assert not launch._pids("flower-supernode --insecure --superlink 127.0.0.1:9510")
+    assert not flower_pids(port, launch.deploy_ports(2))

@@ -40,10 +40,12 @@ def check_against_reference(result: dict, k: int) -> None:
     ("fdbnl", 3, {"num-rounds": 12}),
     ("pfdbnl", 2, {"num-rounds": 4, "heterogeneous": True}),
 ])
-def test_flwr_run_simulation_equals_reference(tmp_path, algorithm, k, extra):
+def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids, algorithm, k,
+                                              extra):
     rc = {**RC, "algorithm": algorithm, **extra, "outputs": str(tmp_path), "run-name": "sim"}
-    launch.simulate(k, rc, flwr_home=tmp_path / "flwr", timeout=600, port=39191)
-    assert not launch._pids("flower-superlink .*--port 39191")
+    port = free_ports(launch.SIMULATE_PORTS)
+    launch.simulate(k, rc, flwr_home=tmp_path / "flwr", timeout=600, port=port)
+    assert not flower_pids(port, launch.SIMULATE_PORTS)
     result = load_result(tmp_path / "sim")
     check_against_reference(result, k)
     assert (tmp_path / "sim" / "graphs.png").stat().st_size > 0
@@ -51,9 +53,10 @@ def test_flwr_run_simulation_equals_reference(tmp_path, algorithm, k, extra):
     assert all(h["bytes_up"] > 0 and h["bytes_down"] > 0 for h in result["history"])
 
 
-def test_loopback_deployment_equals_reference(tmp_path):
+def test_loopback_deployment_equals_reference(tmp_path, free_ports, flower_pids):
     rc = {**RC, "algorithm": "fdbnl", "num-rounds": 3, "outputs": str(tmp_path),
           "run-name": "deploy"}
-    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=9310, timeout=600)
+    port = free_ports(launch.deploy_ports(2))
+    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=port, timeout=600)
     check_against_reference(load_result(tmp_path / "deploy"), 2)
-    assert not launch._pids("flower-supernode --insecure --superlink 127.0.0.1:9310")
+    assert not flower_pids(port, launch.deploy_ports(2))

@@ -45,16 +45,18 @@ def check_against_reference(result: dict, algorithm: str) -> None:
                                    clients[1].C @ B10 @ np.array([1.0, 0.0]), atol=1e-10)
 
 
-def test_flwr_run_simulation_equals_reference(tmp_path):
+def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids):
     algorithm = "fedcf"  # FedCF runs FedGC's protocol loop too; each test costs ~60 s
     rc = run_config(tmp_path, algorithm, f"sim-{algorithm}")
-    launch.simulate(2, rc, flwr_home=tmp_path / "flwr", timeout=600, port=39291)
-    assert not launch._pids("flower-superlink .*--port 39291")
+    port = free_ports(launch.SIMULATE_PORTS)
+    launch.simulate(2, rc, flwr_home=tmp_path / "flwr", timeout=600, port=port)
+    assert not flower_pids(port, launch.SIMULATE_PORTS)
     check_against_reference(load_result(tmp_path / f"sim-{algorithm}"), algorithm)
 
 
-def test_loopback_deployment_equals_reference(tmp_path):
+def test_loopback_deployment_equals_reference(tmp_path, free_ports, flower_pids):
     rc = run_config(tmp_path, "fedgc", "deploy", **{"ss-window": 100, "ss-epochs": 1})
-    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=9410, timeout=600)
+    port = free_ports(launch.deploy_ports(2))
+    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=port, timeout=600)
     check_against_reference(load_result(tmp_path / "deploy"), "fedgc")
-    assert not launch._pids("flower-supernode --insecure --superlink 127.0.0.1:9410")
+    assert not flower_pids(port, launch.deploy_ports(2))

@@ -30,20 +30,22 @@ def check_against_reference(result: dict, k: int) -> None:
     assert [h["lambda2"] for h in result["history"]] == [h["lambda2"] for h in ref.history]
 
 
-def test_flwr_run_simulation_equals_reference(tmp_path):
+def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids):
     rc = {**RC, "he-backend": "mock", "n": 10, "num-epochs": 1, "outputs": str(tmp_path),
           "run-name": "sim"}
-    launch.simulate(3, rc, flwr_home=tmp_path / "flwr",
-                    timeout=300, port=39491)
-    assert not launch._pids("flower-superlink .*--port 39491")
+    port = free_ports(launch.SIMULATE_PORTS)
+    launch.simulate(3, rc, flwr_home=tmp_path / "flwr", timeout=300, port=port)
+    assert not flower_pids(port, launch.SIMULATE_PORTS)
     result = load_result(tmp_path / "sim")
     check_against_reference(result, 3)
     assert all(h["bytes_up"] > 0 for h in result["history"])
 
 
-def test_loopback_deployment_with_paillier_keys_equals_reference(tmp_path):
+def test_loopback_deployment_with_paillier_keys_equals_reference(tmp_path, free_ports,
+                                                                 flower_pids):
     rc = {**RC, "he-backend": "paillier", "n": 10, "num-epochs": 1, "outputs": str(tmp_path),
           "run-name": "deploy"}
-    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=9610, timeout=300)
+    port = free_ports(launch.deploy_ports(2))
+    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=port, timeout=300)
     check_against_reference(load_result(tmp_path / "deploy"), 2)
-    assert not launch._pids("flower-supernode --insecure --superlink 127.0.0.1:9610")
+    assert not flower_pids(port, launch.deploy_ports(2))

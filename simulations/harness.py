@@ -1,0 +1,275 @@
+"""The shared command line and results layer of every script in ``simulations/``.
+
+Every script takes the same flags (``--seeds`` as a count or a list, ``--quick``, ``--out``)
+plus its own, prints tables with the paper's value beside ours, and writes its numbers with
+:func:`write_results` to ``simulations/results/<script>.json`` (with machine, time and argv).
+``python simulations/tables.py`` turns those JSON files into the tables of ``RESULTS.md``.
+
+    ap = harness.parser(__doc__, seeds=10)        # --seeds 10 -> [0..9]; --seeds 3 7 -> [3, 7]
+    ap.add_argument("--t", type=int, default=5000)
+    args = ap.parse_args()
+    ...
+    harness.write_results("fedcf_default", {"settings": harness.settings(args), "rows": rows})
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SIM_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = SIM_DIR / "results"
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+# ----------------------------------------------------------------------------- CLI
+def seed_list(values: Sequence[str] | int | None) -> list[int]:
+    """Seeds from the command line: one number N is a count (0..N-1), several are the list.
+
+    ``a..b`` (inclusive) adds a range, so a single seed s is ``--seeds s..s``.
+    """
+    if values is None:
+        return []
+    if isinstance(values, int):
+        return list(range(values))
+    if len(values) == 1 and ".." not in values[0]:
+        return list(range(int(values[0])))
+    out: list[int] = []
+    for v in values:
+        lo, _, hi = v.partition("..")
+        out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
+    return out
+
+
+def parser(description: str | None, seeds: int | Sequence[int] | None = None,
+           data: bool = False, out_help: str | None = None) -> argparse.ArgumentParser:
+    """The common flags; a script adds its own to the returned parser.
+
+    Parameters
+    ----------
+    description
+        The script's docstring (its first line is the summary).
+    seeds
+        Default seeds, a count or a list; None: the script takes no ``--seeds``.
+    data
+        Add the positional ``data`` directory (default ``../shared/data`` beside the checkout).
+    out_help
+        Help text of ``--out`` where a script gives it another meaning.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        ``parse_args`` turns ``--seeds`` into a list of ints.
+    """
+    ap = _Parser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if seeds is not None:
+        default = seed_list(seeds) if isinstance(seeds, int) else list(seeds)
+        ap.add_argument("--seeds", nargs="+", default=default, metavar="S",
+                        help=f"one number N: seeds 0..N-1; several: those seeds; a..b: a range "
+                             f"(default {default})")
+    ap.add_argument("--quick", action="store_true", help="a much smaller smoke-test run")
+    ap.add_argument("--out", type=Path, default=None,
+                    help=out_help or "JSON output (default simulations/results/<script>.json)")
+    if data:
+        ap.add_argument("data", nargs="?", type=Path, default=DEFAULT_DATA,
+                        help="data directory holding dream4/ and netsim/")
+    return ap
+
+
+class _Parser(argparse.ArgumentParser):
+    """``parse_args`` with ``--seeds`` turned into a list of ints."""
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        ns = super().parse_args(args, namespace)
+        if isinstance(getattr(ns, "seeds", None), list) and ns.seeds \
+                and isinstance(ns.seeds[0], str):
+            ns.seeds = seed_list(ns.seeds)
+        return ns
+
+
+def settings(args: argparse.Namespace, drop: Iterable[str] = ("out",)) -> dict[str, Any]:
+    """The parsed arguments as JSON-able settings (paths as strings), without ``drop``."""
+    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+            if k not in set(drop)}
+
+
+class Clock:
+    """Wall-clock since construction, for the elapsed-time lines."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self.t0
+
+
+def log(msg: str) -> None:
+    """Print and flush (progress lines of long runs)."""
+    print(msg, flush=True)
+
+
+# ----------------------------------------------------------------------------- statistics
+def mean_sd(values: Iterable[float]) -> tuple[float, float]:
+    """Mean and sample sd (ddof=1; 0 for a single value), NaN-free input expected."""
+    v = np.asarray(list(values), dtype=float)
+    if v.size == 0:
+        return float("nan"), float("nan")
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+
+
+def fmt(m: float | None, s: float | None = None, digits: int = 2) -> str:
+    """``m`` or ``m ± s`` with ``digits`` decimals; ``-`` for a missing value."""
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return "-"
+    if s is None:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} ± {s:.{digits}f}"
+
+
+def verdict(ours: float, paper: float, tol: float, lower_is_better: bool) -> str:
+    """PASS within ``paper ± tol``, else BETTER or WORSE by the side it falls on."""
+    if abs(ours - paper) <= tol + 1e-12:
+        return "PASS"
+    better = ours < paper if lower_is_better else ours > paper
+    return "BETTER" if better else "WORSE"
+
+
+def check(ok: bool) -> str:
+    """PASS or WORSE."""
+    return "PASS" if ok else "WORSE"
+
+
+# ----------------------------------------------------------------------------- tables
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A fixed-width text table (also valid Markdown when pasted into RESULTS.md)."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    width = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(r: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(r, width, strict=True)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 2) for w in width) + "|"
+    return "\n".join([line(cells[0]), sep] + [line(r) for r in cells[1:]])
+
+
+def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A compact Markdown table (``| a | b |`` rows, ``|---|`` rule), as in RESULTS.md."""
+    def line(r: Sequence[Any]) -> str:
+        return "|" + "|".join(f" {c} " if str(c) else " " for c in r) + "|"
+
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *map(line, rows)])
+
+
+def paper_table(rows: Sequence[tuple[str, Any, Any]], digits: int = 3,
+                headers: Sequence[str] = ("measure", "paper", "ours")) -> str:
+    """Our value beside the paper's, one measure a row; a missing paper value prints ``-``.
+
+    Parameters
+    ----------
+    rows
+        ``(label, paper, ours)``; numbers are formatted with ``digits`` decimals, a
+        ``(mean, sd)`` pair as ``mean ± sd``, strings as they are.
+    """
+    def cell(v: Any) -> str:
+        if isinstance(v, str):
+            return v
+        if isinstance(v, tuple | list) and len(v) == 2:
+            return fmt(v[0], v[1], digits)
+        return fmt(None if v is None else float(v), digits=digits)
+
+    return table(headers, [[label, cell(p), cell(o)] for label, p, o in rows])
+
+
+# ----------------------------------------------------------------------------- JSON
+def jsonable(x: Any) -> Any:
+    """Nested dicts/lists of plain Python numbers (NaN as null, tuple keys as strings)."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return jsonable(x.tolist())
+    if isinstance(x, np.bool_):
+        return bool(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating | float):
+        return None if math.isnan(float(x)) else float(x)
+    if isinstance(x, Path):
+        return str(x)
+    return x
+
+
+def metadata(script: str) -> dict[str, Any]:
+    """Where, when and how a result was made: script, argv, versions, machine, time."""
+    return {"script": f"simulations/{script}.py", "argv": sys.argv[1:],
+            "python": platform.python_version(), "numpy": np.__version__,
+            "machine": {"host": platform.node(), "system": platform.system(),
+                        "cpu": platform.machine(), "cores": os.cpu_count()},
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+
+def results_path(script: str, out: Path | None = None) -> Path:
+    """``out`` or ``simulations/results/<script>.json``."""
+    return Path(out) if out else RESULTS_DIR / f"{script}.json"
+
+
+def write_results(script: str, payload: dict[str, Any], out: Path | None = None) -> Path:
+    """Write ``{"meta": ..., **payload}`` to ``results/<script>.json`` (or ``out``).
+
+    Parameters
+    ----------
+    script
+        The script's name without ``.py``.
+    payload
+        Its numbers: ``settings``, ``summary``, ``rows``, ``per_seed``, ``checks``...
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    path = results_path(script, out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(jsonable({"meta": metadata(script), **payload}), indent=1) + "\n")
+    return path
+
+
+def read_results(script: str) -> dict[str, Any]:
+    """The JSON a script wrote (``results/<script>.json``)."""
+    return json.loads(results_path(script).read_text())
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every record of a JSON-lines file (blank lines skipped)."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def finish(script: str, args: argparse.Namespace, clock: Clock, checks: dict[str, str],
+           heading: str, payload: dict[str, Any]) -> Path:
+    """Print the acceptance checks and elapsed time, then write the run's JSON; return its path."""
+    log(f"\n{heading}")
+    for k, v in checks.items():
+        log(f"  {v:6s} {k}")
+    elapsed = clock()
+    log(f"elapsed {elapsed:.0f}s")
+    path = write_results(script, {"settings": settings(args), **payload, "checks": checks,
+                                  "elapsed_s": elapsed}, args.out)
+    log(f"wrote {path}")
+    return path
+
+
+def script_name(file: str) -> str:
+    """``simulations/x.py`` -> ``x``: the results name of a script (``__file__``)."""
+    return Path(file).stem
