@@ -175,3 +175,21 @@ def test_runs_are_deterministic_for_a_seed():
     assert_params_close(a.theta, b.theta, 0)
     c = dg.fedgda_reference(bs, s, seed=10)
     assert max(np.abs(u - v).max() for u, v in zip(a.theta, c.theta, strict=True)) > 1e-6
+
+
+def test_data_defaults_live_in_one_place_and_the_app_declares_them():
+    import tomllib
+    from pathlib import Path
+
+    app = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
+        "tool"]["flwr"]["app"]["config"]
+    want = iv.IVDataConfig().run_config()
+    assert set(want) == {"iv-scenario", "iv-dgp", "iv-n", "iv-n-test", "iv-alpha", "seed"}
+    for key, value in want.items():
+        assert app[key] == value and type(app[key]) is type(value), key
+    assert iv.settings({}) == {"scenario": "abs", "dgp": "paper", "n": 20000, "n_test": 20000,
+                               "alpha": 0.3, "seed": 0}
+    with pytest.raises(ValueError, match="'iv-scenario' = 'ab'.*'abs'"):
+        iv.dataset({"iv-scenario": "ab"})
+    with pytest.raises(ValueError, match="'iv-alpha' = -1"):
+        iv.split_indices({"iv-alpha": -1}, 3)

@@ -10,9 +10,7 @@ class round(clip(1.5 X + 5, 0, 9)) instead of X (true g = g0((digit - 5) / 1.5))
 ``image-z`` does so for Z (g sees 1.5 X + 5), ``image-xz`` both. Digits: scikit-learn's
 bundled 8x8 set (no download), pixels scaled to zero mean and unit sd.
 
-Run config keys: ``iv-scenario`` (abs, step, linear, sin, image-x, image-z, image-xz),
-``iv-dgp`` (paper, code), ``iv-n`` (samples per split, 20000), ``iv-n-test`` (default iv-n),
-``iv-alpha`` (Dirichlet concentration, 0.3), ``seed`` (data seed).
+The data keys of the run config and their defaults live in :class:`IVDataConfig`.
 """
 
 from __future__ import annotations
@@ -23,6 +21,8 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+
+from fedcausal_flwr.settings import Settings, setting
 
 LOW_DIM = ("abs", "step", "linear", "sin")
 IMAGE = ("image-x", "image-z", "image-xz")
@@ -121,12 +121,28 @@ def partition(n: int, k: int, alpha: float, rng: np.random.Generator) -> list[np
     return np.split(perm, np.cumsum(dirichlet_sizes(n, k, alpha, rng))[:-1])
 
 
+@dataclass(frozen=True)
+class IVDataConfig(Settings):
+    """The built-in data's run-config keys and defaults (data config, not algorithm settings).
+
+    ``scenario``: a low-dim g0 (eqs. 25-26) or an image scenario; ``dgp``: the paper's or the
+    authors' code's process; ``n``: samples per split (train, val); ``n_test``: test samples
+    (0: ``n``); ``alpha``: Dirichlet concentration of the quantity skew; ``seed``: data seed.
+    """
+
+    scenario: str = setting("abs", "iv-scenario", choices=LOW_DIM + IMAGE)
+    dgp: str = setting("paper", "iv-dgp", choices=("paper", "code"))
+    n: int = setting(20000, "iv-n", ge=1)
+    n_test: int = setting(0, "iv-n-test", ge=0)
+    alpha: float = setting(0.3, "iv-alpha", gt=0)
+    seed: int = setting(0, "seed", ge=0)
+
+
 def settings(rc: Mapping[str, Any]) -> dict[str, Any]:
-    """The data keys of the run config, with defaults."""
-    n = int(rc.get("iv-n", 20000))
-    return {"scenario": str(rc.get("iv-scenario", "abs")), "dgp": str(rc.get("iv-dgp", "paper")),
-            "n": n, "n_test": int(rc.get("iv-n-test", n)) or n,
-            "alpha": float(rc.get("iv-alpha", 0.3)), "seed": int(rc.get("seed", 0))}
+    """The data keys of the run config (validated, defaults from :class:`IVDataConfig`)."""
+    c = IVDataConfig.from_run_config(rc)
+    return {"scenario": c.scenario, "dgp": c.dgp, "n": c.n, "n_test": c.n_test or c.n,
+            "alpha": c.alpha, "seed": c.seed}
 
 
 @lru_cache(maxsize=4)
@@ -153,8 +169,6 @@ def _dataset(scenario: str, dgp: str, n: int, n_test: int, seed: int) -> dict[st
 def dataset(rc: Mapping[str, Any]) -> dict[str, IVData]:
     """Train, val and test splits of the run config's scenario (standardized, pooled)."""
     s = settings(rc)
-    if s["scenario"] not in LOW_DIM + IMAGE:
-        raise ValueError(f"unknown iv-scenario {s['scenario']!r}; choose from {LOW_DIM + IMAGE}")
     return _dataset(s["scenario"], s["dgp"], s["n"], s["n_test"], s["seed"])
 
 
