@@ -1,22 +1,26 @@
 """The FedIV strategy/client pair through the Message API (in-process Grid).
 
 The reference loop is the oracle: the Flower path must give the same g and f parameters and
-select the same round. Also: what crosses the wire, bad data, small clients, divergence.
+select the same round. Also: what crosses the wire, bad data, small clients, divergence, warm
+starts, the settings the server sends, and a user's own ServerApp/ClientApp on own arrays.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from flwr.app import Context, Message
+from flwr.app import ArrayRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
+from flwr.serverapp import ServerApp
 
+from fedcausal_flwr.app import iv as app_iv
 from fedcausal_flwr.client_app import app as client_app
-from fedcausal_flwr.clients import reply
-from fedcausal_flwr.clients.fediv import FedIVClient
+from fedcausal_flwr.clients import register, reply
+from fedcausal_flwr.clients.fediv import FedIVClient, message_settings
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.data import iv
-from fedcausal_flwr.strategies import fediv
+from fedcausal_flwr.strategies import FedIV, FedIVSettings
+from fedcausal_flwr.strategies.fediv import client_config
 from fedcausal_flwr.testing import InProcessGrid
 
 RC = {"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600, "num-rounds": 5,
@@ -26,17 +30,17 @@ RC = {"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600, "num-
 
 def run_inprocess(rc: dict, k: int, app=client_app):
     grid = InProcessGrid(app, k, rc)
-    return fediv.from_run_config(rc).start(grid=grid), grid
+    return app_iv.strategy("fediv", rc).start(grid=grid), grid
 
 
-def reference(rc: dict, k: int, ids=None) -> dg.FedState:
+def reference(rc: dict, k: int, ids=None, init=None) -> dg.FedState:
     data = [iv.client_data(rc, i, k) for i in (ids if ids is not None else range(k))]
     tr = [dg.batch(d["train"].x, d["train"].y, d["train"].z) for d in data]
     basis = dg.rff(2, int(rc["iv-val-features"]), int(rc["seed"]))
     val = [(dg.batch(d["val"].x, d["val"].y, d["val"].z), dg.features(d["val"].z, basis))
            for d in data]
-    return dg.fedgda_reference(tr, fediv.settings_from_run_config(rc), int(rc["seed"]), val,
-                               ids=ids)
+    return dg.fedgda_reference(tr, FedIVSettings.from_run_config(rc), int(rc["seed"]), val,
+                               ids=ids, init=init)
 
 
 def assert_params_equal(a, b, tol=1e-10):
@@ -139,7 +143,7 @@ def test_bad_clients_are_dropped_and_the_run_finishes_with_the_rest():
 def test_a_diverging_run_stops_and_keeps_the_best_round():
     rc = {**RC, "num-rounds": 40, "iv-lr-g": 30.0, "iv-lr-f": 60.0, "iv-local-epochs": 1}
     saved = []
-    strategy = fediv.from_run_config(rc)
+    strategy = app_iv.strategy("fediv", rc)
     strategy.checkpoint = lambda r: saved.append(len(r.history))
     result = strategy.start(grid=InProcessGrid(client_app, 3, rc))
     assert result.status.startswith("stopped") and "diverged" in result.status
@@ -153,5 +157,109 @@ def test_a_diverging_run_stops_and_keeps_the_best_round():
 def test_app_writes_g_against_g0_png(tmp_path):
     rc = {**RC, "num-rounds": 2, "outputs": str(tmp_path), "run-name": "r"}
     result, _ = run_inprocess(rc, 2)
-    fediv.save_plots(rc, result, tmp_path)
+    app_iv.save_plots("fediv", rc, result, tmp_path)
     assert (tmp_path / "g_vs_g0.png").stat().st_size > 0
+
+
+def test_warm_start_from_a_runs_final_parameters():
+    rc = {**RC, "num-rounds": 3}
+    first, _ = run_inprocess(rc, 3)
+    theta, tau = first.estimates["g_params"], first.estimates["f_params"]
+    rc2 = {**rc, "num-rounds": 2}
+    cold, _ = run_inprocess(rc2, 3)
+    strategy = app_iv.strategy("fediv", rc2)
+    warm = strategy.start(grid=InProcessGrid(client_app, 3, rc2),
+                          initial_arrays=ArrayRecord([*theta, *tau]))
+    ref = reference(rc2, 3, init=(theta, tau))
+    assert warm.status == "completed" and len(warm.history) == 2
+    assert_params_equal(warm.estimates["g_params"], ref.theta)
+    assert_params_equal(warm.estimates["f_params"], ref.tau)
+    assert warm.estimates["selected_round"] == ref.best_round
+    # round 1 scores the incoming theta: the warm start, not the seed's network
+    assert warm.history[0]["val_criterion"] == pytest.approx(first.metrics["final_val_criterion"],
+                                                              rel=1e-10)
+    assert abs(warm.history[0]["val_criterion"] - cold.history[0]["val_criterion"]) > 1e-6
+    assert max(np.abs(a - b).max() for a, b in zip(warm.estimates["g_params"],
+                                                     cold.estimates["g_params"],
+                                                     strict=True)) > 1e-3
+    # g alone: f starts from the seed
+    g_only = app_iv.strategy("fediv", rc2).start(grid=InProcessGrid(client_app, 3, rc2),
+                                                 initial_arrays=list(theta))
+    ref = reference(rc2, 3, init=(theta, None))
+    assert_params_equal(g_only.estimates["f_params"], ref.tau)
+    assert_params_equal(g_only.estimates["g_params"], ref.theta)
+
+
+def test_warm_start_with_wrong_shapes_names_the_expected_ones():
+    rc = {**RC, "num-rounds": 1}
+    g, f = dg.networks((1,), (2,), 0)
+    bad = dg.get_params(g)[:-1]
+    with pytest.raises(ValueError, match=r"g's parameters \[\(20, 1\), \(20,\), .*got shapes"):
+        app_iv.strategy("fediv", rc).start(grid=InProcessGrid(client_app, 2, rc),
+                                           initial_arrays=bad)
+    with pytest.raises(ValueError, match="followed by f's"):
+        app_iv.strategy("fediv", rc).start(grid=InProcessGrid(client_app, 2, rc),
+                                           initial_arrays=dg.get_params(f) + dg.get_params(g))
+
+
+def test_clients_run_the_settings_the_server_sends():
+    s = FedIVSettings(lr_g=0.3, lr_f=0.4, mode="sgda", batch_size=32, local_epochs=3,
+                      optimizer="oadam", momentum=0.5, betas=(0.1, 0.2), seed=7,
+                      val_features=5, weighting="n", rounds=9)
+    got = message_settings({**client_config(s), "server-round": 2, "phase": "local"})
+    for name in FedIVSettings.client_fields:
+        assert getattr(got, name) == getattr(s, name), name
+    cfg = client_config(s)
+    assert set(cfg) == {"iv-lr-g", "iv-lr-f", "iv-mode", "iv-batch-size", "iv-local-epochs",
+                        "iv-optimizer", "iv-momentum", "betas", "seed", "iv-val-features"}
+    del cfg["iv-lr-f"]
+    with pytest.raises(ValueError, match=r"client 3: the server's message lacks .*'iv-lr-f'"):
+        message_settings(cfg, "client 3")
+
+
+def own_data(k: int, n: int = 300, seed: int = 21) -> list[dict]:
+    """A user's own IV data: z -> x (confounded by e) -> y = |x| + e, per client; y roughly
+    standardized (the default rates suit y of unit scale, as the App's data; y of sd 3 and
+    more diverges)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(k):
+        split = {}
+        for name in ("train", "val"):
+            z = rng.uniform(-3, 3, (n, 2))
+            e = rng.standard_normal(n)
+            x = z.sum(axis=1) + e
+            split[name] = (x[:, None], (np.abs(x) + e - 2.1) / 1.8, z)
+        out.append(split)
+    return out
+
+
+def test_a_users_own_server_and_client_app():
+    """Another Flower project: the public API on its own (x, y, z) arrays (README snippet)."""
+    data = own_data(3)
+    user_client_app = ClientApp()
+    register(user_client_app, "fediv",
+             lambda context: data[int(context.node_config["partition-id"])])
+    user_server_app = ServerApp()
+    settings = FedIVSettings(val_features=8, seed=2, node_wait_s=5.0)
+    out = {}
+
+    @user_server_app.main()
+    def server_main(grid, context: Context) -> None:
+        out["result"] = FedIV(settings, min_nodes=3).start(grid=grid, num_rounds=3)
+
+    user_server_app(InProcessGrid(user_client_app, 3), Context(1, 0, {}, RecordDict(), {}))
+    result = out["result"]
+    assert result.status == "completed" and result.metrics["clients"] == 3
+    assert len(result.history) == 3 and "test_mse" not in result.metrics  # no truth, no score
+    basis = dg.rff(2, 8, 2)
+    st = dg.fedgda_reference([dg.batch(*d["train"]) for d in data], settings.replace(rounds=3),
+                             2, [(dg.batch(*d["val"]), dg.features(d["val"][2], basis))
+                                 for d in data])
+    assert_params_equal(result.estimates["g_params"], st.theta)
+    assert_params_equal(result.estimates["f_params"], st.tau)
+    assert result.estimates["selected_round"] == st.best_round
+    # Flower's Result interface: final arrays and per-round metrics
+    assert sorted(result.train_metrics_clientapp) == [1, 2, 3]
+    assert max(np.abs(a - b).max() for a, b in zip(st.theta, dg.get_params(
+        dg.networks((1,), (2,), 2)[0]), strict=True)) > 1e-3  # g moved with the defaults

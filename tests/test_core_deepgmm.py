@@ -67,7 +67,8 @@ def test_game_value_is_the_moment_minus_quarter_variance():
 @pytest.mark.parametrize("mode", ["gda", "sgda"])
 def test_one_client_is_centralized_gda(mode):
     """A2: N = 1, R = 1 gives exactly centralized (S)GDA after T steps/epochs."""
-    s = dg.GDASettings(lr_g=0.05, lr_f=0.2, mode=mode, batch_size=128, rounds=6)
+    s = dg.FedIVSettings(lr_g=0.05, lr_f=0.2, mode=mode, batch_size=128, local_epochs=1,
+                         rounds=6)
     b = batches(RC, 1)[0]
     st = dg.fedgda_reference([b], s, seed=3)
     g, f, _, _ = dg.centralized_deepgmm(b, s, seed=3, epochs=6)
@@ -80,20 +81,20 @@ def test_one_client_is_centralized_gda(mode):
 
 def test_one_full_batch_step_n_weighted_is_pooled_gda():
     """A2: R = 1, full batch, n_i-weighted averaging = centralized GDA on the pooled data."""
-    s = dg.GDASettings(lr_g=0.05, lr_f=0.2, weighting="n", rounds=4)
+    s = dg.FedIVSettings(lr_g=0.05, lr_f=0.2, local_epochs=1, weighting="n", rounds=4)
     bs = batches(RC, 4)
     assert len({b.n for b in bs}) > 1
     st = dg.fedgda_reference(bs, s, seed=2)
     g, f, _, _ = dg.centralized_deepgmm(pooled(bs), s, seed=2, epochs=4)
     assert_params_close(st.theta, dg.get_params(g))
     assert_params_close(st.tau, dg.get_params(f))
-    uni = dg.fedgda_reference(bs, dg.GDASettings(lr_g=0.05, lr_f=0.2, rounds=4), seed=2)
+    uni = dg.fedgda_reference(bs, s.replace(weighting="uniform"), seed=2)
     assert max(np.abs(a - c).max() for a, c in zip(uni.theta, st.theta, strict=True)) > 1e-8
 
 
 def test_uniform_weights_step_on_the_mean_game():
     """A2: R = 1 uniform = one GDA step on (1/N) sum_i U_i (eq. 20)."""
-    s = dg.GDASettings(lr_g=0.05, lr_f=0.2)
+    s = dg.FedIVSettings(lr_g=0.05, lr_f=0.2, local_epochs=1)
     bs = batches(RC, 3)
     g, f = dg.networks((1,), (2,), 4)
     theta, tau = dg.get_params(g), dg.get_params(f)
@@ -109,7 +110,7 @@ def test_uniform_weights_step_on_the_mean_game():
 
 def test_identical_clients_give_identical_deltas():
     b = batches(RC, 1)[0]
-    s = dg.GDASettings(mode="sgda", batch_size=100, local_epochs=2)
+    s = dg.FedIVSettings(lr_g=0.01, lr_f=0.05, mode="sgda", batch_size=100, local_epochs=2)
     g, f = dg.networks((1,), (2,), 0)
     theta, tau = dg.get_params(g), dg.get_params(f)
     a = dg.local_update(g, f, b, theta, tau, s, [0, 1, 7])
@@ -121,9 +122,9 @@ def test_identical_clients_give_identical_deltas():
 @pytest.mark.parametrize("opt", ["sgdm", "oadam"])
 def test_optimizers_move_and_stay_finite(opt):
     b = batches(RC, 1)[0]
-    s = dg.GDASettings(lr_g=0.01, lr_f=0.01, optimizer=opt, rounds=3)
+    s = dg.FedIVSettings(lr_g=0.01, lr_f=0.01, optimizer=opt, rounds=3)
     g, f, _, _ = dg.centralized_deepgmm(b, s, seed=1, epochs=3)
-    sgd, _, _, _ = dg.centralized_deepgmm(b, dg.GDASettings(lr_g=0.01, lr_f=0.01), 1, 3)
+    sgd, _, _, _ = dg.centralized_deepgmm(b, dg.FedIVSettings(lr_g=0.01, lr_f=0.01), 1, 3)
     assert all(np.isfinite(p).all() for p in dg.get_params(g))
     assert max(np.abs(a - c).max() for a, c in zip(dg.get_params(g), dg.get_params(sgd),
                                                      strict=True)) > 1e-6
@@ -134,7 +135,7 @@ def test_sgda_needs_one_minibatch():
     g, f = dg.networks((1,), (2,), 0)
     with pytest.raises(ValueError, match="fewer than one minibatch"):
         dg.local_update(g, f, b, dg.get_params(g), dg.get_params(f),
-                        dg.GDASettings(mode="sgda"), [0])
+                        dg.FedIVSettings(mode="sgda"), [0])
 
 
 def test_data_generating_process():
@@ -170,11 +171,34 @@ def test_image_scenarios_shapes_and_true_g():
 
 def test_runs_are_deterministic_for_a_seed():
     bs = batches({**RC, "iv-alpha": 50.0}, 3)
-    s = dg.GDASettings(mode="sgda", batch_size=64, rounds=2, optimizer="sgdm")
+    s = dg.FedIVSettings(lr_g=0.01, lr_f=0.05, mode="sgda", batch_size=64, local_epochs=1,
+                         rounds=2, optimizer="sgdm")
     a, b = dg.fedgda_reference(bs, s, seed=9), dg.fedgda_reference(bs, s, seed=9)
     assert_params_close(a.theta, b.theta, 0)
     c = dg.fedgda_reference(bs, s, seed=10)
     assert max(np.abs(u - v).max() for u, v in zip(a.theta, c.theta, strict=True)) > 1e-6
+
+
+def test_settings_defaults_are_the_apps():
+    """FedIVSettings() is the App's FedDeepGMM-GDA (a user's project trains like the App)."""
+    s = dg.FedIVSettings()
+    assert (s.lr_g, s.lr_f, s.local_epochs, s.batch_size, s.optimizer, s.momentum) == (
+        0.02, 0.2, 10, 256, "sgd", 0.9)
+    assert (s.weighting, s.val_features, s.device, s.mode, s.rounds, s.seed) == (
+        "uniform", 32, "auto", "gda", 200, 0)
+    assert s.betas == (0.5, 0.9) and "betas" not in s.keys().values()  # not in the run config
+    assert s.keys()["num-rounds"] == "rounds"  # shared with FDBNL/PFDBNL
+
+
+def test_settings_reject_bad_values_naming_the_key():
+    with pytest.raises(ValueError, match=r"'iv-lr-g' = 0.0: must be > 0"):
+        dg.FedIVSettings.from_run_config({"iv-lr-g": 0.0})
+    with pytest.raises(ValueError, match="'iv-optimizer' = 'adam'.*'sgd', 'sgdm', 'oadam'"):
+        dg.FedIVSettings.from_run_config({"iv-optimizer": "adam"})
+    with pytest.raises(ValueError, match="'iv-local-epochs' = 2.5: expected an integer"):
+        dg.FedIVSettings.from_run_config({"iv-local-epochs": 2.5})
+    with pytest.raises(ValueError, match="betas"):
+        dg.FedIVSettings(betas=(0.5, 1.0))
 
 
 def test_data_defaults_live_in_one_place_and_the_app_declares_them():

@@ -13,7 +13,7 @@ from fedcausal_flwr import launch
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.data import iv
 from fedcausal_flwr.results import load_result
-from fedcausal_flwr.strategies.fediv import settings_from_run_config
+from fedcausal_flwr.strategies import FedIVSettings
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +27,7 @@ def check_against_reference(result: dict, k: int) -> None:
     basis = dg.rff(2, int(rc["iv-val-features"]), int(rc["seed"]))
     st = dg.fedgda_reference(
         [dg.batch(d["train"].x, d["train"].y, d["train"].z) for d in data],
-        settings_from_run_config(rc), int(rc["seed"]),
+        FedIVSettings.from_run_config(rc), int(rc["seed"]),
         [(dg.batch(d["val"].x, d["val"].y, d["val"].z), dg.features(d["val"].z, basis))
          for d in data])
     assert result["status"] == "completed"

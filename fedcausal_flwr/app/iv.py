@@ -1,33 +1,114 @@
-"""App glue of fediv (transitional: wraps the strategy/client modules' own glue)."""
+"""App glue of FedIV: settings from the run config, the built-in IV data, the test-MSE
+evaluator (the built-in process's true g is known) and the g-vs-g0 figure.
+
+Algorithm settings come from :class:`~fedcausal_flwr.core.deepgmm.FedIVSettings`, the data keys
+(``iv-scenario``, ``iv-dgp``, ``iv-n``, ``iv-n-test``, ``iv-alpha``) from
+:class:`~fedcausal_flwr.data.iv.IVDataConfig`; both validate before any node is contacted.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from importlib import import_module
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from flwr.app import Context
 
+from fedcausal_flwr.clients.base import client_class
+from fedcausal_flwr.core.deepgmm import FedIVSettings
 
-def strategy(algorithm: str, rc: Mapping[str, Any]):
-    """The strategy of ``algorithm`` from the run config."""
-    return import_module(f"fedcausal_flwr.strategies.{algorithm}").from_run_config(rc)
+__all__ = ["client", "evaluator", "plot_g", "save_plots", "strategy"]
+
+
+def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
+    """FedIV with the run config's settings, scored against the built-in data's true g."""
+    from fedcausal_flwr.strategies.fediv import FedIV
+
+    s = FedIVSettings.from_run_config(rc)
+    return FedIV(s, evaluate_fn=evaluator(rc))
 
 
 def client(algorithm: str, context: Context):
-    """This node's client on the built-in data."""
-    return import_module(f"fedcausal_flwr.clients.{algorithm}").from_context(context)
+    """This node's client on the run config's built-in IV data, on ``iv-device``."""
+    from fedcausal_flwr.data.iv import client_data
+
+    pid = int(context.node_config.get("partition-id", 0))
+    k = int(context.node_config.get("num-partitions", 1))
+    device = FedIVSettings.from_run_config(context.run_config).device
+    try:
+        d = client_data(context.run_config, pid, k)
+    except ValueError as e:
+        raise ValueError(f"client {pid}: {e}") from e
+    return client_class(algorithm).from_context(context, {
+        "train": (d["train"].x, d["train"].y, d["train"].z),
+        "val": (d["val"].x, d["val"].y, d["val"].z), "device": device})
 
 
-def truth(algorithm: str, rc: Mapping[str, Any]) -> dict:
-    """Matrices for the learned-vs-true PNG."""
-    module = import_module(f"fedcausal_flwr.strategies.{algorithm}")
-    return module.truth_for_plots(rc, None) if hasattr(module, "truth_for_plots") else {}
+def evaluator(rc: Mapping[str, Any]
+              ) -> Callable[[Mapping[str, Any], Sequence[int]], dict[str, Any]]:
+    """``evaluate(estimates, client_ids)``: test MSE of g against the true g (pooled test set,
+    as the authors' code), and the mean of the per-client test MSEs (the paper's wording)."""
+    from fedcausal_flwr.core import deepgmm as dg
+    from fedcausal_flwr.data import iv
+
+    test = iv.test_set(rc)  # validates the data keys
+    g, _ = dg.networks(test.x.shape[1:], test.z.shape[1:], 0)
+    cache: dict[int, list[np.ndarray]] = {}
+
+    def evaluate(est: Mapping[str, Any], cids: Sequence[int]) -> dict[str, Any]:
+        k = max(cids) + 1
+        if k not in cache:
+            cache[k] = iv.split_indices(rc, k)["test"]
+        out = {}
+        for key, name in (("g_params", "test_mse"), ("g_params_selected", "test_mse_selected")):
+            err = (dg.g_values(g, est[key], test.x) - test.g) ** 2
+            out[name] = float(err.mean())
+            if key == "g_params":
+                out["test_mse_client_mean"] = float(np.mean([err[cache[k][c]].mean()
+                                                              for c in cids]))
+        return out
+
+    return evaluate
 
 
-def save_plots(algorithm: str, rc: Mapping[str, Any], result: Any, out: Path) -> None:
-    """The family's own figures."""
-    module = import_module(f"fedcausal_flwr.strategies.{algorithm}")
-    if hasattr(module, "save_plots"):
-        module.save_plots(rc, result, out)
+def plot_g(rc: Mapping[str, Any], estimates: Mapping[str, Any], path: str | Path) -> Path:
+    """The paper's Figure 1: learned g (last and selected round) against the true g."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fedcausal_flwr.core import deepgmm as dg
+    from fedcausal_flwr.data import iv
+
+    test = iv.test_set(rc)
+    g, _ = dg.networks(test.x.shape[1:], test.z.shape[1:], 0)
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    last = dg.g_values(g, estimates["g_params"], test.x)
+    sel = dg.g_values(g, estimates["g_params_selected"], test.x)
+    if test.x.ndim == 2 and test.x.shape[1] == 1:
+        o = np.argsort(test.x[:, 0])
+        xs = test.x[o, 0]
+        ax.plot(xs, test.g[o], "k", lw=2, label="true g")
+        ax.plot(xs, last[o], label="FedDeepGMM, last round")
+        ax.plot(xs, sel[o], "--", label=f"selected round {estimates['selected_round']}")
+        ax.set_xlabel("input x")
+    else:
+        ax.scatter(test.g, last, s=3, alpha=0.3, label="last round")
+        ax.scatter(test.g, sel, s=3, alpha=0.3, label="selected round")
+        ax.plot([test.g.min(), test.g.max()], [test.g.min(), test.g.max()], "k", lw=1)
+        ax.set_xlabel("true g")
+    ax.set_ylabel("g (standardized)")
+    ax.set_title(f"FedIV {iv.IVDataConfig.from_run_config(rc).scenario}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def save_plots(algorithm: str, rc: Mapping[str, Any], result: Any, out: Path) -> None:  # noqa: ARG001
+    """``g_vs_g0.png`` (the paper's Figure 1) beside result.json."""
+    if result.estimates.get("g_params"):
+        plot_g(rc, result.estimates, out / "g_vs_g0.png")

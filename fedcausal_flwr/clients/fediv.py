@@ -1,7 +1,9 @@
 """FedIV client: local simultaneous (S)GDA on the client's own (x, y, z) (FedDeepGMM).
 
 Only network parameters and aggregate validation sums leave the client; the server sends the
-hyper-parameters with every message, so the client holds data and nothing else.
+client's share of :class:`FedIVSettings` with every message, so the client holds data (and
+the device it trains on) and nothing else. A user's own ClientApp:
+``register(app, "fediv", lambda ctx: {"train": (x, y, z), "val": (xv, yv, zv)})``.
 """
 
 from __future__ import annotations
@@ -10,11 +12,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from flwr.app import Context
-from flwr.client import NumPyClient
 
-from fedcausal_flwr.clients.base import check_shapes
+from fedcausal_flwr.clients.base import CausalClient, Fit, check_shapes
 from fedcausal_flwr.core import deepgmm as dg
+from fedcausal_flwr.core.deepgmm import FedIVSettings
 
 
 def checked_iv(x: np.ndarray, y: np.ndarray, z: np.ndarray, who: str, split: str
@@ -42,24 +43,24 @@ def shape_tag(shape: tuple[int, ...]) -> str:
     return "x".join(str(s) for s in shape)
 
 
-def settings_from_config(config: dict[str, Any]) -> dg.GDASettings:
-    """The GDASettings the server sent in a message's config."""
-    return dg.GDASettings(lr_g=float(config["lr-g"]), lr_f=float(config["lr-f"]),
-                          mode=str(config["mode"]), batch_size=int(config["batch-size"]),
-                          local_epochs=int(config["local-epochs"]),
-                          optimizer=str(config["optimizer"]),
-                          momentum=float(config.get("momentum", 0.9)))
+def message_settings(config: dict[str, Any], who: str = "client") -> FedIVSettings:
+    """The settings the server sent with a message (its :func:`client_config`), validated."""
+    keys = {name: key for key, name in FedIVSettings.keys().items()}
+    missing = [keys.get(f, f) for f in FedIVSettings.client_fields if keys.get(f, f) not in config]
+    if missing:
+        raise ValueError(f"{who}: the server's message lacks the settings {missing}")
+    return FedIVSettings.from_run_config(config, betas=tuple(config["betas"]))
 
 
-class FedIVClient(NumPyClient):
-    """Holds train ``(x, y, z)`` and validation rows.
+class FedIVClient(CausalClient):
+    """Holds train ``(x, y, z)`` and validation rows; the settings come with each message.
 
     ``train.local``: ``[theta..., tau...]`` -> ``[dtheta..., dtau..., psi_sum, C_sum, [U]]``,
     where ``psi_sum, C_sum`` are the validation sums of the incoming global theta.
     ``train.validate``: ``[theta...]`` -> ``[psi_sum, C_sum]``.
     """
 
-    phases = ("local", "validate")
+    phases = {"local": "local_step", "validate": "validate"}
 
     def __init__(self, train: tuple[np.ndarray, np.ndarray, np.ndarray],
                  val: tuple[np.ndarray, np.ndarray, np.ndarray], partition_id: int = 0,
@@ -75,21 +76,6 @@ class FedIVClient(NumPyClient):
         self.train, self.val = dg.batch(*tr, self.device), dg.batch(*va, self.device)
         self._z_val = va[2]
 
-    @classmethod
-    def from_context(cls, context: Context) -> FedIVClient:
-        """This node's client from the run config (``iv-*`` keys, ``seed``)."""
-        from fedcausal_flwr.data.iv import client_data
-
-        pid = int(context.node_config.get("partition-id", 0))
-        k = int(context.node_config.get("num-partitions", 1))
-        try:
-            d = client_data(context.run_config, pid, k)
-        except ValueError as e:
-            raise ValueError(f"client {pid}: {e}") from e
-        return cls((d["train"].x, d["train"].y, d["train"].z),
-                   (d["val"].x, d["val"].y, d["val"].z), pid, k,
-                   str(context.run_config.get("iv-device", "auto")))
-
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
         """Who this client is, its sample counts and input shapes (no data)."""
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
@@ -99,41 +85,39 @@ class FedIVClient(NumPyClient):
     def _nets(self) -> tuple[torch.nn.Module, torch.nn.Module]:
         return dg.networks(self.x_shape, self.z_shape, 0, self.device)
 
-    def _val_sums(self, g: torch.nn.Module, config: dict[str, Any]) -> list[np.ndarray]:
-        basis = dg.rff(int(np.prod(self.z_shape)), int(config["val-features"]),
-                       int(config["seed"]))
+    def _val_sums(self, g: torch.nn.Module, s: FedIVSettings) -> list[np.ndarray]:
+        basis = dg.rff(int(np.prod(self.z_shape)), s.val_features, s.seed)
         return list(dg.validation_sums(g, self.val, dg.features(self._z_val, basis)))
 
-    def fit(self, parameters: list[np.ndarray], config: dict[str, Any]
-            ) -> tuple[list[np.ndarray], int, dict[str, Any]]:
-        """``train.local`` (FedGDA local epochs) or ``train.validate`` (validation sums)."""
+    def fit(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """Run the phase on ``torch-threads`` threads (1 unless the server says otherwise)."""
         torch.set_num_threads(int(config.get("torch-threads", 1)))
+        return super().fit(parameters, config)
+
+    def validate(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """``train.validate``: ``[theta...]`` -> the validation sums of theta."""
+        g, _ = self._nets()
+        check_shapes(self.who, parameters, dg.shapes(g),
+                     [f"theta[{i}]" for i in range(len(dg.shapes(g)))])
+        s = message_settings(config, self.who)
+        return self._val_sums(dg.set_params(g, parameters), s), self.val.n, {}
+
+    def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """``train.local``: R local epochs of (S)GDA from the global (theta, tau)."""
         g, f = self._nets()
         n_th = len(dg.shapes(g))
-        phase = config.get("phase")
-        if phase == "validate":
-            check_shapes(self.who, parameters, dg.shapes(g), [f"theta[{i}]"
-                                                              for i in range(n_th)])
-            return self._val_sums(dg.set_params(g, parameters), config), self.val.n, {}
-        if phase != "local":
-            raise ValueError(f"{self.who}: unknown FedIV phase {phase!r}")
         want = dg.shapes(g) + dg.shapes(f)
         check_shapes(self.who, parameters, want, [f"theta/tau[{i}]" for i in range(len(want))])
-        s = settings_from_config(config)
+        s = message_settings(config, self.who)
         if s.mode == "sgda" and self.train.n < s.batch_size:
             raise ValueError(f"{self.who}: {self.train.n} train samples, fewer than one "
                              f"minibatch of {s.batch_size}")
         theta, tau = parameters[:n_th], parameters[n_th:]
-        sums = self._val_sums(dg.set_params(g, theta), config)
+        sums = self._val_sums(dg.set_params(g, theta), s)
         rnd = int(config.get("server-round", 0))
         dth, dta, u = dg.local_update(g, f, self.train, theta, tau, s,
-                                      [int(config["seed"]), rnd, self.partition_id])
+                                      [s.seed, rnd, self.partition_id])
         if not np.isfinite(u) or not all(np.isfinite(a).all() for a in dth + dta):
             raise ValueError(f"{self.who}: local game diverged (non-finite loss U={u}) in "
                              f"round {rnd}")
         return [*dth, *dta, *sums, np.array([u])], self.train.n, {"loss": float(u)}
-
-
-def from_context(context: Context) -> FedIVClient:
-    """The App's entry point for ``algorithm = "fediv"``."""
-    return FedIVClient.from_context(context)

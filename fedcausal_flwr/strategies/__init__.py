@@ -12,7 +12,7 @@ _EXPORTS = {
     "TooFewReplies": "base", "ProtocolStopped": "base",
     "FDBNL": "fdbnl", "FDBNLSettings": "fdbnl",
     "PFDBNL": "pfdbnl", "PFDBNLSettings": "pfdbnl",
-    "FedIV": "fediv",
+    "FedIV": "fediv", "FedIVSettings": "fediv",
     "FedGC": "fedgc", "FedCF": "fedcf",
     "VFedCD": "vfedcd",
 }
