@@ -19,11 +19,12 @@ import torch
 from harness import parser, settings, write_results
 
 from fedcausal_flwr import launch
+from fedcausal_flwr.app import iv as app_iv
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.data import iv
 from fedcausal_flwr.results import load_result
-from fedcausal_flwr.strategies import fediv
+from fedcausal_flwr.strategies import FedIVSettings
 from fedcausal_flwr.testing import InProcessGrid
 
 
@@ -37,7 +38,7 @@ def reference_seconds(rc: dict, k: int) -> float:
     val = [(dg.batch(d["val"].x, d["val"].y, d["val"].z, dev), dg.features(d["val"].z, basis))
            for d in data]
     t0 = time.time()
-    dg.fedgda_reference(tr, fediv.settings_from_run_config(rc), int(rc["seed"]), val, dev)
+    dg.fedgda_reference(tr, FedIVSettings.from_run_config(rc), int(rc["seed"]), val, dev)
     return (time.time() - t0) / int(rc["num-rounds"])
 
 
@@ -59,7 +60,7 @@ def main() -> None:
     k = a.clients
     ref = reference_seconds(rc, k)
     t0 = time.time()
-    res = fediv.from_run_config(rc).start(grid=InProcessGrid(client_app, k, rc))
+    res = app_iv.strategy("fediv", rc).start(grid=InProcessGrid(client_app, k, rc))
     wall = (time.time() - t0) / a.rounds
     h = res.history
     up, down = np.mean([r["bytes_up"] for r in h]), np.mean([r["bytes_down"] for r in h])

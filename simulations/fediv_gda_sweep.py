@@ -26,8 +26,8 @@ def run(scenario: str, seed: int, lr_g: float, lr_f: float, local: int, rounds: 
     if seed < 100:
         raise ValueError("the sweep runs on development seeds >= 100 only")
     rc = {"iv-scenario": scenario, "iv-dgp": "paper", "seed": seed, "iv-n": n, "iv-alpha": 0.3}
-    s = dg.GDASettings(lr_g=lr_g, lr_f=lr_f, mode="gda", local_epochs=local, rounds=rounds,
-                       optimizer=optimizer)
+    s = dg.FedIVSettings(lr_g=lr_g, lr_f=lr_f, mode="gda", local_epochs=local, rounds=rounds,
+                         optimizer=optimizer)
     test = iv.test_set(rc)
     basis = dg.rff(int(np.prod(test.z.shape[1:])), 32, seed)
     g_eval, _ = dg.networks(test.x.shape[1:], test.z.shape[1:], 0)

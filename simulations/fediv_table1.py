@@ -42,21 +42,23 @@ TARGET = {("linear", "FedDeepGMM-GDA"): 0.01, ("linear", "FedDeepGMM-SGDA"): 0.0
           ("step", "FedDeepGMM-GDA"): 0.04, ("step", "FedDeepGMM-SGDA"): 0.23,
           ("abs", "FedDeepGMM-GDA"): 0.1, ("abs", "FedDeepGMM-SGDA"): 0.1}
 SETTINGS = {
-    "DeepGMM-OAdam": dg.GDASettings(lr_g=2e-3, lr_f=1e-2, mode="sgda", optimizer="oadam",
-                                    rounds=100),
-    "DeepGMM-GDA": dg.GDASettings(lr_g=0.02, lr_f=0.2, mode="gda", local_epochs=10,
-                                  rounds=200),
-    "DeepGMM-SGDA": dg.GDASettings(lr_g=0.03, lr_f=0.15, mode="sgda", rounds=100),
-    "FedDeepGMM-GDA": dg.GDASettings(lr_g=0.02, lr_f=0.2, mode="gda", local_epochs=10,
-                                     rounds=200),
-    "FedDeepGMM-SGDA": dg.GDASettings(lr_g=0.03, lr_f=0.15, mode="sgda", rounds=100),
+    "DeepGMM-OAdam": dg.FedIVSettings(lr_g=2e-3, lr_f=1e-2, mode="sgda", optimizer="oadam",
+                                      local_epochs=1, rounds=100),
+    "DeepGMM-GDA": dg.FedIVSettings(lr_g=0.02, lr_f=0.2, mode="gda", local_epochs=10,
+                                    rounds=200),
+    "DeepGMM-SGDA": dg.FedIVSettings(lr_g=0.03, lr_f=0.15, mode="sgda", local_epochs=1,
+                                     rounds=100),
+    "FedDeepGMM-GDA": dg.FedIVSettings(lr_g=0.02, lr_f=0.2, mode="gda", local_epochs=10,
+                                       rounds=200),
+    "FedDeepGMM-SGDA": dg.FedIVSettings(lr_g=0.03, lr_f=0.15, mode="sgda", local_epochs=1,
+                                        rounds=100),
 }
 
 
 def run(scenario: str, method: str, seed: int, k: int, dgp: str, n: int, **override) -> dict:
-    """One run: last and selected test MSE (``override``: GDASettings fields)."""
+    """One run: last and selected test MSE (``override``: FedIVSettings fields)."""
     rc = {"iv-scenario": scenario, "iv-dgp": dgp, "seed": seed, "iv-n": n, "iv-alpha": 0.3}
-    s = dg.GDASettings(**{**SETTINGS[method].__dict__, **override})
+    s = SETTINGS[method].replace(**override)
     rounds = s.rounds
     test = iv.test_set(rc)
     basis = dg.rff(int(np.prod(test.z.shape[1:])), 32, seed)
