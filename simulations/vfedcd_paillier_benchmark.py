@@ -54,7 +54,7 @@ def party_data(seed: int = 0) -> list[np.ndarray]:
 
 def counts(name: str, bits: int) -> dict[str, int]:
     """Ciphertext operations of one epoch (50 steps), counted on two real steps."""
-    xs, s = party_data(), V.Settings(batch=16)
+    xs, s = party_data(), V.VFedCDSettings.paper(batch=16)
     b = shares.backend(name, bits)
     dispatch.run_local(xs, s, b, 1, steps=0)
     before = dict(b.ops)
@@ -174,7 +174,7 @@ def main() -> None:
         note = f"  ({prev / t:.1f}x)" if prev else ""
         print(f"    {name:52s} {t:10.0f} s{note}")
         prev = t
-    xs, s = party_data(), V.Settings(batch=16)
+    xs, s = party_data(), V.VFedCDSettings.paper(batch=16)
     b = shares.backend("paillier-packed", a.bits)
     clock: dict[str, float] = {}
     t0 = time.perf_counter()

@@ -4,7 +4,7 @@ Runs the core reference loop, which equals the mock and Paillier protocols exact
 (tests/test_secure.py, tests/test_app_vfedcd.py), so it stands for the mock backend. One
 synthetic data set per seed (data-seed = training seed = s; ``--data-seed`` fixes it instead);
 Sachs is one data set, so there only the training seed varies. SHD counts a reversal once
-(the paper's text). ``--set k=v`` overrides a ``core.Settings`` field (e.g. ``l2=0.005``);
+(the paper's text). ``--set k=v`` overrides a ``VFedCDSettings`` field (e.g. ``l2=0.005``);
 ``--preset tuned`` / ``slow`` apply the settings chosen on development data seeds 100-102 /
 100-109 (see simulations/results/vfedcd.md). Rows are appended to ``--out`` (JSONL) as they
 finish. A "WORSE" marks a miss of the issue target (ours at least as good as the paper: SHD
@@ -29,7 +29,8 @@ from fedcausal_flwr.metrics import graph_metrics
 
 PAPER = {10: (18.8, 0.698), 15: (33.0, 0.711), 25: (81.6, 0.649), "sachs": (19, None)}
 PAPER_T3 = {"framework": (56, 0.610), "ctv": (36, 0.678), "vfedcd": (35, 0.700)}
-PRESETS = {  # chosen on development data seeds (15 attributes, vfedcd mode), never 0-9
+PRESETS = {  # changes to VFedCDSettings.paper(), chosen on development data seeds (15
+    # attributes, vfedcd mode), never 0-9; "slow" gives the App defaults, VFedCDSettings()
     "paper": {},
     "tuned": {"loss": "nll", "lambda1": 5e-4, "l2": 5e-3, "gamma": 0.001, "tau": 0.4},  # 100-102
     "slow": {"loss": "nll", "lambda1": 5e-4, "l2": 5e-3, "gamma": 0.0005, "tau": 0.6,
@@ -50,7 +51,7 @@ def data(key: int | str, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return pooled_data({"d": key, "edges": 4 * key, "n": 1000, "data-seed": seed})
 
 
-def run(X: np.ndarray, A: np.ndarray, s: V.Settings) -> dict:
+def run(X: np.ndarray, A: np.ndarray, s: V.VFedCDSettings) -> dict:
     """Train on the 80% split of K=3 contiguous blocks; metrics of the thresholded DAG."""
     tr, _ = split_standardised(X)
     S = blocks(X.shape[1], 3)
@@ -67,15 +68,15 @@ def run(X: np.ndarray, A: np.ndarray, s: V.Settings) -> dict:
             "seconds": time.time() - t0}
 
 
-def settings(preset: str, sets: list[str], **kw) -> V.Settings:
-    """``core.Settings`` of a preset plus ``k=v`` overrides."""
-    types = {f.name: f.type for f in fields(V.Settings)}
+def settings(preset: str, sets: list[str], **kw) -> V.VFedCDSettings:
+    """``VFedCDSettings`` of a preset plus ``k=v`` overrides."""
+    types = {f.name: f.type for f in fields(V.VFedCDSettings)}
     over = dict(PRESETS[preset])
     for kv in sets:
         k, v = kv.split("=")
         over[k] = v in ("1", "true", "True") if types[k] == "bool" else \
-            type(getattr(V.Settings(), k))(v)
-    return V.Settings(**{**over, **kw})
+            type(getattr(V.VFedCDSettings(), k))(v)
+    return V.VFedCDSettings.paper(**{**over, **kw})
 
 
 def verdict(shd: float, f: float, paper: tuple) -> str:

@@ -1,32 +1,48 @@
 """VFedCD through the Message API (in-process Grid): equals the reference loop, relay audit,
-bad input stops the run naming the party and reports no graph."""
+settings sent by the server, a user's own ClientApp, bad input stops the run naming the party
+and reports no graph."""
 
 from __future__ import annotations
+
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
 from flwr.app import Context, Message
+from flwr.clientapp import ClientApp
 
+from fedcausal_flwr.app import vertical
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.client_app import handle
-from fedcausal_flwr.clients.vfedcd import settings_from_run_config
+from fedcausal_flwr.clients import register
 from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.data.vertical import party_data
-from fedcausal_flwr.strategies import vfedcd
+from fedcausal_flwr.core.vfedcd import VFedCDSettings
+from fedcausal_flwr.data.vertical import (
+    VerticalData,
+    party_data,
+    pooled_data,
+    split_standardised,
+)
+from fedcausal_flwr.strategies import VFedCD
 from fedcausal_flwr.testing import InProcessGrid
 
-RC = {"algorithm": "vfedcd", "d": 6, "edges": 8, "n": 20, "num-epochs": 2, "batch": 8,
-      "he-backend": "mock", "key-bits": 256, "node-wait-s": 5.0, "gamma": 0.5, "seed": 4}
+APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+                          .read_text())["tool"]["flwr"]["app"]["config"]
+# the paper's settings (what these tests have always run) on a small data set
+RC = {**VFedCDSettings.paper().run_config(), "algorithm": "vfedcd", "d": 6, "edges": 8,
+      "n": 20, "num-epochs": 2, "batch": 8, "he-backend": "mock", "key-bits": 256,
+      "node-wait-s": 5.0, "gamma": 0.5, "seed": 4}
 
 
 def run(rc: dict, k: int = 3, app=client_app, node_configs=None):
     grid = InProcessGrid(app, k, rc, node_configs)
-    return vfedcd.from_run_config(rc).start(grid=grid), grid
+    return vertical.strategy("vfedcd", rc).start(grid=grid), grid
 
 
 def reference(rc: dict, k: int = 3) -> V.State:
     xs = [party_data(rc, i, k)[0] for i in range(k)]
-    return V.train_reference(xs, settings_from_run_config(rc))
+    return V.train_reference(xs, VFedCDSettings.from_run_config(rc))
 
 
 @pytest.mark.parametrize("backend", ["mock", "paillier", "paillier-packed"])
@@ -64,7 +80,7 @@ def test_laplace_noise_on_graph_fragments_matches_the_reference():
     rc = {**RC, "dp-b": 0.05}
     result, _ = run(rc)
     ref = reference(rc)
-    s = settings_from_run_config(rc)
+    s = VFedCDSettings.from_run_config(rc)
     noisy = V.ctv_graph(ref.F, [2, 2, 2], s, ref.step)
     np.testing.assert_allclose(result.estimates["B"], noisy, rtol=0, atol=1e-12)
     assert np.abs(noisy - V.graph(ref.F, [2, 2, 2])).max() > 0.01
@@ -105,6 +121,32 @@ def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments():
     assert seen == {"ciphertext", "public key", "share", "graph"}
 
 
+def faulty_client_app() -> ClientApp:
+    """The App's parties with test-only faults from node_config: ``columns`` (another column
+    set), ``sample-perm-seed`` (rows permuted), ``drop-rows``, ``corrupt`` (a NaN)."""
+    app = ClientApp()
+
+    def make(context: Context) -> dict:
+        rc, nc = context.run_config, context.node_config
+        x, _, cols = party_data(rc, int(nc["partition-id"]), int(nc["num-partitions"]))
+        if "columns" in nc:
+            cols = np.array([int(c) for c in str(nc["columns"]).split(",")])
+            x, _ = split_standardised(pooled_data(rc)[0][:, cols],
+                                      VerticalData.from_run_config(rc).test_fraction)
+        ids = np.arange(len(x))
+        if "sample-perm-seed" in nc:
+            perm = np.random.default_rng(int(nc["sample-perm-seed"])).permutation(len(x))
+            x, ids = x[perm], ids[perm]
+        if nc.get("drop-rows"):
+            x, ids = x[:-int(nc["drop-rows"])], ids[:-int(nc["drop-rows"])]
+        if "corrupt" in nc:
+            x = x.copy()
+            x[0, 0] = np.nan
+        return {"x": x, "columns": cols, "sample_ids": ids}
+
+    return register(app, "vfedcd", make)
+
+
 @pytest.mark.parametrize("node_configs,words", [
     ({1: {"drop-rows": 1}}, ["client 1", "'n'"]),
     ({2: {"sample-perm-seed": 3}}, ["client 2", "samples"]),
@@ -112,7 +154,7 @@ def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments():
     ({0: {"corrupt": 1}}, ["party 0", "non-finite"]),
 ])
 def test_bad_input_stops_naming_the_party_and_reports_no_graph(node_configs, words):
-    result, _ = run(RC, node_configs=node_configs)
+    result, _ = run(RC, app=faulty_client_app(), node_configs=node_configs)
     assert result.status.startswith("stopped")
     for w in words:
         assert w in result.status, result.status
@@ -131,9 +173,65 @@ def test_a_party_dropping_out_mid_run_stops_without_a_final_graph():
         return handle(msg, context)
 
     saved = []
-    strategy = vfedcd.from_run_config(RC)
+    strategy = vertical.strategy("vfedcd", RC)
     strategy.checkpoint = lambda r: saved.append(dict(r.estimates))
     result = strategy.start(grid=InProcessGrid(flaky, 3, RC))
-    assert result.status.startswith("stopped") and "party 2" in result.status
-    assert "gradient" in result.status and len(result.history) == 1
+    assert result.status.startswith("stopped") and "client 2" in result.status
+    assert "vfedcd_gradient" in result.status and len(result.history) == 1
     assert result.estimates == {} and all(e == {} for e in saved)
+
+
+def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
+    X, _ = pooled_data({"d": 6, "edges": 8, "n": 24, "data-seed": 1})
+    tr, _ = split_standardised(X)
+    columns = [np.array([4, 0]), np.array([2]), np.array([5, 1, 3])]  # any disjoint sets
+    xs = [tr[:, c] for c in columns]
+    app = ClientApp()
+    register(app, "vfedcd", lambda context: {
+        "x": xs[context.node_config["partition-id"]],
+        "columns": columns[context.node_config["partition-id"]],
+        "sample_ids": np.arange(len(tr))})
+    grid = InProcessGrid(app, 3)  # the parties see no run config: the server sends settings
+    strategy = VFedCD(he_backend="mock", batch=8, seed=3)
+    result = strategy.start(grid=grid, num_rounds=2)
+    assert result.status == "completed" and len(result.history) == 2
+    ref = V.train_reference(xs, strategy.settings, epochs=2)
+    order = np.concatenate(columns)
+    B = np.zeros((6, 6))
+    B[np.ix_(order, order)] = V.graph(ref.F, [2, 1, 3])
+    np.testing.assert_allclose(result.estimates["B"], B, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(result.estimates["dag"], V.dag_at_threshold(B, 0.6))
+    np.testing.assert_allclose([h["loss"] for h in result.history],
+                               [h["loss"] for h in ref.history], rtol=1e-12)
+    assert [h["epoch"] for h in result.history] == [1, 2]
+    assert "shd" not in result.metrics  # no truth is known for a user's data
+    keys = [m for m in grid.sent if m.metadata.message_type == "train.vfedcd_keys"]
+    assert all(dict(m.content["config"])["he-backend"] == "mock" for m in keys)
+
+
+def test_parties_follow_the_servers_settings_not_their_run_config():
+    nodes_rc = {**RC, "lr": 0.5, "loss": "nll", "batch": 4, "he-backend": "paillier"}
+    grid = InProcessGrid(client_app, 3, nodes_rc)
+    result = vertical.strategy("vfedcd", RC).start(grid=grid)
+    assert result.status == "completed"
+    np.testing.assert_allclose(result.estimates["B"], V.graph(reference(RC).F, [2, 2, 2]),
+                               rtol=0, atol=1e-12)
+
+
+def test_warm_start_and_unknown_arguments_are_rejected():
+    grid = InProcessGrid(client_app, 3, RC)
+    with pytest.raises(ValueError, match="no model to warm-start"):
+        VFedCD(he_backend="mock").start(grid=grid, initial_arrays=[np.zeros((6, 6))])
+    with pytest.raises(TypeError, match="unknown settings"):
+        VFedCD(he_bakend="mock")
+    assert grid.sent == []  # nothing reached a node
+
+
+def test_app_glue_defaults_and_data_keys_agree_with_the_app_config():
+    assert vertical.strategy("vfedcd", APP_CONFIG).settings == VFedCDSettings()
+    declared = {k: (APP_CONFIG[k], type(APP_CONFIG[k])) for k in VerticalData().run_config()}
+    assert declared == {k: (v, type(v)) for k, v in VerticalData().run_config().items()}
+    with pytest.raises(ValueError, match="'test-fraction' = 1.5"):
+        vertical.strategy("vfedcd", {**APP_CONFIG, "test-fraction": 1.5})
+    with pytest.raises(ValueError, match="'data' = 'dream4'.*'sachs'"):
+        vertical.strategy("vfedcd", {**APP_CONFIG, "data": "dream4"})

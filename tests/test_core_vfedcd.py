@@ -58,7 +58,7 @@ def test_norm_backward_matches_finite_differences():
 
 @pytest.mark.parametrize("loss", ["mse", "nll"])
 def test_decoder_gradients_match_finite_differences(loss):
-    s = V.Settings(hidden=3, loss=loss)
+    s = V.VFedCDSettings.paper(hidden=3, loss=loss)
     rng = np.random.default_rng(3)
     p, Z, x = V.init_decoder(0, 2, s), rng.standard_normal((5, 2, 3)), rng.standard_normal((5, 2))
     assert len(p) == (6 if loss == "nll" else 5)  # the NLL's log-variances come last
@@ -90,7 +90,7 @@ def test_fixed_point_features_match_float():
 @pytest.mark.parametrize("mode", ["framework", "ctv", "vfedcd"])
 def test_training_keeps_self_loops_zero_and_lowers_the_loss(mode):
     _, xs = small_data()
-    s = V.Settings(mode=mode, batch=16, lr=0.05, gamma=0.05)
+    s = V.VFedCDSettings.paper(mode=mode, batch=16, lr=0.05, gamma=0.05)
     state = V.train_reference(xs, s, epochs=8)
     sizes = [x.shape[1] for x in xs]
     for t in range(2):
@@ -104,7 +104,7 @@ def test_training_keeps_self_loops_zero_and_lowers_the_loss(mode):
 
 
 def test_lambda2_grows_until_acyclic_then_freezes():
-    s = V.Settings(gamma=0.5)
+    s = V.VFedCDSettings.paper(gamma=0.5)
     cyc = np.array([[0, 1.0], [1.0, 0]])
     lam, frozen = V.next_lambda2(0.0, False, cyc, s)
     assert (lam, frozen) == (0.5, False)
@@ -114,7 +114,7 @@ def test_lambda2_grows_until_acyclic_then_freezes():
 
 
 def test_unfreeze_lets_lambda2_grow_again_once_the_graph_above_tau_is_cyclic():
-    s = V.Settings(gamma=0.5, unfreeze=True)
+    s = V.VFedCDSettings.paper(gamma=0.5, unfreeze=True)
     cyc = np.array([[0, 1.0], [1.0, 0]])
     weak = np.array([[0, 1.0], [0.05, 0]])  # cyclic above dag_tol, a DAG above tau
     assert V.next_lambda2(0.5, True, weak, s) == (0.5, True)
@@ -123,17 +123,17 @@ def test_unfreeze_lets_lambda2_grow_again_once_the_graph_above_tau_is_cyclic():
 
 
 def test_l2_shrinks_fragments_and_decoders_by_two_lr_l2():
-    s = V.Settings(l2=0.5, lambda1=0.0, lr=0.1)
+    s = V.VFedCDSettings.paper(l2=0.5, lambda1=0.0, lr=0.1)
     w = np.random.default_rng(7).standard_normal((2, 2, 3))
     np.testing.assert_allclose(V.descent(w, np.zeros_like(w), s), 0.9 * w)
     np.testing.assert_allclose(V.update_fragment(w, np.zeros_like(w), 0, 0, s)[1, 1], 0)
     assert all(np.allclose(a, 0.9 * b) for a, b in zip(V.decayed([w, w[0]], s), [w, w[0]],
                                                          strict=True))
-    assert V.decayed([w], V.Settings())[0] is w
+    assert V.decayed([w], V.VFedCDSettings.paper())[0] is w
 
 
 def test_stacked_fragments_round_trip_and_exact_integer_products():
-    s = V.Settings(mode="ctv")
+    s = V.VFedCDSettings.paper(mode="ctv")
     F = V.init_fragments([2, 3], s)
     Fs = V.stacked(F, [2, 3], s.hidden)
     assert Fs.shape == (2, 5, 5, 10) and np.all(Fs[0, 2:] == 0)  # party 0 holds rows 0-1
@@ -145,7 +145,7 @@ def test_stacked_fragments_round_trip_and_exact_integer_products():
 
 def test_ctv_penalty_drives_the_graph_acyclic():
     _, xs = small_data(d=4, n=64, seed=5)
-    s = V.Settings(mode="ctv", batch=16, lr=0.05, gamma=0.05)
+    s = V.VFedCDSettings.paper(mode="ctv", batch=16, lr=0.05, gamma=0.05)
     state = V.train_reference(xs, s, epochs=30)
     assert state.frozen and V.is_dag(V.graph(state.F, [2, 2]) > s.dag_tol)
     B, G = V.result_graph(state.F, [2, 2], s)
@@ -153,13 +153,14 @@ def test_ctv_penalty_drives_the_graph_acyclic():
 
 
 def test_dirichlet_shares_average_to_the_gradient():
-    s = V.Settings()
+    s = V.VFedCDSettings.paper()
     G = np.random.default_rng(6).standard_normal((4, 4))
     sh = V.split_gradient(G, 3, s, np.random.default_rng(0))
     np.testing.assert_allclose(sum(sh) / 3, G)  # each share is unbiased for G
     assert not np.allclose(sh[0], G)
-    assert all(np.array_equal(a, G) for a in V.split_gradient(G, 3, V.Settings(split="exact"),
-                                                                 np.random.default_rng(0)))
+    exact = V.VFedCDSettings.paper(split="exact")
+    assert all(np.array_equal(a, G)
+               for a in V.split_gradient(G, 3, exact, np.random.default_rng(0)))
 
 
 def test_vertical_data_blocks_and_checks():
@@ -182,3 +183,28 @@ def test_sachs_file(shared_data):
 
     X, A, names = sachs(shared_data("sachs"))  # the path beside the checkout, not the default
     assert X.shape == (853, 11) and A.sum() == 18 and len(names) == 11  # the file: 18 edges
+
+
+def test_settings_defaults_paper_preset_and_bounds():
+    s, p = V.VFedCDSettings(), V.VFedCDSettings.paper()
+    assert (s.epochs, s.lambda1, s.gamma, s.tau, s.l2, s.loss) == (700, 5e-4, 5e-4, 0.6, 5e-3,
+                                                                   "nll")
+    assert (p.epochs, p.lambda1, p.gamma, p.tau, p.l2, p.loss) == (500, 5e-3, 0.006, 0.1, 0.0,
+                                                                   "mse")
+    assert V.VFedCDSettings.paper(seed=3).seed == 3 and p.he_backend == s.he_backend
+    for key, bad, words in [("mode", "secure", "'vfedcd'"), ("loss", "mae", "'nll'"),
+                            ("split", "even", "'exact'"), ("he-backend", "rsa", "'mock'"),
+                            ("num-epochs", 0, ">= 1"), ("lr", 0.0, "> 0"),
+                            ("key-bits", 64, ">= 256"), ("lambda1", -1.0, ">= 0")]:
+        with pytest.raises(ValueError, match=f"'{key}' = .*{words}"):
+            V.VFedCDSettings.from_run_config({key: bad})
+
+
+def test_parties_take_every_shared_setting_from_the_server():
+    s = V.VFedCDSettings(he_backend="mock", batch=8, loss="mse", seed=5)
+    sent = s.party_config()
+    assert set(sent) == set(V.PARTY_KEYS) and "num-epochs" not in sent
+    party = V.VFedCDSettings.from_party_config({**sent, "sizes": "2,2", "index": 0})
+    assert {k: v for k, v in party.run_config().items() if k in sent} == sent
+    with pytest.raises(ValueError, match="server sent no 'lr'"):
+        V.VFedCDSettings.from_party_config({k: v for k, v in sent.items() if k != "lr"})

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
-from fedcausal_flwr.clients.vfedcd import settings_from_run_config
 from fedcausal_flwr.core import vfedcd as V
+from fedcausal_flwr.core.vfedcd import VFedCDSettings
 from fedcausal_flwr.data.vertical import party_data
 from fedcausal_flwr.results import load_result
 
@@ -22,7 +22,7 @@ RC = {"algorithm": "vfedcd", "d": 4, "edges": 4, "batch": 8, "key-bits": 256,
 def check_against_reference(result: dict, k: int) -> None:
     rc = result["config"]["run_config"]
     xs = [party_data(rc, i, k)[0] for i in range(k)]
-    ref = V.train_reference(xs, settings_from_run_config(rc))
+    ref = V.train_reference(xs, VFedCDSettings.from_run_config(rc))
     assert result["status"] == "completed"
     assert result["metrics"]["clients"] == k
     B = V.graph(ref.F, [x.shape[1] for x in xs])

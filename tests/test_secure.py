@@ -104,7 +104,7 @@ def test_he2ss_shares_sum_to_the_product(name, keys):
 def test_toy_case_secure_features_and_gradients_equal_plaintext(name):
     """Acceptance 1: real Paillier, K=3, d=6, n=8: sum_k z_kt = sum_k x^k W_kt (1e-4)."""
     xs = toy()
-    s = V.Settings(batch=8)
+    s = V.VFedCDSettings.paper(batch=8)
     parties, _ = dispatch.run_local(xs, s, shares.backend(name, BITS), 0)
     keys = {p.me: p.public_key() for p in parties}
     enc = dispatch.deliver({p.me: p.setup(keys)[0] for p in parties})
@@ -147,7 +147,7 @@ def dispatch_dz(party, dz, t):
 @pytest.mark.parametrize("extra", [{}, {"l2": 0.05, "loss": "nll", "lambda1": 5e-4}])
 def test_paillier_mock_and_reference_give_the_same_trajectory(extra):
     xs = toy(2)
-    s = V.Settings(batch=4, gamma=0.5, **extra)
+    s = V.VFedCDSettings.paper(batch=4, gamma=0.5, **extra)
     ref = V.train_reference(xs, s, epochs=2)
     for b in (shares.backend(name, BITS) for name in shares.BACKENDS):
         parties, ctv = dispatch.run_local(xs, s, b, 2)
@@ -163,7 +163,7 @@ def test_paillier_mock_and_reference_give_the_same_trajectory(extra):
 @pytest.mark.parametrize("name", ["paillier", "paillier-packed"])
 def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments(name):
     xs = toy(3)
-    s = V.Settings(batch=4)
+    s = V.VFedCDSettings.paper(batch=4)
     log: list = []
     parties, _ = dispatch.run_local(xs, s, shares.backend(name, BITS), 1, log)
     width = parties[0].pk.width

@@ -1,33 +1,73 @@
-"""App glue of vfedcd (transitional: wraps the strategy/client modules' own glue)."""
+"""App glue of VFedCD: settings from the run config, built-in vertical data, truth, evaluator.
+
+The model settings are :class:`~fedcausal_flwr.core.vfedcd.VFedCDSettings`, the data keys
+:class:`~fedcausal_flwr.data.vertical.VerticalData`; both are validated here, before any node
+is contacted. The parties get their settings from the server, not from the run config.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from importlib import import_module
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from flwr.app import Context
 
+from fedcausal_flwr.clients.base import client_class
+from fedcausal_flwr.core.vfedcd import VFedCDSettings
+from fedcausal_flwr.data.vertical import VerticalData
 
-def strategy(algorithm: str, rc: Mapping[str, Any]):
-    """The strategy of ``algorithm`` from the run config."""
-    return import_module(f"fedcausal_flwr.strategies.{algorithm}").from_run_config(rc)
+__all__ = ["client", "evaluator", "strategy", "truth"]
+
+
+def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
+    """VFedCD with the run config's settings, scored against the built-in data's truth."""
+    from fedcausal_flwr.strategies.vfedcd import VFedCD
+
+    s = VFedCDSettings.from_run_config(rc)
+    VerticalData.from_run_config(rc)  # a bad data key fails here too, not on the parties
+    return VFedCD(s, evaluate_fn=evaluator(rc))
 
 
 def client(algorithm: str, context: Context):
-    """This node's client on the built-in data."""
-    return import_module(f"fedcausal_flwr.clients.{algorithm}").from_context(context)
+    """This node's party on the run config's data (its block of columns, training rows)."""
+    from fedcausal_flwr.data.vertical import party_data
+
+    pid = int(context.node_config.get("partition-id", 0))
+    k = int(context.node_config.get("num-partitions", 1))
+    try:
+        x, _, cols = party_data(context.run_config, pid, k)
+    except ValueError as e:
+        raise ValueError(f"party {pid}: {e}") from e
+    return client_class(algorithm).from_context(
+        context, {"x": x, "columns": cols, "sample_ids": np.arange(len(x))})
 
 
-def truth(algorithm: str, rc: Mapping[str, Any]) -> dict:
-    """Matrices for the learned-vs-true PNG."""
-    module = import_module(f"fedcausal_flwr.strategies.{algorithm}")
-    return module.truth_for_plots(rc, None) if hasattr(module, "truth_for_plots") else {}
+def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001
+    """The true graph (named B, for the PNG of learned vs true)."""
+    from fedcausal_flwr.data.vertical import pooled_data
+
+    return {"B": pooled_data(rc)[1]}
 
 
-def save_plots(algorithm: str, rc: Mapping[str, Any], result: Any, out: Path) -> None:
-    """The family's own figures."""
-    module = import_module(f"fedcausal_flwr.strategies.{algorithm}")
-    if hasattr(module, "save_plots"):
-        module.save_plots(rc, result, out)
+def evaluator(rc: Mapping[str, Any]
+              ) -> Callable[[Mapping[str, np.ndarray], Sequence[int]], dict[str, Any]]:
+    """SHD (a reversal counts once) and F1 of the DAG against the built-in data's true graph
+    (built on first use)."""
+    from fedcausal_flwr.data.vertical import pooled_data
+    from fedcausal_flwr.metrics import graph_metrics
+
+    truth_of: dict[str, np.ndarray] = {}
+
+    def evaluate(est: Mapping[str, np.ndarray], client_ids: Sequence[int]  # noqa: ARG001
+                 ) -> dict[str, Any]:
+        if "dag" not in est:
+            return {}
+        if "A" not in truth_of:
+            truth_of["A"] = pooled_data(rc)[1]
+        m = graph_metrics(est["dag"], truth_of["A"])
+        p, r = m["precision"], m["tpr"]
+        return {"shd": m["shd_rev1"], "f1": 2 * p * r / (p + r) if p + r else 0.0,
+                "nnz": m["nnz"]}
+
+    return evaluate

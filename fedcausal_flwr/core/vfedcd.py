@@ -1,64 +1,92 @@
-"""VFedCD core (spec seed 003): encoders, decoders, graph fragments, CTV spectral penalty.
+"""VFedCD (vertical federated causal discovery): the model, graph and CTV equations.
 
 K parties hold disjoint column blocks S_k of the same samples. The first layer of the
 per-attribute MLPs is split vertically into linear encoders ``W_kt`` (d_k x d_t x h), source
 party k to target party t, and every encoder is a sum of fragments ``W_kt = sum_i F[i][k][t]``,
-fragment i held by party i (under the secure dispatch; without it only ``F[k][k][t]``).
+fragment i held by party i (under the secure dispatch, Alg. 2; without it only ``F[k][k][t]``).
 
-    Z_t = sum_k x^k W_kt                          (n x d_t x h, exact in fixed point)
-    xhat^t_j = Linear_j(sigma(... sigma(Z_t[:, j] + b_j)))  L = sum_t MSE or Gaussian NLL
-    B_t^i[S_k, :] = ||F[i][k][t]||_h              B = sum_i B^i    (graph of the encoders)
+    Z_t = sum_k x^k W_kt                          (n x d_t x h, exact in fixed point; Alg. 3)
+    xhat^t_j = Linear_j(sigma(... sigma(Z_t[:, j] + b_j)))  L = sum_t MSE (Eq. 1) or the
+                                                  Gaussian NLL of SDCD
+    B_t^i[S_k, :] = ||F[i][k][t]||_h              B = sum_i B^i    (graph of the encoders,
+                                                  App. D.1)
     rho(B) (spectral radius), grad = u v^T / u^T v, lambda2 += gamma per epoch until DAG
+                                                  (the CTV, Algs. 5-6)
     w <- w - lr (grad + lambda1 sign w + 2 l2 w)        (every fragment; decoders: L2 too)
 
 Products ``x W`` and ``x^T dZ`` are computed in fixed point (``frac`` bits per factor), the
-arithmetic the secret shares use, so the shared protocol equals :func:`train_reference`
-exactly. Fragments, decoders and graphs are numpy float64 (decoders backpropagate by hand).
+arithmetic the secret shares use, so the shared protocol (:mod:`fedcausal_flwr.secure.dispatch`)
+equals :func:`train_reference` exactly. Fragments, decoders and graphs are numpy float64
+(decoders backpropagate by hand). Every setting and its default is in :class:`VFedCDSettings`.
+Pure numpy: no I/O, no data generation (:mod:`fedcausal_flwr.data.vertical`), no Flower.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Self
 
 import numpy as np
+
+from fedcausal_flwr.settings import RunSettings, setting
 
 Fragments = list[list[list[np.ndarray | None]]]  # F[holder][source][target]
 MODES = ("framework", "ctv", "vfedcd")
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Hyperparameters (paper section 6.1 and spec section 5)."""
+class VFedCDSettings(RunSettings):
+    """Every setting of VFedCD, with the App's defaults (the one source of them).
 
-    hidden: int = 10
-    dec_layers: int = 2
-    lr: float = 0.01
-    batch: int = 16
-    epochs: int = 500
-    lambda1: float = 5e-3
-    l2: float = 0.0
-    gamma: float = 0.006
-    lambda_b: float = 0.0
-    tau: float = 0.1
-    dag_tol: float = 0.01
-    unfreeze: bool = False
-    loss: str = "mse"
-    power_iters: int = 15
-    mode: str = "vfedcd"
-    sigma_phi: float = 1e-3
-    split: str = "dirichlet"
-    frac: int = 16
-    dp_b: float = 0.0
-    seed: int = 0
+    The optimiser is the paper's (SGD, ``lr`` 0.01, ``batch`` 16, ``hidden`` 10, Sec. 6.1);
+    the loss, regularisers, epochs, ``gamma`` and ``tau`` were chosen on development data seeds
+    100-109 (``simulations/results/vfedcd.md``, preset "slow"). :meth:`paper` gives the paper's
+    values instead. ``mode``: "vfedcd" (secure dispatch, Algs. 2-6), "ctv" (plain framework plus
+    the CTV penalty) or "framework" (plain framework, no penalty), the ablations of Table 3.
+    ``loss``: "nll" (Gaussian NLL with a learned variance per attribute, as SDCD) or "mse".
+    ``lambda1``: L1 on every fragment; ``l2``: L2 on every weight; ``gamma``: growth of
+    lambda2 per epoch until ``B > dag_tol`` is a DAG (``unfreeze``: it grows again once
+    ``B > tau`` turns cyclic); ``lambda_b``: L1 on B at the CTV; ``power_iters``: power
+    iterations of the spectral radius; ``tau``: threshold of the reported DAG.
+    ``split``: the CTV's gradient shares ("dirichlet" weights or "exact" copies);
+    ``sigma_phi``: scale of the backward mask phi; ``frac``: fixed-point fraction bits;
+    ``dp_b``: Laplace scale of each party's noise on its graph fragments (the paper's DP
+    variant, 0: off). ``he_backend``/``key_bits``: the parties' homomorphic encryption
+    ("paillier", "paillier-packed" or "mock": same shares, no encryption; keys under 2048 bits
+    for tests only). ``seed``: every seeded draw (initialisation, batches, masks, splits).
+    The server sends the parties' fields (:data:`PARTY_KEYS`) with the setup phase.
+    """
 
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"mode {self.mode!r} is not one of {MODES}")
-        if self.loss not in ("mse", "nll"):
-            raise ValueError(f"loss {self.loss!r} is not mse or nll")
-        if self.split not in ("dirichlet", "exact"):
-            raise ValueError(f"split {self.split!r} is not dirichlet or exact")
+    epochs: int = setting(700, "num-epochs", ge=1)
+    batch: int = setting(16, "batch", ge=1)
+    lr: float = setting(0.01, "lr", gt=0)
+    lambda1: float = setting(5e-4, "lambda1", ge=0)
+    gamma: float = setting(5e-4, "gamma", ge=0)
+    lambda_b: float = setting(0.0, "lambda-b", ge=0)
+    tau: float = setting(0.6, "tau", ge=0)
+    dag_tol: float = setting(0.01, "dag-tol", ge=0)
+    hidden: int = setting(10, "hidden", ge=1)
+    dec_layers: int = setting(2, "decoder-layers", ge=1)
+    power_iters: int = setting(15, "power-iters", ge=1)
+    sigma_phi: float = setting(1e-3, "sigma-phi", gt=0)
+    split: str = setting("dirichlet", "split", choices=("dirichlet", "exact"))
+    frac: int = setting(16, "frac-bits", ge=1)
+    dp_b: float = setting(0.0, "dp-b", ge=0)
+    l2: float = setting(5e-3, "l2", ge=0)
+    unfreeze: bool = setting(False, "unfreeze")
+    loss: str = setting("nll", "loss", choices=("mse", "nll"))
+    mode: str = setting("vfedcd", "mode", choices=MODES)
+    he_backend: str = setting("paillier", "he-backend",
+                              choices=("paillier", "paillier-packed", "mock"))
+    key_bits: int = setting(2048, "key-bits", ge=256)
+    seed: int = setting(0, "seed")
+
+    @classmethod
+    def paper(cls, **changes: Any) -> Self:
+        """The paper's values (Sec. 6.1: 500 epochs, lambda1 5e-3, gamma 0.006, tau 0.1, MSE,
+        no L2) with ``changes``; every other field keeps the App's default."""
+        return cls(**{**PAPER, **changes})
 
     @property
     def secure(self) -> bool:
@@ -70,6 +98,30 @@ class Settings:
         """The CTV acyclicity penalty is on."""
         return self.mode != "framework"
 
+    def party_config(self) -> dict[str, Any]:
+        """``{run-config key: value}`` of what every party must share (sent by the server)."""
+        return {k: v for k, v in self.run_config().items() if k in PARTY_KEYS}
+
+    @classmethod
+    def from_party_config(cls, config: Mapping[str, Any]) -> Self:
+        """A party's settings from what the server sent; a missing key is an error, never a
+        default (parties must agree with the server)."""
+        missing = [k for k in PARTY_KEYS if k not in config]
+        if missing:
+            raise ValueError(f"the server sent no {', '.join(map(repr, missing))}: parties take "
+                             "every shared setting from the server")
+        return cls.from_run_config({k: config[k] for k in PARTY_KEYS})
+
+
+PAPER: dict[str, Any] = {"epochs": 500, "lambda1": 5e-3, "gamma": 0.006, "tau": 0.1,
+                         "l2": 0.0, "loss": "mse"}
+"""Fields where the paper's values (:meth:`VFedCDSettings.paper`) differ from the App's."""
+
+PARTY_KEYS: tuple[str, ...] = (
+    "batch", "lr", "lambda1", "hidden", "decoder-layers", "sigma-phi", "frac-bits", "dp-b",
+    "l2", "loss", "mode", "he-backend", "key-bits", "seed")
+"""Run-config keys of the settings the parties use (the rest is the CTV's: epochs, gamma,
+tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round settings)."""
 
 # ---- fixed point ------------------------------------------------------------------------
 def quantize(a: np.ndarray, frac: int) -> np.ndarray:
@@ -100,7 +152,7 @@ def self_loop_mask(d_t: int, h: int) -> np.ndarray:
     return m
 
 
-def init_fragment(i: int, k: int, t: int, sizes: Sequence[int], s: Settings) -> np.ndarray:
+def init_fragment(i: int, k: int, t: int, sizes: Sequence[int], s: VFedCDSettings) -> np.ndarray:
     """Fragment ``F[i][k][t]`` ~ U(+-1/(d sqrt(h)) / K), self-loops masked, seeded per (i,k,t).
 
     Without the secure dispatch party k holds the whole ``W_kt`` (bound not divided by K).
@@ -110,19 +162,19 @@ def init_fragment(i: int, k: int, t: int, sizes: Sequence[int], s: Settings) -> 
     return w * self_loop_mask(sizes[t], s.hidden) if k == t else w
 
 
-def holds(i: int, k: int, t: int, s: Settings) -> bool:
+def holds(i: int, k: int, t: int, s: VFedCDSettings) -> bool:
     """Whether party i holds a fragment of ``W_kt`` (all do under the secure dispatch)."""
     return s.secure or i == k
 
 
-def init_fragments(sizes: Sequence[int], s: Settings) -> Fragments:
+def init_fragments(sizes: Sequence[int], s: VFedCDSettings) -> Fragments:
     """All fragments ``F[i][k][t]`` (None where party i holds none)."""
     K = len(sizes)
     return [[[init_fragment(i, k, t, sizes, s) if holds(i, k, t, s) else None
               for t in range(K)] for k in range(K)] for i in range(K)]
 
 
-def init_decoder(t: int, d_t: int, s: Settings) -> list[np.ndarray]:
+def init_decoder(t: int, d_t: int, s: VFedCDSettings) -> list[np.ndarray]:
     """Per-attribute towers: ``[b0 (d_t,h), (W (d_t,h,h), b (d_t,h)) x (L-1), Wo, bo]``.
 
     Under the Gaussian NLL a log-variance per attribute (0) comes last (an even-length list).
@@ -271,14 +323,14 @@ def dag_at_threshold(B: np.ndarray, tau: float) -> np.ndarray:
     return G
 
 
-def ctv_gradient(B: np.ndarray, lam2: float, s: Settings, u: np.ndarray, v: np.ndarray
+def ctv_gradient(B: np.ndarray, lam2: float, s: VFedCDSettings, u: np.ndarray, v: np.ndarray
                  ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """``d(lambda2 rho(B) + lambda_B |B|_1)/dB``, rho, and the new power-iteration vectors."""
     rho, drho, u, v = spectral_radius(B, u, v, s.power_iters)
     return lam2 * drho + s.lambda_b * np.sign(B), rho, u, v
 
 
-def split_gradient(G: np.ndarray, K: int, s: Settings, rng: np.random.Generator
+def split_gradient(G: np.ndarray, K: int, s: VFedCDSettings, rng: np.random.Generator
                    ) -> list[np.ndarray]:
     """CTV shares ``K w_k G`` with ``w ~ Dirichlet(1_K)`` per entry, or G to everyone."""
     if s.split == "exact" or not s.secure:
@@ -287,7 +339,7 @@ def split_gradient(G: np.ndarray, K: int, s: Settings, rng: np.random.Generator
     return [K * w[..., k] * G for k in range(K)]
 
 
-def next_lambda2(lam2: float, frozen: bool, B: np.ndarray, s: Settings) -> tuple[float, bool]:
+def next_lambda2(lam2: float, frozen: bool, B: np.ndarray, s: VFedCDSettings) -> tuple[float, bool]:
     """End of epoch: freeze once ``B > dag_tol`` is a DAG, else ``lambda2 += gamma``.
 
     With ``unfreeze`` (SDCD) a frozen lambda2 grows again once ``B > tau`` is cyclic.
@@ -300,26 +352,26 @@ def next_lambda2(lam2: float, frozen: bool, B: np.ndarray, s: Settings) -> tuple
     return (lam2 if frozen else lam2 + s.gamma), frozen
 
 
-def descent(w: np.ndarray, grad: np.ndarray, s: Settings) -> np.ndarray:
+def descent(w: np.ndarray, grad: np.ndarray, s: VFedCDSettings) -> np.ndarray:
     """``w - lr (grad + lambda1 sign w + 2 l2 w)``: SGD on data + CTV, local L1 and L2."""
     if s.l2:
         grad = grad + 2 * s.l2 * w
     return w - s.lr * (grad + s.lambda1 * np.sign(w))
 
 
-def update_fragment(w: np.ndarray, grad: np.ndarray, k: int, t: int, s: Settings
+def update_fragment(w: np.ndarray, grad: np.ndarray, k: int, t: int, s: VFedCDSettings
                     ) -> np.ndarray:
     """:func:`descent` of one fragment, self-loops kept at 0."""
     w = descent(w, grad, s)
     return w * self_loop_mask(w.shape[1], w.shape[2]) if k == t else w
 
 
-def decayed(params: Sequence[np.ndarray], s: Settings) -> list[np.ndarray]:
+def decayed(params: Sequence[np.ndarray], s: VFedCDSettings) -> list[np.ndarray]:
     """Decoder weight decay ``(1 - 2 lr l2) p``, applied by the target before its step."""
     return [p * (1 - 2 * s.lr * s.l2) for p in params] if s.l2 else list(params)
 
 
-def batches(n: int, s: Settings, epoch: int) -> list[np.ndarray]:
+def batches(n: int, s: VFedCDSettings, epoch: int) -> list[np.ndarray]:
     """Row indices of each mini-batch of ``epoch`` (a seeded permutation)."""
     perm = rng_for(s.seed, "batches", epoch).permutation(n)
     return [perm[i:i + s.batch] for i in range(0, n, s.batch)]
@@ -331,7 +383,7 @@ def rng_for(seed: int, purpose: str, *keys: int) -> np.random.Generator:
     return np.random.default_rng([seed, tag, *keys])
 
 
-def phi_mask(s: Settings, step: int, k: int, t: int, shape: tuple[int, ...]) -> np.ndarray:
+def phi_mask(s: VFedCDSettings, step: int, k: int, t: int, shape: tuple[int, ...]) -> np.ndarray:
     """Quantized gradient mask ``phi_kt`` ~ N(0, sigma_phi^2) kept by source party k."""
     return quantize(rng_for(s.seed, "phi", step, k, t).normal(0, s.sigma_phi, shape),
                     2 * s.frac)
@@ -352,7 +404,7 @@ class State:
     history: list[dict] = field(default_factory=list)
 
 
-def initial_state(sizes: Sequence[int], s: Settings) -> State:
+def initial_state(sizes: Sequence[int], s: VFedCDSettings) -> State:
     """Seeded fragments and decoders; u = v = 1/sqrt(d)."""
     F = init_fragments(sizes, s)
     dec = [init_decoder(t, d_t, s) for t, d_t in enumerate(sizes)]
@@ -373,14 +425,14 @@ def graph(F: Fragments, sizes: Sequence[int]) -> np.ndarray:
                      for t in range(K)])
 
 
-def dp_noise(s: Settings, key: int, i: int, d: int) -> np.ndarray:
+def dp_noise(s: VFedCDSettings, key: int, i: int, d: int) -> np.ndarray:
     """Party i's Laplace(b) noise on its graph fragments (d x d) after ``key`` updates."""
     if s.dp_b <= 0:
         return np.zeros((d, d))
     return rng_for(s.seed, "dp", key, i).laplace(0.0, s.dp_b, (d, d))
 
 
-def ctv_graph(F: Fragments, sizes: Sequence[int], s: Settings, key: int) -> np.ndarray:
+def ctv_graph(F: Fragments, sizes: Sequence[int], s: VFedCDSettings, key: int) -> np.ndarray:
     """What the CTV sums: every party's graph fragments plus its DP noise (if any)."""
     return stacked_graph(stacked(F, sizes, s.hidden), s, key)
 
@@ -400,7 +452,7 @@ def stacked(F: Fragments, sizes: Sequence[int], h: int) -> np.ndarray:
     return out
 
 
-def unstacked(Fs: np.ndarray, sizes: Sequence[int], s: Settings) -> Fragments:
+def unstacked(Fs: np.ndarray, sizes: Sequence[int], s: VFedCDSettings) -> Fragments:
     """Inverse of :func:`stacked` (None where a party holds no fragment)."""
     K, st = len(sizes), starts_of(sizes)
     return [[[Fs[i, st[k]:st[k + 1], st[t]:st[t + 1]].copy() if holds(i, k, t, s) else None
@@ -414,7 +466,7 @@ def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.astype(np.int64) @ b.astype(np.int64)).astype(float)
 
 
-def stacked_graph(Fs: np.ndarray, s: Settings, key: int) -> np.ndarray:
+def stacked_graph(Fs: np.ndarray, s: VFedCDSettings, key: int) -> np.ndarray:
     """:func:`ctv_graph` of stacked fragments: ``sum_i (||Fs[i]||_h + Laplace noise_i)``."""
     out = 0.0
     for i, Bi in enumerate(np.linalg.norm(Fs, axis=3)):
@@ -423,7 +475,7 @@ def stacked_graph(Fs: np.ndarray, s: Settings, key: int) -> np.ndarray:
 
 
 def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
-               sizes: Sequence[int], s: Settings) -> tuple[np.ndarray, list[float], float]:
+               sizes: Sequence[int], s: VFedCDSettings) -> tuple[np.ndarray, list[float], float]:
     """One step's gradient of every stacked fragment (data + CTV), target losses and rho.
 
     ``x``, ``xq``: the mini-batch of all parties' columns, plain and quantized. Updates the
@@ -454,7 +506,7 @@ def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
     return D + norm_backward(Fs, np.stack(shares)), losses, rho
 
 
-def train_reference(xs: Sequence[np.ndarray], s: Settings, epochs: int | None = None,
+def train_reference(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | None = None,
                     state: State | None = None) -> State:
     """The in-process reference loop: ``epochs`` epochs of mini-batch steps, lambda2 schedule.
 
@@ -485,7 +537,7 @@ def train_reference(xs: Sequence[np.ndarray], s: Settings, epochs: int | None = 
     return state
 
 
-def result_graph(F: Fragments, sizes: Sequence[int], s: Settings) -> tuple[np.ndarray,
+def result_graph(F: Fragments, sizes: Sequence[int], s: VFedCDSettings) -> tuple[np.ndarray,
                                                                            np.ndarray]:
     """The weighted graph B and the thresholded DAG."""
     B = graph(F, sizes)

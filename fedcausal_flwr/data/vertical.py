@@ -1,21 +1,43 @@
 """Vertically partitioned data for VFedCD: parties hold disjoint columns of aligned samples.
 
-Synthetic data follow the SDCD nonlinear additive-noise model (spec 4.1): an ER DAG with
-``E`` edges, each mechanism an MLP([100], sigmoid, no bias) of the standardised parents with
-weights +-U[0.5, 2], Gaussian noise of scale 1, roots N(0, 1). Run-config keys read here:
-``data`` (synthetic | sachs), ``d``, ``edges``, ``n``, ``data-seed``, ``parts`` (e.g. "5,5,5";
-default K contiguous near-equal blocks), ``data-path`` (Sachs directory), ``test-fraction``.
+Synthetic data follow the SDCD nonlinear additive-noise model of the paper's experiments: an ER
+DAG with ``E`` edges, each mechanism an MLP([100], sigmoid, no bias) of the standardised
+parents with weights +-U[0.5, 2], Gaussian noise of scale 1, roots N(0, 1). The data keys of
+the run config and their defaults are :class:`VerticalData` (the App declares the same).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from fedcausal_flwr.settings import Settings, setting
+
 SACHS_DIR = Path("/work/shared/data/sachs")
+
+
+@dataclass(frozen=True)
+class VerticalData(Settings):
+    """The built-in data a run config describes, with the App's defaults (the one source).
+
+    ``data``: "synthetic" (the ANM above) or "sachs" (``data-path``: its directory, default
+    :data:`SACHS_DIR`); ``d`` attributes, ``edges`` edges (at most d(d-1)/2), ``n`` samples
+    and ``data_seed`` of the synthetic set; ``parts``: party sizes, e.g. "5,5,5" (default: K
+    contiguous near-equal blocks); ``test_fraction``: the last rows held out for testing.
+    """
+
+    data: str = setting("synthetic", "data", choices=("synthetic", "sachs"))
+    data_path: str = setting("", "data-path")
+    d: int = setting(10, "d", ge=1)
+    edges: int = setting(60, "edges", ge=0)
+    n: int = setting(1000, "n", ge=2)
+    data_seed: int = setting(0, "data-seed")
+    parts: str = setting("", "parts")
+    test_fraction: float = setting(0.2, "test-fraction", ge=0, lt=1)
 
 
 def random_dag(d: int, edges: int, rng: np.random.Generator) -> np.ndarray:
@@ -98,22 +120,19 @@ def blocks(d: int, parts: int | Sequence[int]) -> list[np.ndarray]:
 
 def pooled_data(rc: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """The pooled data (n x d) and true graph (d x d) that the run config describes."""
-    kind = str(rc.get("data", "synthetic"))
-    if kind == "sachs":
-        X, A, _ = sachs(rc.get("data-path") or SACHS_DIR)
+    c = VerticalData.from_run_config(rc)
+    if c.data == "sachs":
+        X, A, _ = sachs(c.data_path or SACHS_DIR)
         return X, A
-    if kind != "synthetic":
-        raise ValueError(f"unknown VFedCD data {kind!r}")
-    d = int(rc.get("d", 15))
-    rng = np.random.default_rng(int(rc.get("data-seed", 0)))
-    A = random_dag(d, int(rc.get("edges", 4 * d)), rng)
-    return simulate_anm(A, int(rc.get("n", 1000)), rng), A
+    rng = np.random.default_rng(c.data_seed)
+    A = random_dag(c.d, c.edges, rng)
+    return simulate_anm(A, c.n, rng), A
 
 
 def party_blocks(rc: Mapping[str, Any], d: int, k: int) -> list[np.ndarray]:
     """S_k of each party from run-config ``parts`` (e.g. "5,5,5") or K equal blocks."""
-    parts = rc.get("parts")
-    return blocks(d, [int(s) for s in str(parts).split(",")] if parts else k)
+    parts = VerticalData.from_run_config(rc).parts
+    return blocks(d, [int(s) for s in parts.split(",")] if parts else k)
 
 
 def split_standardised(X: np.ndarray, test_fraction: float = 0.2
@@ -132,7 +151,7 @@ def party_data(rc: Mapping[str, Any], pid: int, k: int
     S = party_blocks(rc, X.shape[1], k)
     if len(S) != k:
         raise ValueError(f"run config 'parts' names {len(S)} parties but there are {k}")
-    tr, te = split_standardised(X[:, S[pid]], float(rc.get("test-fraction", 0.2)))
+    tr, te = split_standardised(X[:, S[pid]], VerticalData.from_run_config(rc).test_fraction)
     return tr, te, S[pid]
 
 

@@ -1,4 +1,5 @@
-"""The secure dispatch protocol (Alg. 2-6 with the spec's fixes), one party at a time.
+"""The secure dispatch protocol (Algs. 1-6 of the paper, their typos fixed), one party at a
+time, and the plain framework of the ablations (Fig. 1b).
 
 A :class:`Party` holds its columns, its fragments ``F[me][k][t]`` of every encoder, its decoder,
 its key pair and the ciphertexts of the fragments it multiplies. Each method is one protocol
@@ -6,14 +7,18 @@ phase: it takes what the relay delivered and returns what the relay must carry, 
 party. Messages are ciphertexts (``Enc_i``), masked shares (uint64) or graph fragments.
 
 Per step (mini-batch rows ``idx``), phases in order:
-``forward``  x^me (x) Enc_i(F[i][me][t]) + Enc_i(2^63 + r)        -> owner i    (HE2SS)
+``forward``  x^me (x) Enc_i(F[i][me][t]) + Enc_i(2^63 + r)        -> owner i    (HE2SS, Alg. 3)
 ``share``    z_me,t = comp + sum holder shares + sum owner shares  -> target t
-``decode``   Z_t = sum_k z_kt, decoder step, Enc_me(dZ)            -> every k
-``gradient`` x^meT (x) Enc_t(dZ_t) - Enc_t(phi)                    -> target t   (HE2SS)
+``decode``   Z_t = sum_k z_kt (z_tt included), decoder step, Enc_me(dZ) -> every k
+``gradient`` x^meT (x) Enc_t(dZ_t) - Enc_t(phi)                    -> target t   (Alg. 4)
 ``update``   apply data + CTV + L1 gradients, re-encrypt F[me][j][t] -> holder j;
-             graph fragments B_t^me                                 -> CTV
-The arithmetic is that of :func:`fedcausal_flwr.core.vfedcd.train_step`, so a run of these
+             graph fragments B_t^me                                 -> CTV (Algs. 5-6)
+The arithmetic is that of :func:`fedcausal_flwr.core.vfedcd.train_reference`, so a run of these
 phases equals the core reference loop exactly.
+
+A :class:`PlainParty` (modes "framework" and "ctv") holds its whole encoders and sends the
+features ``H_kt`` and receives their gradients in the clear, as the paper's framework without
+the secure dispatch does.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ Outbox = dict[int, dict[str, np.ndarray]]  # destination party -> name -> array
 class Party:
     """Party ``me`` of the secure dispatch protocol."""
 
-    def __init__(self, me: int, x: np.ndarray, sizes: Sequence[int], s: core.Settings,
+    def __init__(self, me: int, x: np.ndarray, sizes: Sequence[int], s: core.VFedCDSettings,
                  backend: Mock, keys: tuple[Any, Any] | None = None) -> None:
         if not s.secure:
             raise ValueError("the secure dispatch runs only in mode 'vfedcd'")
@@ -181,10 +186,68 @@ class Party:
         return self._encrypted_fragments(), self.graph_fragments()
 
 
+class PlainParty:
+    """Party ``me`` of the plain framework (Fig. 1b; modes "framework" and "ctv").
+
+    It holds its whole encoders ``W_me,t`` and sends the features ``H_me,t`` and receives their
+    gradients in the clear (fixed point, as in :func:`core.train_reference`).
+    """
+
+    def __init__(self, me: int, x: np.ndarray, sizes: Sequence[int],
+                 s: core.VFedCDSettings) -> None:
+        if s.secure:
+            raise ValueError("PlainParty runs the ablations 'framework' and 'ctv' only")
+        self.me, self.x, self.sizes, self.s, self.K = me, x, list(sizes), s, len(sizes)
+        self.starts = core.starts_of(sizes)
+        self.W = [core.init_fragment(me, me, t, sizes, s) for t in range(self.K)]
+        self.dec = core.init_decoder(me, sizes[me], s)
+        self.tmp: dict[str, Any] = {}
+        self.updates = 0
+
+    def graph_fragments(self) -> list[np.ndarray]:
+        """``B_t^me`` (d x d_t) for every t, plus Laplace noise if ``dp_b``."""
+        st, K = self.starts, self.K
+        noise = core.dp_noise(self.s, self.updates, self.me, st[-1])
+        return [core.graph_fragment([self.W[t] if k == self.me else None for k in range(K)],
+                                    t, st) + noise[:, st[t]:st[t + 1]] for t in range(K)]
+
+    def forward(self, idx: np.ndarray) -> dict[int, np.ndarray]:
+        """Integer features ``H_me,t = x^me W_me,t`` of the batch, addressed to each target t."""
+        xq = core.quantize(self.x[idx], self.s.frac)
+        H = {t: core.features_q(xq, core.quantize(self.W[t], self.s.frac)) for t in range(self.K)}
+        self.tmp = {"idx": idx, "xq": xq, "own": H.pop(self.me)}
+        return H
+
+    def decode(self, inbox: Mapping[int, np.ndarray]) -> tuple[np.ndarray, float]:
+        """``Z_me = sum_k H_k,me``, decoder step; the integer feature gradient for every k."""
+        s, idx = self.s, self.tmp["idx"]
+        Z = self.tmp["own"] + sum(np.asarray(H).reshape(self.tmp["own"].shape)
+                                  for H in inbox.values())
+        self.dec, dZ, loss = core.decoder_step(core.decayed(self.dec, s),
+                                               core.dequantize(Z, 2 * s.frac), self.x[idx], s.lr)
+        gq = core.quantize(dZ, s.frac)
+        self.tmp["gq"] = {self.me: gq}
+        return gq, loss
+
+    def update(self, inbox: Mapping[int, np.ndarray], ctv_share: np.ndarray) -> list[np.ndarray]:
+        """Data + CTV gradients on every ``W_me,t``; the new graph fragments."""
+        s, st, me = self.s, self.starts, self.me
+        G = np.asarray(ctv_share, dtype=float)
+        gq = {**{t: np.asarray(g).reshape(len(self.tmp["idx"]), self.sizes[t], s.hidden)
+                 for t, g in inbox.items()}, **self.tmp["gq"]}
+        for t in range(self.K):
+            data = core.dequantize(core.encoder_grad_q(self.tmp["xq"], gq[t]), 2 * s.frac)
+            ctv = core.norm_backward(self.W[t], G[st[me]:st[me + 1], st[t]:st[t + 1]])
+            self.W[t] = core.update_fragment(self.W[t], data + ctv, me, t, s)
+        self.tmp = {}
+        self.updates += 1
+        return self.graph_fragments()
+
+
 class CTV:
     """The Centralized Topology Validator: sees graph fragments only."""
 
-    def __init__(self, sizes: Sequence[int], s: core.Settings) -> None:
+    def __init__(self, sizes: Sequence[int], s: core.VFedCDSettings) -> None:
         self.sizes, self.s, self.K = list(sizes), s, len(sizes)
         d = sum(sizes)
         self.lam2, self.frozen, self.step = 0.0, False, 0
@@ -248,7 +311,7 @@ def deliver(outboxes: Mapping[int, Outbox]) -> dict[int, dict[int, dict[str, np.
     return inboxes
 
 
-def run_local(xs: Sequence[np.ndarray], s: core.Settings, backend: Mock, epochs: int,
+def run_local(xs: Sequence[np.ndarray], s: core.VFedCDSettings, backend: Mock, epochs: int,
               log: list | None = None, steps: int | None = None,
               clock: dict[str, float] | None = None) -> tuple[list[Party], CTV]:
     """The whole protocol in one process (relay = :func:`deliver`); ``log`` keeps messages.

@@ -6,7 +6,7 @@ Fixed point: data, weights and feature gradients carry ``frac`` fraction bits, p
 Forward HE2SS (holder H has ``c = Enc_O(m)``): H draws ``r`` of 104 bits, sends
 ``c + Enc_O(2^63 + r)`` (re-randomized) to the owner O, keeps ``-(2^63 + r) mod 2^64``;
 O decrypts ``v = m + 2^63 + r`` (no wrap mod n, statistically hiding m with 40 bits to spare)
-and keeps ``v mod 2^64``. Backward HE2SS keeps a bounded float mask ``phi`` instead (spec 3):
+and keeps ``v mod 2^64``. Backward HE2SS (Alg. 4) keeps a bounded float mask ``phi`` instead:
 O decrypts ``m - phi``.
 
 Backends: ``paillier`` (real keys, one value per ciphertext), ``paillier-packed`` (real keys,

@@ -14,7 +14,7 @@ _EXPORTS = {
     "PFDBNL": "pfdbnl", "PFDBNLSettings": "pfdbnl",
     "FedIV": "fediv", "FedIVSettings": "fediv",
     "FedGC": "fedgc", "FedCF": "fedcf",
-    "VFedCD": "vfedcd",
+    "VFedCD": "vfedcd", "VFedCDSettings": "vfedcd",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -214,6 +214,11 @@ class CausalStrategy(Strategy):
         """Current learned matrices."""
         return {}
 
+    def round_estimates(self) -> dict[str, Any]:
+        """What ``evaluate_fn`` scores after each round (default: :meth:`estimates`); differs
+        where a protocol reports nothing until it completes (checkpoints hold no estimate)."""
+        return self.estimates()
+
     def done(self) -> bool:
         """Stop rule of the algorithm (the round budget is the base's)."""
         return False
@@ -401,7 +406,7 @@ class CausalStrategy(Strategy):
                     "dropped": len(self._dropped) - self._n_dropped,
                     "bytes_up": self._bytes["up"], "bytes_down": self._bytes["down"]})
         if self.evaluate_fn is not None:
-            ev = self.evaluate_fn(self.estimates(), sorted(self.nodes))
+            ev = self.evaluate_fn(self.round_estimates(), sorted(self.nodes))
             rec.update(ev)
             result.evaluations[int(rec["round"])] = dict(ev)
         rec["seconds"] = time.time() - self._t_round
