@@ -13,6 +13,9 @@ their current parameters, the server's window-mean gradients, one Jacobi step on
 FedGC is FedCF without inputs, with ``phi = 0`` and ``xi = 0``: then ``r_s = -D`` and
 ``L_s^FedCF = (1 + xi) L_s^FedGC`` (tested). Row convention: a window of states is ``W x P``.
 
+:class:`FedGCSettings` and :class:`FedCFSettings` hold every setting with the App's defaults;
+:func:`reference` is the in-process loop the Flower path is tested against. The simulators
+(systems, series, the centralized oracle) are in :mod:`fedcausal_flwr.data.lti`.
 Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 """
 

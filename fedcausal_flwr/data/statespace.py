@@ -1,7 +1,10 @@
 """Data of the state-space family: the papers' synthetic systems and the plant-CSV loader.
 
-Run-config keys (hyphenated, defaults in :data:`DEFAULTS`; a ``.json`` file named by
-``data-path`` may set any of them, since ``flwr run`` only accepts keys the App declares):
+Data keys of the run config (hyphenated, defaults in :data:`DEFAULTS`, FedCF's own in
+:data:`FEDCF_DEFAULTS`; a ``.json`` file named by ``data-path`` may set any of them, and any
+settings key, since ``flwr run`` only accepts keys the App declares). The learning keys and
+their defaults are ``FedGCSettings`` / ``FedCFSettings`` in ``core/statespace.py``; the
+``seed`` draws the noise here and seeds the learning there.
 
 ``ss-model``        ``"fedgc"`` or ``"fedcf"`` (set by the strategy)
 ``ss-clients``      M, number of clients of the synthetic system
