@@ -20,8 +20,8 @@ import numpy as np
 from harness import parser, settings, write_results
 
 from fedcausal_flwr.core import statespace as ss
+from fedcausal_flwr.data.lti import split_clients
 from fedcausal_flwr.data.statespace import merged_config, synthetic_series
-from fedcausal_flwr.strategies.fedgc import settings_from_run_config
 
 VARIANTS = {"literal": {}, "literal, AR(0.9) inputs": {"ss-input-ar": 0.9},
             "refined target": {"ss-target": "refined"},
@@ -34,9 +34,9 @@ def one_run(seed: int, extra: dict, args: argparse.Namespace) -> dict[str, float
                         "ss-epochs": args.rounds, "ss-xi": args.xi, "ss-lr-server": args.lr,
                         "ss-lr-client": args.lr, **extra}, "fedcf")
     sys, _, y, u = synthetic_series(rc)
-    clients = ss.split_clients(sys, y, u)
+    clients = split_clients(sys, y, u)
     t0 = time.time()
-    run = ss.reference(clients, settings_from_run_config(rc, "fedcf"), "fedcf")
+    run = ss.reference(clients, ss.FedCFSettings.from_run_config(rc))
     h0, h1 = run.history[1], run.history[-1]  # exchange 1 has theta = phi = 0: L_s = 0
     B = run.server.B_hat
     B21, C22 = ss.block(sys.B, sys.P, sys.U, 1, 0), clients[1].C

@@ -20,13 +20,13 @@ import numpy as np
 from harness import parser, settings, write_results
 
 from fedcausal_flwr.core import statespace as ss
+from fedcausal_flwr.data.lti import LTISystem
 from fedcausal_flwr.data.statespace import (
     merged_config,
     synthetic_clients,
     synthetic_series,
     synthetic_system,
 )
-from fedcausal_flwr.strategies.fedgc import settings_from_run_config
 
 PAPER_CF_D = {16: (0.7649, 0.0034), 32: (1.0987, 0.0041), 64: (1.4243, 0.0046),
               128: (1.1805, 0.0047)}
@@ -36,7 +36,7 @@ PAPER_GC = {("D", 16): 0.0027, ("D", 32): 0.0061, ("D", 64): 0.0090, ("D", 128):
             ("M", 2): 0.0003, ("M", 4): 0.0001, ("M", 8): 0.0026, ("M", 16): 0.0004}
 
 
-def normalized_b(sys: ss.LTISystem) -> ss.LTISystem:
+def normalized_b(sys: LTISystem) -> LTISystem:
     """Off-diagonal ``B_mn`` divided by sqrt(M - 1): each client's exogenous input variance
     from the others stays that of M = 2 (the default draws every ``B_mn`` ~ N(0, 0.5^2))."""
     M = len(sys.P)
@@ -60,7 +60,8 @@ def final(model: str, M: int, D: int, args: argparse.Namespace, norm_b: bool = F
     _, _, y, u = synthetic_series(full, sys)
     clients = synthetic_clients(full, sys, y, u)
     t0 = time.time()
-    run = ss.reference(clients, settings_from_run_config(full, model), model)
+    cls = ss.FedCFSettings if model == "fedcf" else ss.FedGCSettings
+    run = ss.reference(clients, cls.from_run_config(full))
     last = run.history[-1]
     return last["L_s"], last["penalty"], time.time() - t0
 

@@ -14,11 +14,10 @@ import time
 
 from harness import parser, settings, write_results
 
+from fedcausal_flwr.app import statespace as app_ss
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data.statespace import all_clients, merged_config
-from fedcausal_flwr.strategies import fedcf, fedgc
-from fedcausal_flwr.strategies.fedgc import settings_from_run_config
 from fedcausal_flwr.testing import InProcessGrid
 
 
@@ -29,11 +28,10 @@ def bench(algorithm: str, M: int, args: argparse.Namespace) -> dict[str, float]:
     full = merged_config(rc, algorithm)
     _, clients = all_clients(full)
     t0 = time.perf_counter()
-    ref = ss.reference(clients, settings_from_run_config(full, algorithm), algorithm)
+    ref = ss.reference(clients, app_ss.settings(algorithm, rc))
     t_ref = time.perf_counter() - t0
-    module = fedcf if algorithm == "fedcf" else fedgc
     t0 = time.perf_counter()
-    result = module.from_run_config(rc).start(grid=InProcessGrid(client_app, M, rc))
+    result = app_ss.strategy(algorithm, rc).start(grid=InProcessGrid(client_app, M, rc))
     t_fl = time.perf_counter() - t0
     h = result.history
     return {"exchanges": len(ref.history), "reference_s": t_ref, "flower_s": t_fl,

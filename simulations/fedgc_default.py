@@ -27,25 +27,25 @@ import numpy as np
 from harness import parser, settings, write_results
 
 from fedcausal_flwr.core import statespace as ss
+from fedcausal_flwr.data import lti
 from fedcausal_flwr.data.statespace import (
     known_shift_input,
     merged_config,
     synthetic_clients,
     synthetic_series,
 )
-from fedcausal_flwr.strategies.fedgc import settings_from_run_config
 
 PAPER = {"err_A21": 0.120, "norm_A12": 0.024}
 TARGET = {"err_A21": 0.12, "norm_A12": 0.05}
 
 
-def stationary_point(clients: list[ss.ClientData], s: ss.Settings
+def stationary_point(clients: list[ss.ClientData], s: ss.FedGCSettings
                      ) -> tuple[list[np.ndarray], np.ndarray]:
     """``(thetas, A_hat)`` where every full-series Jacobi gradient vanishes (ridge included)."""
     ts = np.arange(1, clients[0].y.shape[0])
     P = [c.dims[0] for c in clients]
     shapes = [c.dims[0] * c.dims[2] for c in clients]
-    mask = ss._off_diagonal(np.ones((sum(P), sum(P))), np.zeros((sum(P), 0)), P,
+    mask = ss.off_diagonal(np.ones((sum(P), sum(P))), np.zeros((sum(P), 0)), P,
                             [0] * len(P))[0].astype(bool)
     n = sum(shapes) + int(mask.sum())
 
@@ -61,8 +61,7 @@ def stationary_point(clients: list[ss.ClientData], s: ss.Settings
     def grad(x: np.ndarray) -> np.ndarray:
         th, A = unpack(x)
         cpar = [ss.ClientParams(t, np.zeros(c.dims[0])) for c, t in zip(clients, th, strict=True)]
-        msgs = [ss.fedgc_messages(ss.client_states(c, p, ts, s))
-                for c, p in zip(clients, cpar, strict=True)]
+        msgs = [ss.fedgc_states(c, p, ts) for c, p in zip(clients, cpar, strict=True)]
         win = ss.fedgc_server_window(ss.clients_A(clients), A, msgs)
         out = []
         for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
@@ -77,7 +76,7 @@ def stationary_point(clients: list[ss.ClientData], s: ss.Settings
     return unpack(np.linalg.lstsq(H, -g0, rcond=None)[0])
 
 
-def oracle_states(sys: ss.LTISystem, rc: dict, y: np.ndarray) -> np.ndarray:
+def oracle_states(sys: lti.LTISystem, rc: dict, y: np.ndarray) -> np.ndarray:
     """The centralized KF (true A), knowing client 0's shifts when client 0 does."""
     ub = known_shift_input(rc, sys)
     K = ss.kalman_gain(sys.A, sys.C, sys.Q, sys.R)
@@ -98,9 +97,9 @@ def one_seed(seed: int, args: argparse.Namespace) -> dict[str, float]:
     rc = merged_config({"seed": seed, **args.extra})
     sys, _, y, u = synthetic_series(rc)
     clients = synthetic_clients(rc, sys, y, u)
-    s = settings_from_run_config(rc, "fedgc")
+    s = ss.FedGCSettings.from_run_config(rc)
     t0 = time.time()
-    run = ss.reference(clients, s, "fedgc")
+    run = ss.reference(clients, s)
     wall = time.time() - t0
     A = run.server.A_hat
     n = len(run.history) // s.epochs

@@ -20,19 +20,16 @@ from harness import parser, settings, write_results
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data.statespace import merged_config, synthetic_clients, synthetic_series
 from fedcausal_flwr.privacy import composed
-from fedcausal_flwr.strategies.fedgc import settings_from_run_config
 
 
 def one_run(seed: int, extra: dict) -> tuple[float, float, float, float]:
     rc = merged_config({"seed": seed, **extra})
     sys, _, y, u = synthetic_series(rc)
     clients = synthetic_clients(rc, sys, y, u)
-    s = settings_from_run_config(rc, "fedgc")
-    run = ss.reference(clients, s, "fedgc")
+    s = ss.FedGCSettings.from_run_config(rc)
+    run = ss.reference(clients, s)
     ts = np.arange(1, y.shape[0])
-    plain = ss.Settings()
-    msgs = [ss.fedgc_messages(ss.client_states(c, p, ts, plain))
-            for c, p in zip(clients, run.clients, strict=True)]
+    msgs = [ss.fedgc_states(c, p, ts) for c, p in zip(clients, run.clients, strict=True)]
     L_s = ss.fedgc_server_window(ss.clients_A(clients), run.server.A_hat, msgs).L_s
     eps = composed([(s.dp_epsilon, s.dp_delta)] * (2 * len(run.history)))[0] if s.dp else 0.0
     A = run.server.A_hat

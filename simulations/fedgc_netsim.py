@@ -39,10 +39,10 @@ def main() -> None:
         states.append(H)
     A_c = central_var(states)
     P = [args.p] * len(clients)
-    off_c = ss._off_diagonal(A_c, np.zeros((A_c.shape[0], 0)), P, [0] * len(P))[0]
-    s = ss.Settings(window=args.window, epochs=args.epochs, lr_server=args.lr,
-                    lr_client=args.lr)
-    run = ss.reference(clients, s, "fedgc")
+    off_c = ss.off_diagonal(A_c, np.zeros((A_c.shape[0], 0)), P, [0] * len(P))[0]
+    s = ss.FedGCSettings(window=args.window, epochs=args.epochs, lr_server=args.lr,
+                         lr_client=args.lr)
+    run = ss.reference(clients, s)
     A_full = ss.full_estimate(ss.clients_A(clients), run.server.A_hat)
     T = clients[0].y.shape[0]
     floats_up = 2 * args.p * len(clients)  # per time step, all clients

@@ -23,8 +23,8 @@ import numpy as np
 from harness import parser, settings, write_results
 
 from fedcausal_flwr.core import statespace as ss
+from fedcausal_flwr.data.lti import LTISystem
 from fedcausal_flwr.data.statespace import merged_config, synthetic_clients, synthetic_series
-from fedcausal_flwr.strategies.fedgc import settings_from_run_config
 
 PAPER = {  # framework -> case -> ((L_2)_a, L_s); None: not reported
     "no client aug.": {c: (None, 1e-5) for c in ("5%", "45%", "85%", "125%", "preserving",
@@ -44,7 +44,7 @@ PAPER = {  # framework -> case -> ((L_2)_a, L_s); None: not reported
 CASES = list(PAPER["ours"])
 
 
-def test_system(sys: ss.LTISystem, case: str) -> ss.LTISystem:
+def test_system(sys: LTISystem, case: str) -> LTISystem:
     A = sys.A.copy()
     one = 0.25 * np.ones((2, 2))
     if case.endswith("%"):
@@ -58,7 +58,7 @@ def test_system(sys: ss.LTISystem, case: str) -> ss.LTISystem:
     return replace(sys, A=A)
 
 
-def train(clients: list[ss.ClientData], s: ss.Settings,
+def train(clients: list[ss.ClientData], s: ss.FedGCSettings,
           cpar: list[ss.ClientParams] | None = None) -> tuple[list[ss.ClientParams],
                                                                ss.ServerParams]:
     """The reference loop, optionally from given client parameters."""
@@ -66,11 +66,11 @@ def train(clients: list[ss.ClientData], s: ss.Settings,
     cpar = cpar or [ss.initial_client(c) for c in clients]
     spar = ss.initial_server([c.dims[0] for c in clients], [0] * len(clients))
     for k, ts in ss.iterate_windows(T, s):
-        cpar, spar, _ = ss.exchange_step(clients, cpar, spar, ts, s, "fedgc", k)
+        cpar, spar, _ = ss.exchange_step(clients, cpar, spar, ts, s, k)
     return cpar, spar
 
 
-def frameworks(clients: list[ss.ClientData], s: ss.Settings) -> dict[str, tuple]:
+def frameworks(clients: list[ss.ClientData], s: ss.FedGCSettings) -> dict[str, tuple]:
     """Trained ``(client params, server params)`` of each framework of Table 4."""
     ours = train(clients, s)
     alone = train(clients, replace(s, eta2=0.0))
@@ -84,9 +84,7 @@ def losses(cpar: list[ss.ClientParams], spar: ss.ServerParams,
            clients: list[ss.ClientData]) -> tuple[float, float]:
     """Test (L_2)_a and L_s over the whole test series, parameters frozen."""
     ts = np.arange(1, clients[0].y.shape[0])
-    s = ss.Settings()
-    msgs = [ss.fedgc_messages(ss.client_states(c, p, ts, s))
-            for c, p in zip(clients, cpar, strict=True)]
+    msgs = [ss.fedgc_states(c, p, ts) for c, p in zip(clients, cpar, strict=True)]
     win = ss.fedgc_server_window(ss.clients_A(clients), spar.A_hat, msgs)
     return ss.local_loss(clients[1], cpar[1], ts), win.L_s
 
@@ -103,7 +101,7 @@ def main() -> None:
     for seed in args.seeds:
         rc = merged_config({"seed": seed, "ss-t": args.t})
         sys, _, y, u = synthetic_series(rc)
-        trained = frameworks(synthetic_clients(rc, sys, y, u), settings_from_run_config(rc))
+        trained = frameworks(synthetic_clients(rc, sys, y, u), ss.FedGCSettings.from_run_config(rc))
         for case in CASES:
             test = test_system(sys, case)
             if ss.spectral_radius(test.A) >= 1:

@@ -12,7 +12,7 @@ from fedcausal_flwr.app import drift, glue, settings_class
 
 APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"]
-ALGORITHMS = ["fdbnl", "pfdbnl", "fediv", "vfedcd"]
+ALGORITHMS = ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"]
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)

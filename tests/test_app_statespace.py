@@ -11,31 +11,28 @@ import pytest
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
+from fedcausal_flwr.app import statespace as app_ss
 from fedcausal_flwr.client_app import app as client_app
-from fedcausal_flwr.clients import reply
+from fedcausal_flwr.clients import register, reply
 from fedcausal_flwr.clients.fedcf import FedCFClient
 from fedcausal_flwr.clients.fedgc import FedGCClient
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data.statespace import all_clients, merged_config
-from fedcausal_flwr.strategies import fedcf, fedgc
-from fedcausal_flwr.strategies.fedgc import settings_from_run_config
 from fedcausal_flwr.testing import InProcessGrid
 
 RC = {"algorithm": "fedgc", "seed": 3, "ss-t": 120, "ss-window": 1, "ss-epochs": 1,
       "min-nodes": 2, "node-wait-s": 5.0}
 
 
-def run_inprocess(rc: dict, k: int, app=client_app):
+def run_inprocess(rc: dict, k: int, app=client_app, **start):
     grid = InProcessGrid(app, k, rc)
-    module = fedcf if rc["algorithm"] == "fedcf" else fedgc
-    return module.from_run_config(rc).start(grid=grid), grid
+    return app_ss.strategy(rc["algorithm"], rc).start(grid=grid, **start), grid
 
 
-def reference(rc: dict):
+def reference(rc: dict, **kwargs):
     model = rc["algorithm"]
-    full = merged_config(rc, model)
-    sys, clients = all_clients(full)
-    return sys, clients, ss.reference(clients, settings_from_run_config(full, model), model)
+    sys, clients = all_clients(merged_config(rc, model))
+    return sys, clients, ss.reference(clients, app_ss.settings(model, rc), **kwargs)
 
 
 @pytest.mark.parametrize("algorithm,extra", [
@@ -140,9 +137,8 @@ def test_bad_input_raises_naming_the_client():
     with pytest.raises(ValueError, match="client 7: y has 1 non-finite"):
         FedGCClient(c.A, c.C, c.K, y, partition_id=7)
     client = FedGCClient(c.A, c.C, c.K, c.y, partition_id=7)
-    cfg = {"phase": "ss_window", "start": 1, "stop": 3, "prev-start": 3, "prev-stop": 5,
-           "lr-client": 0.5, "eta1": 1.0, "eta2": 1.0, "lambda-l": 0.0, "xi": 0.0,
-           "learn-phi": False, "target": "predicted", "alg1-literal": False}
+    cfg = {**ss.FedGCSettings().client_config(), "phase": "ss_window", "start": 1, "stop": 3,
+           "prev-start": 3, "prev-stop": 5}
     with pytest.raises(ValueError, match="client 7: server gradient of shape"):
         client.fit([np.zeros((3, 2))], cfg)
     with pytest.raises(ValueError, match="client 7: window outside"):
@@ -189,7 +185,7 @@ def test_dp_run_equals_reference_and_reports_epsilon(algorithm):
     states = up[0].content["arrays"].to_numpy_ndarrays()[0]
     assert states.shape[0] == 30
     full = ss.client_states(clients[0], ss.initial_client(clients[0]), np.arange(1, 31),
-                            ss.Settings())
+                            ss.FedGCSettings())
     sent = full[1] if algorithm == "fedgc" else full[0]
     assert np.abs(states - sent).min() > 0
 
@@ -204,6 +200,101 @@ def test_netsim_clients_through_the_app_equal_the_reference(shared_data):
     full = merged_config(rc)
     clients = [svd_var_client(Y, 2, name)[0] for name, Y in real_clients(full)]
     assert [c.dims[2] for c in clients] == [5, 5, 5] and clients[0].y.shape[0] == 400
-    ref = ss.reference(clients, settings_from_run_config(full), "fedgc")
+    ref = ss.reference(clients, ss.FedGCSettings.from_run_config(full))
     assert result.status == "completed"
     np.testing.assert_allclose(result.estimates["A_hat"], ref.server.A_hat, atol=1e-10)
+
+
+def test_data_defaults_agree_with_the_app_config():
+    """The data keys' code defaults (data/statespace.DEFAULTS) are what pyproject declares."""
+    import tomllib
+    from pathlib import Path
+
+    from fedcausal_flwr.data.statespace import DEFAULTS, FEDCF_DEFAULTS
+
+    app = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+                        )["tool"]["flwr"]["app"]["config"]
+    declared = {k for k in app if k.startswith("ss-")}
+    settings = set(ss.FedGCSettings.keys()) | set(ss.FedCFSettings.keys())
+    assert not set(DEFAULTS) & settings  # a key is data or settings, never both
+    for key, value in DEFAULTS.items():
+        if key in app:  # model-specific ones (FEDCF_DEFAULTS) travel in the .json
+            assert app[key] == value and type(app[key]) is type(value), key
+    assert set(FEDCF_DEFAULTS) <= set(DEFAULTS) and not set(FEDCF_DEFAULTS) & declared
+    assert declared <= set(DEFAULTS) | settings  # every declared ss-key has one owner
+
+
+def test_a_users_own_client_app_with_register():
+    """Another Flower project: its own ClientApp registers FedGC with its data, its own
+    ServerApp runs FedGC with settings; the run equals the reference loop."""
+    from flwr.app import RecordDict
+    from flwr.serverapp import ServerApp
+
+    from fedcausal_flwr.strategies import FedGC, FedGCSettings
+
+    _, clients = all_clients(merged_config({**RC, "ss-shift-known": False}))
+    user_client_app = ClientApp()
+    register(user_client_app, "fedgc", lambda context: {
+        k: getattr(clients[int(context.node_config["partition-id"])], k)
+        for k in ("A", "C", "K", "y")})
+    settings = FedGCSettings(window=20, epochs=2, node_wait_s=5)
+    user_server_app, out = ServerApp(), {}
+
+    @user_server_app.main()
+    def server_main(grid, context: Context) -> None:
+        out["result"] = FedGC(settings).start(grid=grid)
+
+    grid = InProcessGrid(user_client_app, 2)
+    user_server_app(grid, Context(1, 0, {}, RecordDict(), {}))
+    result, ref = out["result"], ss.reference(clients, settings)
+    assert result.status == "completed" and len(result.history) == len(ref.history) == 12
+    assert "err_A" not in result.metrics  # no truth attached to a user's data
+    np.testing.assert_allclose(result.estimates["A_hat"], ref.server.A_hat, atol=1e-10)
+    np.testing.assert_allclose(result.arrays["A_hat"].numpy(), ref.server.A_hat, atol=1e-10)
+    theta = grid.contexts[1001].state["ss_params"].to_numpy_ndarrays()[0]
+    np.testing.assert_allclose(theta, ref.clients[1].theta, atol=1e-10)
+
+
+@pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
+def test_num_rounds_bounds_the_windows_and_the_last_gradients_arrive(algorithm):
+    rc = {**RC, "algorithm": algorithm, "ss-window": 20, "ss-epochs": 2}
+    result, grid = run_inprocess(rc, 2, num_rounds=3)
+    _, _, ref = reference(rc, num_rounds=3)
+    assert result.status == "completed" and len(result.history) == len(ref.history) == 3
+    np.testing.assert_allclose(result.estimates["A_hat"], ref.server.A_hat, atol=1e-10)
+    for i, ctx in enumerate(grid.contexts.values()):  # window 3's gradients were applied
+        theta = ctx.state["ss_params"].to_numpy_ndarrays()[0]
+        np.testing.assert_allclose(theta, ref.clients[i].theta, atol=1e-10)
+
+
+@pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
+def test_initial_arrays_warm_start_the_server_model(algorithm):
+    from flwr.app import ArrayRecord
+
+    rc = {**RC, "algorithm": algorithm, "ss-window": 30, "ss-epochs": 1}
+    sys, clients, cold = reference(rc)
+    rng = np.random.default_rng(9)
+    n, k = sum(sys.P), sum(sys.U) if algorithm == "fedcf" else 0
+    A0, B0 = 0.2 * rng.standard_normal((n, n)), 0.2 * rng.standard_normal((n, k))
+    arrays = [A0, B0] if algorithm == "fedcf" else [A0]
+    result, _ = run_inprocess(rc, 2, initial_arrays=ArrayRecord(arrays))
+    start = ss.ServerParams(*ss.off_diagonal(A0, B0, sys.P, sys.U if k else [0] * len(sys.P)))
+    warm = ss.reference(clients, app_ss.settings(algorithm, rc), spar=start)
+    np.testing.assert_allclose(result.estimates["A_hat"], warm.server.A_hat, atol=1e-10)
+    assert np.abs(warm.server.A_hat - cold.server.A_hat).max() > 1e-3
+    strategy = app_ss.strategy(algorithm, rc)
+    with pytest.raises(ValueError, match="warm start takes"):
+        strategy.start(grid=InProcessGrid(client_app, 2, rc), initial_arrays=[A0[:1]])
+
+
+def test_settings_are_checked_before_any_node_and_families_do_not_mix():
+    from fedcausal_flwr.strategies import FedCFSettings, FedGC
+
+    with pytest.raises(ValueError, match="'ss-window' = 0: must be >= 1"):
+        app_ss.strategy("fedgc", {**RC, "ss-window": 0})
+    with pytest.raises(ValueError, match="'ss-cf-delta'"):
+        app_ss.strategy("fedcf", {**RC, "ss-cf-delta": "one"})
+    with pytest.raises(TypeError, match="FedGC takes FedGCSettings"):
+        FedGC(FedCFSettings())
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        FedGC().start(grid=None, num_round=3)

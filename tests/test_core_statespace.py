@@ -6,15 +6,18 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr.core import statespace as ss
+from fedcausal_flwr.data import lti
 from fedcausal_flwr.data.statespace import all_clients, merged_config
+
+SLOW = {"lr_server": 0.5, "lr_client": 0.5}  # the steps these tests were written with
 
 
 def small_clients(U: int = 2, T: int = 60, seed: int = 0, coupling: float = 0.3):
     rng = np.random.default_rng(seed)
-    sys = ss.random_system([2, 3], [U, U], [4, 5], {(1, 0): coupling * np.ones((3, 2))}, rng,
+    sys = lti.random_system([2, 3], [U, U], [4, 5], {(1, 0): coupling * np.ones((3, 2))}, rng,
                            q=1e-2, r=1e-2)
-    _, y, u = ss.simulate(sys, T, rng, u=ss.inputs(T, 2 * U, rng))
-    return sys, ss.split_clients(sys, y, u)
+    _, y, u = lti.simulate(sys, T, rng, u=lti.inputs(T, 2 * U, rng))
+    return sys, lti.split_clients(sys, y, u)
 
 
 def random_params(clients, rng, U: int):
@@ -48,9 +51,9 @@ def test_fedcf_gradients_match_finite_differences(target):
     rng = np.random.default_rng(1)
     cpar, sp = random_params(clients, rng, 2)
     ts = np.arange(5, 25)
-    s = ss.Settings(xi=3.0, target=target)
+    s = ss.FedCFSettings(xi=3.0, target=target)
     win = server_loss(clients, cpar, sp, ts, s)
-    mask_A, mask_B = ss._off_diagonal(np.ones_like(sp.A_hat), np.ones_like(sp.B_hat), [2, 3],
+    mask_A, mask_B = ss.off_diagonal(np.ones_like(sp.A_hat), np.ones_like(sp.B_hat), [2, 3],
                                       [2, 2])
     gA = fd(lambda: server_loss(clients, cpar, sp, ts, s).L_s, sp.A_hat) * mask_A
     gB = fd(lambda: server_loss(clients, cpar, sp, ts, s).L_s, sp.B_hat) * mask_B
@@ -75,12 +78,12 @@ def test_alg1_literal_drops_g_tilde():
     _, clients = small_clients()
     cpar, sp = random_params(clients, np.random.default_rng(2), 2)
     ts = np.arange(1, 30)
-    s = ss.Settings(xi=2.0)
+    s = ss.FedCFSettings(xi=2.0)
     win = server_loss(clients, cpar, sp, ts, s)
     c = clients[1]
     full = ss.server_grad_theta(c, ts, win.g[1], win.g_tilde[1], s)[0]
     lit = ss.server_grad_theta(c, ts, win.g[1], win.g_tilde[1],
-                               ss.Settings(xi=2.0, alg1_literal=True))[0]
+                               ss.FedCFSettings(xi=2.0, alg1_literal=True))[0]
     np.testing.assert_allclose(full - lit, win.g_tilde[1].T @ c.y[ts - 1], atol=1e-12)
     assert np.abs(win.g_tilde[1]).max() > 0
 
@@ -90,15 +93,14 @@ def test_fedgc_gradients_match_finite_differences():
     rng = np.random.default_rng(3)
     cpar, sp = random_params(clients, rng, 0)
     ts = np.arange(1, 40)
-    s = ss.Settings()
+    s = ss.FedGCSettings()
 
     def loss():
-        msgs = [ss.fedgc_messages(ss.client_states(c, p, ts, s))
-                for c, p in zip(clients, cpar, strict=True)]
+        msgs = [ss.fedgc_states(c, p, ts) for c, p in zip(clients, cpar, strict=True)]
         return ss.fedgc_server_window(ss.clients_A(clients), sp.A_hat, msgs)
 
     win = loss()
-    mask = ss._off_diagonal(np.ones_like(sp.A_hat), np.zeros((5, 0)), [2, 3], [0, 0])[0]
+    mask = ss.off_diagonal(np.ones_like(sp.A_hat), np.zeros((5, 0)), [2, 3], [0, 0])[0]
     np.testing.assert_allclose(win.grad_A, fd(lambda: loss().L_s, sp.A_hat) * mask, rtol=1e-6,
                                atol=1e-8)
     for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
@@ -114,11 +116,11 @@ def test_fedgc_is_fedcf_without_inputs(xi):
     cpar, sp = random_params(clients, rng, 0)
     cpar = [ss.ClientParams(p.theta, np.zeros_like(p.phi)) for p in cpar]
     ts = np.arange(3, 50)
-    s = ss.Settings(xi=xi)
+    s = ss.FedCFSettings(xi=xi)
     full = [ss.client_states(c, p, ts, s) for c, p in zip(clients, cpar, strict=True)]
     cf = ss.server_window(ss.clients_A(clients), ss.clients_B(clients), sp, full, xi)
     gc = ss.fedgc_server_window(ss.clients_A(clients), sp.A_hat,
-                                [ss.fedgc_messages(m) for m in full])
+                                [m[1:3] for m in full])
     assert gc.L_s > 0
     assert cf.L_s == pytest.approx((1 + xi) * gc.L_s, rel=1e-12)
     np.testing.assert_allclose(cf.grad_A, (1 + xi) * gc.grad_A, rtol=1e-10, atol=1e-14)
@@ -127,8 +129,9 @@ def test_fedgc_is_fedcf_without_inputs(xi):
         b = ss.server_grad_theta(c, ts, gc.g[m], gc.g_tilde[m], s)[0]
         np.testing.assert_allclose(a, (1 + xi) * b, rtol=1e-10, atol=1e-14)
     # and the loops agree: FedCF with xi = 0 and no inputs is FedGC
-    a = ss.reference(clients, ss.Settings(window=7, epochs=2), "fedcf")
-    b = ss.reference(clients, ss.Settings(window=7, epochs=2), "fedgc")
+    a = ss.reference(clients, ss.FedCFSettings(**SLOW, window=7, epochs=2, xi=0.0,
+                                               learn_phi=False, init_std=0.0))
+    b = ss.reference(clients, ss.FedGCSettings(**SLOW, window=7, epochs=2))
     np.testing.assert_allclose(a.server.A_hat, b.server.A_hat, atol=1e-12)
     np.testing.assert_allclose(a.clients[1].theta, b.clients[1].theta, atol=1e-12)
 
@@ -136,16 +139,15 @@ def test_fedgc_is_fedcf_without_inputs(xi):
 def test_kalman_filter_is_the_oracle_without_coupling_and_nothing_is_learned():
     rc = merged_config({"seed": 11, "ss-t": 1500, "ss-coupling": 0.0}, "fedcf")
     sys, clients = all_clients(rc)
-    sys = ss.LTISystem(ss.full_estimate(ss.clients_A(clients), 0 * sys.A),
+    sys = lti.LTISystem(ss.full_estimate(ss.clients_A(clients), 0 * sys.A),
                        np.asarray(__import__("scipy").linalg.block_diag(
                            *ss.clients_B(clients))), sys.C, sys.Q, sys.R, sys.P, sys.U, sys.D)
-    _, y, u = ss.simulate(sys, 1500, np.random.default_rng(0),
-                          u=ss.inputs(1500, 4, np.random.default_rng(1)))
-    clients = ss.split_clients(sys, y, u)
-    oracle = ss.oracle_filter(sys, y, u)
+    _, y, u = lti.simulate(sys, 1500, np.random.default_rng(0),
+                          u=lti.inputs(1500, 4, np.random.default_rng(1)))
+    clients = lti.split_clients(sys, y, u)
+    oracle = lti.oracle_filter(sys, y, u)
     np.testing.assert_allclose(np.hstack([c.hc for c in clients]), oracle, atol=1e-10)
-    run = ss.reference(clients, ss.Settings(window=100, epochs=3, xi=10.0, learn_phi=True),
-                       "fedcf")
+    run = ss.reference(clients, ss.FedCFSettings(**SLOW, window=100, epochs=3, init_std=0.0))
     assert np.abs(run.server.A_hat).max() < 0.05
     assert np.abs(run.server.B_hat).max() < 0.05
 
@@ -156,7 +158,7 @@ def test_gain_is_stable_and_oracle_beats_the_plain_client():
     for c in clients:
         assert ss.spectral_radius(c.A - c.A @ c.K @ c.C) < 1
     ts = np.arange(1, 2000)
-    oracle = ss.oracle_filter(sys, np.hstack([c.y for c in clients]))
+    oracle = lti.oracle_filter(sys, np.hstack([c.y for c in clients]))
     c = clients[1]
     plain = ss.prediction_loss(c, c.hc, ts)
     r = c.y[ts] - (oracle[ts - 1] @ sys.A.T)[:, 2:] @ c.C.T
@@ -192,7 +194,7 @@ def test_mismatched_lengths_name_the_client():
     short = ss.ClientData(clients[1].A, clients[1].B, clients[1].C, clients[1].K,
                           clients[1].y[:-3], clients[1].u[:-3])
     with pytest.raises(ValueError, match="client 1: 57 time steps"):
-        ss.reference([clients[0], short], ss.Settings())
+        ss.reference([clients[0], short], ss.FedGCSettings())
 
 
 def test_counterfactual_is_c_b_delta():
@@ -268,7 +270,7 @@ def test_plant_csv_loader_groups_filters_and_identifies(tmp_path, shared_data):
 def test_the_step_bound_is_a_running_maximum():
     """A quiet window after a large one keeps the large window's curvature bound."""
     _, clients = small_clients(T=80)
-    c, s = clients[1], ss.Settings()
+    c, s = clients[1], ss.FedGCSettings()
     par = ss.initial_client(c)
     g = np.zeros((20, c.dims[0]))
     big = ss.client_step(c, ss.ClientParams(par.theta, par.phi), np.arange(1, 21), g, g, s)
@@ -285,9 +287,9 @@ def test_innovation_target_recovers_b_where_the_literal_server_cannot():
     B21, C22 = ss.block(sys.B, sys.P, sys.U, 1, 0), clients[1].C
     err = {}
     for target in ("predicted", "innovation"):
-        s = ss.Settings(window=1999, epochs=60, lr_server=0.9, lr_client=0.9, xi=10.0,
-                        learn_phi=True, target=target)
-        B = ss.reference(clients, s, "fedcf").server.B_hat
+        s = ss.FedCFSettings(window=1999, epochs=60, lr_server=0.9, lr_client=0.9, xi=10.0,
+                             learn_phi=True, target=target, init_std=0.0)
+        B = ss.reference(clients, s).server.B_hat
         err[target] = ss.counterfactual_error(C22, ss.block(B, sys.P, sys.U, 1, 0), B21)
     assert err["predicted"] > 0.9
     assert err["innovation"] < 0.2
@@ -306,3 +308,28 @@ def test_fedgc_shifts_are_client_0s_known_input():
     assert unknown[0].u.shape[1] == 0
     _, cf = all_clients(merged_config({"seed": 2, "ss-t": 300, "ss-shift-scale": 1.0}, "fedcf"))
     assert cf[0].u.shape[1] == cf[1].u.shape[1] == 2
+
+
+def test_settings_share_the_client_part_and_check_values():
+    s = ss.FedCFSettings(xi=2.0, target="refined", dp=True, seed=4)
+    back = ss.FedCFSettings.from_client_config(s.client_config())
+    assert all(getattr(back, f) == getattr(s, f) for f in ss.CLIENT_FIELDS)
+    assert all(isinstance(v, (int, float, str, bool)) for v in s.client_config().values())
+    with pytest.raises(ValueError, match="lacks"):
+        ss.FedGCSettings.from_client_config({"xi": 0.0})
+    # FedGC's fixed values have no run-config key; FedCF's are keyed
+    assert {"ss-xi", "ss-target", "ss-init-std"}.isdisjoint(ss.FedGCSettings.keys())
+    assert {"ss-xi", "ss-target", "ss-init-std"} <= set(ss.FedCFSettings.keys())
+    with pytest.raises(ValueError, match="'ss-cf-delta' = '1,x'"):
+        ss.FedCFSettings.from_run_config({"ss-cf-delta": "1,x"})
+    with pytest.raises(ValueError, match="'ss-target' = 'best'"):
+        ss.FedCFSettings.from_run_config({"ss-target": "best"})
+    np.testing.assert_array_equal(ss.FedCFSettings(cf_delta=" 1, -0.5").delta_u(), [1, -0.5])
+
+
+def test_reference_stops_after_num_rounds():
+    _, clients = small_clients(U=0)
+    s = ss.FedGCSettings(window=10, epochs=2)
+    full, cut = ss.reference(clients, s), ss.reference(clients, s, num_rounds=4)
+    assert len(full.history) == 12 and len(cut.history) == 4
+    assert cut.history == full.history[:4]

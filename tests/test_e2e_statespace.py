@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
+from fedcausal_flwr.app import statespace as app_ss
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data.statespace import all_clients, merged_config
 from fedcausal_flwr.results import load_result
-from fedcausal_flwr.strategies.fedgc import settings_from_run_config
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +32,7 @@ def run_config(tmp_path, algorithm: str, name: str, **extra) -> dict:
 def check_against_reference(result: dict, algorithm: str) -> None:
     full = merged_config(result["config"]["run_config"], algorithm)
     sys, clients = all_clients(full)
-    ref = ss.reference(clients, settings_from_run_config(full, algorithm), algorithm)
+    ref = ss.reference(clients, app_ss.settings(algorithm, full))
     assert result["status"] == "completed"
     assert result["metrics"]["clients"] == 2
     assert len(result["history"]) == len(ref.history)

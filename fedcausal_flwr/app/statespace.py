@@ -1,33 +1,87 @@
-"""App glue of fedgc fedcf (transitional: wraps the strategy/client modules' own glue)."""
+"""App glue of FedGC / FedCF: settings from the run config (merged with a ``.json`` at
+``data-path``), the built-in data, the synthetic truth and the counterfactual warning.
+
+``flwr run`` accepts only the keys the App declares, so any other key (the data keys with
+model-specific defaults, see :mod:`fedcausal_flwr.data.statespace`) travels in a JSON file
+named by ``data-path``; :func:`~fedcausal_flwr.data.statespace.merged_config` merges it over
+the run config. Settings keys and their defaults: ``FedGCSettings`` / ``FedCFSettings``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from importlib import import_module
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from logging import WARNING
 from typing import Any
 
+import numpy as np
 from flwr.app import Context
+from flwr.common.logger import log
+
+from fedcausal_flwr.clients.base import client_class
+from fedcausal_flwr.core import statespace as ss
+
+__all__ = ["client", "evaluator", "settings", "strategy"]
+
+
+def settings(algorithm: str, rc: Mapping[str, Any]) -> ss.StateSpaceSettings:
+    """``FedGCSettings`` or ``FedCFSettings`` from the run config and its ``.json``."""
+    from fedcausal_flwr.data.statespace import merged_config
+
+    cls = ss.FedCFSettings if algorithm == "fedcf" else ss.FedGCSettings
+    return cls.from_run_config(merged_config(rc, algorithm))
 
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):
-    """The strategy of ``algorithm`` from the run config."""
-    return import_module(f"fedcausal_flwr.strategies.{algorithm}").from_run_config(rc)
+    """FedGC or FedCF with the run config's settings; scored only on synthetic data."""
+    from fedcausal_flwr.data.statespace import merged_config
+    from fedcausal_flwr.strategies import FedCF, FedGC
+
+    s = settings(algorithm, rc)  # validates before anything else
+    if algorithm == "fedcf" and s.delta_u().size and s.target == "predicted":
+        log(WARNING, "fedcf: a counterfactual query with the paper's literal server target: "
+            "with i.i.d. inputs it learns B_hat ~ 0 (measured CF error 1.0), set "
+            'ss-target="innovation" for an answer that recovers B_mn')
+    cls = FedCF if algorithm == "fedcf" else FedGC
+    return cls(s, evaluate_fn=evaluator(merged_config(rc, algorithm)))
 
 
 def client(algorithm: str, context: Context):
-    """This node's client on the built-in data."""
-    return import_module(f"fedcausal_flwr.clients.{algorithm}").from_context(context)
+    """This node's client on the run config's data (synthetic system, NetSim, plant CSV)."""
+    from fedcausal_flwr.data.statespace import client_data, merged_config
+
+    pid = int(context.node_config.get("partition-id", 0))
+    try:
+        c = client_data(merged_config(context.run_config, algorithm), pid)
+    except ValueError as e:
+        raise ValueError(f"client {pid}: {e}") from e
+    return client_class(algorithm).from_context(
+        context, {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u})
 
 
-def truth(algorithm: str, rc: Mapping[str, Any]) -> dict:
-    """Matrices for the learned-vs-true PNG."""
-    module = import_module(f"fedcausal_flwr.strategies.{algorithm}")
-    return module.truth_for_plots(rc, None) if hasattr(module, "truth_for_plots") else {}
+def evaluator(full: Mapping[str, Any]
+              ) -> Callable[[Mapping[str, np.ndarray], Sequence[int]], dict[str, Any]] | None:
+    """``evaluate_fn`` against the synthetic truth (the server regenerates the system);
+    None on real data, whose truth is unknown. ``full``: a merged config."""
+    from fedcausal_flwr.data.statespace import synthetic_system
 
+    if str(full.get("ss-data", "synthetic")) != "synthetic":
+        return None
+    sys = synthetic_system(full)
+    offA, offB = ss.off_diagonal(sys.A, sys.B, sys.P, sys.U)
 
-def save_plots(algorithm: str, rc: Mapping[str, Any], result: Any, out: Path) -> None:
-    """The family's own figures."""
-    module = import_module(f"fedcausal_flwr.strategies.{algorithm}")
-    if hasattr(module, "save_plots"):
-        module.save_plots(rc, result, out)
+    def evaluate(est: Mapping[str, np.ndarray], cids: Sequence[int]) -> dict[str, Any]:
+        if len(cids) != len(sys.P) or "A_hat" not in est:
+            return {}
+        out = {"err_A": float(np.linalg.norm(est["A_hat"] - offA))}
+        if len(sys.P) >= 2:
+            out["err_A21"] = ss.block_error(est["A_hat"], sys.A, sys.P, sys.P, 1, 0)
+            out["norm_A12"] = ss.block_error(est["A_hat"], 0 * sys.A, sys.P, sys.P, 0, 1)
+        if "B_hat" in est and np.size(est["B_hat"]):
+            out["err_B"] = float(np.linalg.norm(est["B_hat"] - offB))
+            C21 = sys.block(sys.C, sys.D, sys.P, 1, 1)
+            out["cf_error_21"] = ss.counterfactual_error(
+                C21, sys.block(est["B_hat"], sys.P, sys.U, 1, 0),
+                sys.block(sys.B, sys.P, sys.U, 1, 0))
+        return out
+
+    return evaluate

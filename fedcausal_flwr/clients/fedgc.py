@@ -1,45 +1,46 @@
 """FedGC client: proprietary Kalman filter plus the private augmentation ``theta_m y_m``.
 
 Phases: ``train.ss_setup`` returns ``A_mm`` once; ``train.ss_window`` applies the server's
-gradients of the previous window (one Jacobi step of ``theta_m``) and returns the states of
-the next window with ``hhat_a = hhat_c + theta_m y_m`` (clipped and noised when the strategy
-asks for DP; the local loss is then not reported). ``y_m``, ``C_mm``, ``K_m`` and
-``theta_m`` stay here; ``theta_m`` persists between messages in the node's ``context.state``.
-The client-side hyper-parameters come with every window from the strategy.
+gradient ``g~_m`` of the previous window (one Jacobi step of ``theta_m``, eq 24) and returns
+``[hhat_a^{t-1}, hhat_c^{t-1}]`` of the next window with ``hhat_a = hhat_c + theta_m y_m``
+(clipped and noised when the settings ask for DP; the local loss is then not reported).
+``y_m``, ``C_mm``, ``K_m`` and ``theta_m`` stay here; ``theta_m`` persists between messages in
+the node's ``context.state``. The client's share of the settings comes with every window from
+the strategy (:meth:`~fedcausal_flwr.core.statespace.StateSpaceSettings.client_config`).
+
+A user's own ClientApp: ``register(app, "fedgc", lambda ctx: {"A": A_mm, "C": C_mm, "K": K_m,
+"y": y_m})`` (FedCF adds ``"B"`` and ``"u"``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from flwr.app import ArrayRecord, Context, RecordDict
-from flwr.client import NumPyClient
 
+from fedcausal_flwr.clients.base import CausalClient, Fit
 from fedcausal_flwr.core import statespace as ss
-
-MODEL = "fedgc"
-
-
-def settings_from_config(config: dict[str, Any]) -> ss.Settings:
-    """The client's share of :class:`ss.Settings`, as the strategy sends it."""
-    return ss.Settings(lr_client=float(config["lr-client"]), eta1=float(config["eta1"]),
-                       eta2=float(config["eta2"]), lambda_l=float(config["lambda-l"]),
-                       xi=float(config["xi"]), learn_phi=bool(config["learn-phi"]),
-                       target=str(config["target"]), alg1_literal=bool(config["alg1-literal"]),
-                       dp=bool(config.get("dp", False)),
-                       dp_epsilon=float(config.get("dp-epsilon", 0.5)),
-                       dp_delta=float(config.get("dp-delta", 1e-5)),
-                       dp_clip_msg=float(config.get("dp-clip-msg", 5.0)),
-                       seed=int(config.get("seed", 0)),
-                       init_std=float(config.get("init-std", 0.0)))
+from fedcausal_flwr.core.statespace import FedGCSettings, StateSpaceSettings
 
 
-class FedGCClient(NumPyClient):
-    """Holds ``(A_mm, C_mm, K_m, y_m)`` (and ``B_mm, u_m`` in FedCF); answers the windows."""
+class FedGCClient(CausalClient):
+    """Holds ``(A_mm, C_mm, K_m, y_m)`` (and known inputs ``B_mm, u_m``); answers the windows.
 
-    phases = ("ss_setup", "ss_window")
-    model = MODEL
+    Parameters
+    ----------
+    A, C, K : array
+        The local blocks ``A_mm`` (P x P), ``C_mm`` (D x P) and the filter gain ``K_m``.
+    y : array
+        The measurements ``y_m`` (T x D).
+    B, u : array, optional
+        Known inputs ``u_m`` (T x U) of the local filter and their ``B_mm`` (P x U).
+    state : RecordDict, optional
+        Where ``theta_m`` persists between messages (the node's ``context.state``).
+    """
+
+    phases: ClassVar[dict[str, str]] = {"ss_setup": "setup", "ss_window": "window"}
+    settings_class: ClassVar[type[StateSpaceSettings]] = FedGCSettings
 
     def __init__(self, A: np.ndarray, C: np.ndarray, K: np.ndarray, y: np.ndarray,
                  B: np.ndarray | None = None, u: np.ndarray | None = None,
@@ -54,20 +55,12 @@ class FedGCClient(NumPyClient):
         self.state = state if state is not None else RecordDict()
 
     @classmethod
-    def from_context(cls, context: Context) -> FedGCClient:
-        """This node's client from the run config (synthetic system or plant data)."""
-        from fedcausal_flwr.data.statespace import client_data, merged_config
-
-        pid = int(context.node_config.get("partition-id", 0))
-        k = int(context.node_config.get("num-partitions", 1))
-        try:
-            c = client_data(merged_config(context.run_config, cls.model), pid)
-        except ValueError as e:
-            raise ValueError(f"client {pid}: {e}") from e
-        return cls(c.A, c.C, c.K, c.y, c.B, c.u, pid, k, context.state)
+    def context_arguments(cls, context: Context) -> dict[str, Any]:
+        """``theta_m`` lives in the node's state."""
+        return {"state": context.state}
 
     # ---- private parameters in context.state ----------------------------------------------
-    def params(self, s: ss.Settings) -> ss.ClientParams:
+    def params(self, s: StateSpaceSettings) -> ss.ClientParams:
         """``theta_m, phi_m`` (their seeded start before the first window)."""
         if "ss_params" not in self.state.array_records:
             return ss.initial_client(self.data, s, self.partition_id)
@@ -80,27 +73,37 @@ class FedGCClient(NumPyClient):
         self.state["ss_params"] = ArrayRecord([par.theta, par.phi])
         self.state["ss_curv"] = ArrayRecord([np.asarray(par.curv)])
 
-    # ---- the NumPyClient interface ---------------------------------------------------------
-    def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
-        """Who this client is and its sizes (no data)."""
-        p, u, d = self.data.dims
-        return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
-                "t": int(self.data.y.shape[0]), "p": p, "u": u, "d": d}
-
+    # ---- hooks FedCF overrides -------------------------------------------------------------
     def local_blocks(self) -> list[np.ndarray]:
         """What is sent once: ``A_mm``."""
         return [self.data.A]
 
     n_grads = 1  # FedGC receives only the gradient w.r.t. hhat_a^{t-1}
 
-    def gradients(self, parameters: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(g, g~)`` of the previous window."""
-        return ss.grads_received(self._checked(parameters, self.n_grads, n), self.model)
+    def gradients(self, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """``(g, g~)`` from what the server sent (FedGC: ``g = 0``)."""
+        return np.zeros_like(arrays[0]), arrays[0]
 
-    def _checked(self, parameters: list[np.ndarray], count: int, n: int) -> list[np.ndarray]:
+    def states(self, par: ss.ClientParams, ts: np.ndarray, s: StateSpaceSettings
+               ) -> list[np.ndarray]:
+        """What the server model needs of window ``ts`` (eq 15)."""
+        return ss.fedgc_states(self.data, par, ts)
+
+    # ---- phases ----------------------------------------------------------------------------
+    def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
+        """Who this client is and its sizes (no data)."""
+        p, u, d = self.data.dims
+        return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
+                "t": int(self.data.y.shape[0]), "p": p, "u": u, "d": d}
+
+    def setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """``ss_setup``: the local blocks."""
+        return self.local_blocks(), 0, {}
+
+    def _checked(self, parameters: list[np.ndarray], n: int) -> list[np.ndarray]:
         p = self.data.dims[0]
-        if len(parameters) != count:
-            raise ValueError(f"{self.who}: expected {count} gradient arrays, got "
+        if len(parameters) != self.n_grads:
+            raise ValueError(f"{self.who}: expected {self.n_grads} gradient arrays, got "
                              f"{len(parameters)}")
         for a in parameters:
             if a.shape != (n, p) or not np.all(np.isfinite(a)):
@@ -108,15 +111,9 @@ class FedGCClient(NumPyClient):
                                  f"{(n, p)}, finite)")
         return parameters
 
-    def fit(self, parameters: list[np.ndarray], config: dict[str, Any]
-            ) -> tuple[list[np.ndarray], int, dict[str, Any]]:
-        """``ss_setup`` -> local blocks; ``ss_window`` -> step on the old window, new states."""
-        phase = config.get("phase")
-        if phase == "ss_setup":
-            return self.local_blocks(), 0, {}
-        if phase != "ss_window":
-            raise ValueError(f"{self.who}: unknown {self.model} phase {phase!r}")
-        s = settings_from_config(config)
+    def window(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """``ss_window``: a step on the previous window's gradients, the next window's states."""
+        s = self.settings_class.from_client_config(config)
         T = self.data.y.shape[0]
         prev = np.arange(int(config["prev-start"]), int(config["prev-stop"]))
         ts = np.arange(int(config["start"]), int(config["stop"]))
@@ -125,15 +122,10 @@ class FedGCClient(NumPyClient):
             raise ValueError(f"{self.who}: window outside t = 1..{T - 1}")
         par = self.params(s)
         if prev.size:
-            g, g_tilde = self.gradients(parameters, prev.size)
+            g, g_tilde = self.gradients(self._checked(parameters, prev.size))
             par = ss.client_step(self.data, par, prev, g, g_tilde, s)
             self.store(par)
-        sent = ss.private(ss.sent_states(ss.client_states(self.data, par, ts, s), self.model),
-                          s, 1, self.partition_id, int(config.get("window-index", 0)))
+        sent = ss.private(self.states(par, ts, s), s, 1, self.partition_id,
+                          int(config.get("window-index", 0)))
         loss = ss.local_loss(self.data, par, ts) if ts.size and not s.dp else 0.0
         return [*sent, np.asarray(loss)], int(ts.size), {"loss": loss}
-
-
-def from_context(context: Context) -> FedGCClient:
-    """The App's entry point for ``algorithm = "fedgc"``."""
-    return FedGCClient.from_context(context)

@@ -13,39 +13,25 @@ their current parameters, the server's window-mean gradients, one Jacobi step on
 FedGC is FedCF without inputs, with ``phi = 0`` and ``xi = 0``: then ``r_s = -D`` and
 ``L_s^FedCF = (1 + xi) L_s^FedGC`` (tested). Row convention: a window of states is ``W x P``.
 
+:class:`FedGCSettings` and :class:`FedCFSettings` hold every setting with the App's defaults;
+:func:`reference` is the in-process loop the Flower path is tested against. The simulators
+(systems, series, the centralized oracle) are in :mod:`fedcausal_flwr.data.lti`.
 Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, Self
 
 import numpy as np
 import scipy.linalg as slin
 
-
-# ---- systems and simulation ------------------------------------------------------------------
-@dataclass(frozen=True)
-class LTISystem:
-    """A block LTI system; ``P, U, D`` are the per-client state, input, output sizes."""
-
-    A: np.ndarray
-    B: np.ndarray
-    C: np.ndarray
-    Q: np.ndarray
-    R: np.ndarray
-    P: tuple[int, ...]
-    U: tuple[int, ...]
-    D: tuple[int, ...]
-
-    def block(self, M: np.ndarray, rows: Sequence[int], cols: Sequence[int], m: int, n: int
-              ) -> np.ndarray:
-        """Block (m, n) of ``M`` with row sizes ``rows`` and column sizes ``cols``."""
-        r, c = np.cumsum((0, *rows)), np.cumsum((0, *cols))
-        return M[r[m]:r[m + 1], c[n]:c[n + 1]]
+from fedcausal_flwr.settings import RunSettings, setting
 
 
+# ---- blocks -----------------------------------------------------------------------------------
 def block(M: np.ndarray, rows: Sequence[int], cols: Sequence[int], m: int, n: int
           ) -> np.ndarray:
     """Block (m, n) of ``M`` with row sizes ``rows`` and column sizes ``cols``."""
@@ -61,82 +47,6 @@ def offsets(sizes: Sequence[int]) -> np.ndarray:
 def spectral_radius(A: np.ndarray) -> float:
     """max |eig(A)| (0 for an empty matrix)."""
     return float(np.max(np.abs(np.linalg.eigvals(A)))) if A.size else 0.0
-
-
-def random_system(P: Sequence[int], U: Sequence[int], D: Sequence[int],
-                  couplings: dict[tuple[int, int], np.ndarray], rng: np.random.Generator, *,
-                  rho_local: tuple[float, float] = (0.5, 0.8), b_std: float = 0.5,
-                  b_couplings: bool = True, q: float = 1e-3, r: float = 1e-3,
-                  max_rho: float = 0.95) -> LTISystem:
-    """Random stable system with given off-diagonal ``A_mn = couplings[(m, n)]`` (else 0).
-
-    Diagonal blocks are ``U diag(s) V^T`` with random orthogonal U, V and singular values
-    drawn in ``rho_local`` (so ``||A_mm||_2 < 1``); ``B`` blocks ~ N(0, b_std^2)
-    (off-diagonal ones only when ``b_couplings``); ``C_mm`` ~ N(0, 1). The whole ``A`` is
-    rescaled to spectral radius ``max_rho`` when it is larger.
-    """
-    pa, ua = offsets(P), offsets(U)
-    A = np.zeros((pa[-1], pa[-1]))
-    B = rng.normal(0.0, b_std, (pa[-1], ua[-1]))
-    for m, p in enumerate(P):
-        U1, _, V1 = np.linalg.svd(rng.normal(size=(p, p)))
-        A[pa[m]:pa[m + 1], pa[m]:pa[m + 1]] = U1 @ np.diag(rng.uniform(*rho_local, p)) @ V1
-        for n in range(len(P)):
-            if n != m and not b_couplings:
-                B[pa[m]:pa[m + 1], ua[n]:ua[n + 1]] = 0.0
-    for (m, n), block in couplings.items():
-        A[pa[m]:pa[m + 1], pa[n]:pa[n + 1]] = block
-    rho = spectral_radius(A)
-    if rho > max_rho:
-        A *= max_rho / rho
-    C = slin.block_diag(*[rng.normal(size=(d, p)) for d, p in zip(D, P, strict=True)])
-    return LTISystem(A, B, C, q * np.eye(pa[-1]), r * np.eye(C.shape[0]), tuple(P), tuple(U),
-                     tuple(D))
-
-
-def mean_shifts(T: int, P: Sequence[int], windows: Sequence[tuple[float, float, float]],
-                client: int = 0, cycle: bool = False) -> np.ndarray:
-    """Piecewise-constant state offsets ``b^t`` (T x sum P) on one client's states.
-
-    ``windows`` holds ``(start, stop, level)`` with start, stop as fractions of T. The level
-    goes to every state of the client, or (``cycle``) to state ``i mod P`` in window i, so
-    that the shifts excite every direction of the client's state.
-    """
-    pa = offsets(P)
-    b = np.zeros((T, pa[-1]))
-    for i, (lo, hi, level) in enumerate(windows):
-        cols = (slice(pa[client] + i % P[client], pa[client] + i % P[client] + 1) if cycle
-                else slice(pa[client], pa[client + 1]))
-        b[int(lo * T):int(hi * T), cols] = level
-    return b
-
-
-def simulate(sys: LTISystem, T: int, rng: np.random.Generator, *, u: np.ndarray | None = None,
-             shifts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """States, measurements and inputs ``(h, y, u)`` for t = 0..T-1, ``h^{-1} = 0``."""
-    n, k = sys.A.shape[0], sys.B.shape[1]
-    u = np.zeros((T, k)) if u is None else u
-    b = np.zeros((T, n)) if shifts is None else shifts
-    w = rng.multivariate_normal(np.zeros(n), sys.Q, T)
-    v = rng.multivariate_normal(np.zeros(sys.C.shape[0]), sys.R, T)
-    h = np.zeros((T, n))
-    prev = np.zeros(n)
-    for t in range(T):
-        prev = sys.A @ prev + (sys.B @ u[t - 1] if t else 0.0) + b[t] + w[t]
-        h[t] = prev
-    return h, h @ sys.C.T + v, u
-
-
-def inputs(T: int, U: int, rng: np.random.Generator, ar: float = 0.0) -> np.ndarray:
-    """Unit-variance inputs: i.i.d. N(0, 1) (``ar = 0``) or AR(1) with coefficient ``ar``."""
-    e = rng.normal(size=(T, U))
-    if ar == 0.0:
-        return e
-    u = np.zeros_like(e)
-    s = np.sqrt(1.0 - ar * ar)
-    for t in range(T):
-        u[t] = (ar * u[t - 1] if t else 0.0) + s * e[t]
-    return u
 
 
 # ---- Kalman filters ------------------------------------------------------------------------
@@ -157,12 +67,6 @@ def kalman_filter(A: np.ndarray, C: np.ndarray, K: np.ndarray, y: np.ndarray,
         prev = prior + K @ (y[t] - C @ prior)
         out[t] = prev
     return out
-
-
-def oracle_filter(sys: LTISystem, y: np.ndarray, u: np.ndarray | None = None) -> np.ndarray:
-    """The centralized Kalman oracle: all ``y``, the true full ``A, B``, block-diagonal ``C``."""
-    K = kalman_gain(sys.A, sys.C, sys.Q, sys.R)
-    return kalman_filter(sys.A, sys.C, K, y, sys.B, u)
 
 
 # ---- client data -----------------------------------------------------------------------------
@@ -217,68 +121,121 @@ def checked_client(A: np.ndarray, B: np.ndarray, C: np.ndarray, K: np.ndarray, y
     return ClientData(A, B, C, K, y, u)
 
 
-def split_clients(sys: LTISystem, y: np.ndarray, u: np.ndarray, only: int | None = None
-                  ) -> list[ClientData]:
-    """Per-client data with local DARE gains from the local blocks and noise covariances."""
-    out = []
-    for m in range(len(sys.P)) if only is None else [only]:
-        A = sys.block(sys.A, sys.P, sys.P, m, m)
-        C = sys.block(sys.C, sys.D, sys.P, m, m)
-        Q = sys.block(sys.Q, sys.P, sys.P, m, m)
-        R = sys.block(sys.R, sys.D, sys.D, m, m)
-        da, ua = offsets(sys.D), offsets(sys.U)
-        out.append(ClientData(A, sys.block(sys.B, sys.P, sys.U, m, m), C,
-                              kalman_gain(A, C, Q, R), y[:, da[m]:da[m + 1]],
-                              u[:, ua[m]:ua[m + 1]]))
-    return out
-
-
 # ---- settings and state ----------------------------------------------------------------------
 TARGETS = ("predicted", "refined", "innovation")
 
+# The client's share of the settings: what the server sends with every window
+# (:meth:`StateSpaceSettings.client_config`), so a client never rebuilds them on its own.
+CLIENT_FIELDS = ("lr_client", "eta1", "eta2", "lambda_l", "xi", "learn_phi", "target",
+                 "alg1_literal", "dp", "dp_epsilon", "dp_delta", "dp_clip_msg", "seed",
+                 "init_std")
+
 
 @dataclass(frozen=True)
-class Settings:
-    """Hyper-parameters of FedGC / FedCF (the papers give no values; ours are documented).
+class StateSpaceSettings(RunSettings):
+    """What FedGC and FedCF share (the papers give no values; ours are the App's defaults).
 
+    Schedule: ``window`` time steps per exchange (W = 1 is FedGC's online schedule,
+    ``W = T - 1`` FedCF's full batch), ``epochs`` passes over t = 1..T-1.
     Steps are normalized: each block moves by ``lr / L`` along its gradient, with ``L`` the
     running maximum, over the windows seen so far, of a bound of the block's curvature on the
     window (kept in ``ClientParams.curv`` / ``ServerParams.curv_A, curv_B``), so the same
     ``lr`` works across scales and the step never grows: a quiet window cannot undo what a
     mean-shift window taught (for full batch, ``W = T - 1``, ``L`` is the batch's bound).
     ``eta1``/``eta2`` weight the client's local loss and the server loss in the client step
-    (eq 24 / eqs 9-10).
-    ``target``: ``"predicted"`` (paper: ``r_s = h_s - h_a``), ``"refined"`` (spec A5:
-    regress on ``hhat_a^t``, which carries ``y^t``) or ``"innovation"`` (``h_a^t`` corrected
-    by the full innovation, ``h_a^t + C^+ (y^t - C h_a^t) = C^+ y^t``: unbiased for ``h^t``,
-    so ``B_hat_mn`` is unbiased for i.i.d. inputs; see :func:`client_states`).
-    ``alg1_literal`` drops ``g~`` (spec A2).
+    (FedGC eq 24, FedCF eqs 9-10); ``lambda_g``/``lambda_l`` are ridge weights on
+    ``A_hat, B_hat`` and on ``theta``.
     ``dp``: every sent state row is clipped to ``dp_clip_msg`` and every gradient row to
     ``dp_clip_grad``, each with Gaussian noise for (``dp_epsilon``, ``dp_delta``) per release
     (see :mod:`fedcausal_flwr.privacy`); noise is seeded by ``seed``, client and window.
-    ``init_std``: ``theta, phi, A_hat, B_hat`` start N(0, init_std^2) (seeded by ``seed`` and
-    the client), as in the FedCF paper; 0 starts them at zero.
+    ``xi``, ``learn_phi``, ``target``, ``alg1_literal``, ``init_std``: FedCF's (see
+    :class:`FedCFSettings`); FedGC fixes them (no penalty weight, no ``phi``, the predicted
+    state, the zero start of the FedGC paper).
     """
 
-    window: int = 100
-    epochs: int = 3
-    lr_server: float = 0.5
-    lr_client: float = 0.5
-    eta1: float = 1.0
-    eta2: float = 1.0
-    lambda_g: float = 0.0
-    lambda_l: float = 0.0
-    xi: float = 0.0
-    learn_phi: bool = False
-    target: str = "predicted"
-    alg1_literal: bool = False
-    dp: bool = False
-    dp_epsilon: float = 0.5
-    dp_delta: float = 1e-5
-    dp_clip_msg: float = 5.0
-    dp_clip_grad: float = 1.0
-    seed: int = 0
-    init_std: float = 0.0
+    window: int = setting(1000, "ss-window", ge=1)
+    epochs: int = setting(30, "ss-epochs", ge=1)
+    lr_server: float = setting(1.5, "ss-lr-server", ge=0)
+    lr_client: float = setting(1.5, "ss-lr-client", ge=0)
+    eta1: float = setting(1.0, "ss-eta1", ge=0)
+    eta2: float = setting(1.0, "ss-eta2", ge=0)
+    lambda_g: float = setting(0.0, "ss-lambda-g", ge=0)
+    lambda_l: float = setting(0.0, "ss-lambda-l", ge=0)
+    xi: float = setting(0.0, ge=0)
+    learn_phi: bool = setting(False)
+    target: str = setting("predicted", choices=TARGETS)
+    alg1_literal: bool = setting(False)
+    dp: bool = setting(False, "ss-dp")
+    dp_epsilon: float = setting(0.5, "ss-dp-epsilon", gt=0)
+    dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1)
+    dp_clip_msg: float = setting(5.0, "ss-dp-clip-msg", gt=0)
+    dp_clip_grad: float = setting(1.0, "ss-dp-clip-grad", gt=0)
+    seed: int = setting(0, "seed", ge=0)
+    init_std: float = setting(0.0, ge=0)
+
+    def client_config(self) -> dict[str, Any]:
+        """The client's share (:data:`CLIENT_FIELDS`), as the server sends it each window."""
+        return {f.replace("_", "-"): getattr(self, f) for f in CLIENT_FIELDS}
+
+    @classmethod
+    def from_client_config(cls, config: Mapping[str, Any]) -> Self:
+        """The settings a client works with, from what :meth:`client_config` sent."""
+        missing = [f.replace("_", "-") for f in CLIENT_FIELDS
+                   if f.replace("_", "-") not in config]
+        if missing:
+            raise ValueError(f"the server's window config lacks {missing}")
+        return cls(**{f: config[f.replace("_", "-")] for f in CLIENT_FIELDS})
+
+
+@dataclass(frozen=True)
+class FedGCSettings(StateSpaceSettings):
+    """FedGC (Mohanty et al.), with the App's defaults: W = 1000, 30 epochs, lr 1.5 / 1.5.
+
+    FedGC's server loss is the penalty ``||D_m||^2`` alone (eqs 15-16), clients learn only
+    ``theta_m`` from a zero start, and the server target is the predicted state: ``xi``,
+    ``learn_phi``, ``target``, ``alg1_literal`` and ``init_std`` keep their fixed values and
+    have no run-config key.
+    """
+
+
+@dataclass(frozen=True)
+class FedCFSettings(StateSpaceSettings):
+    """FedCF (Mohamed, Mohanty, Gebraeel), with the App's defaults.
+
+    ``xi`` weights the penalty ``||D_m||^2`` beside the residual (eq 11); ``learn_phi`` learns
+    the constant ``phi_m``; ``init_std``: ``theta, phi, A_hat, B_hat`` start N(0, init_std^2)
+    (seeded by ``seed`` and the client), as in the FedCF paper.
+    ``target``: ``"predicted"`` (paper: ``r_s = h_s - h_a``), ``"refined"`` (regress on
+    ``hhat_a^t``, which carries ``y^t``) or ``"innovation"`` (``h_a^t`` corrected by the full
+    innovation, ``h_a^t + C^+ (y^t - C h_a^t) = C^+ y^t``: unbiased for ``h^t``, so
+    ``B_hat_mn`` is unbiased for i.i.d. inputs; see :func:`client_states`).
+    ``alg1_literal`` drops ``g~`` from the client step, as Algorithm 1 is printed.
+    ``cf_client``, ``cf_source``, ``cf_delta``: the counterfactual query answered after
+    training, "what would ``y_m`` (m = ``cf_client``) change by if client n = ``cf_source``
+    changed its input by ``delta_u``" with ``cf_delta`` comma-separated floats (empty: none).
+    """
+
+    xi: float = setting(10.0, "ss-xi", ge=0)
+    learn_phi: bool = setting(True, "ss-learn-phi")
+    target: str = setting("predicted", "ss-target", choices=TARGETS)
+    alg1_literal: bool = setting(False, "ss-alg1-literal")
+    init_std: float = setting(0.1, "ss-init-std", ge=0)
+    cf_client: int = setting(1, "ss-cf-client", ge=0)
+    cf_source: int = setting(0, "ss-cf-source", ge=0)
+    cf_delta: str = setting("", "ss-cf-delta")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        try:
+            self.delta_u()
+        except ValueError:
+            raise ValueError(f"run config 'ss-cf-delta' = {self.cf_delta!r}: expected "
+                             "comma-separated numbers (allowed: str such as '1,0.5'; empty: "
+                             "no query)") from None
+
+    def delta_u(self) -> np.ndarray:
+        """``cf_delta`` as an array (empty: no query)."""
+        return np.array([float(p) for p in self.cf_delta.split(",") if p.strip()])
 
 
 def windows(T: int, W: int, epochs: int) -> list[np.ndarray]:
@@ -317,10 +274,10 @@ def initial_server(P: Sequence[int], U: Sequence[int], init_std: float = 0.0,
     B = np.zeros((pa[-1], ua[-1]))
     if init_std and rng is not None:
         A, B = rng.normal(0, init_std, A.shape), rng.normal(0, init_std, B.shape)
-    return ServerParams(*_off_diagonal(A, B, P, U))
+    return ServerParams(*off_diagonal(A, B, P, U))
 
 
-def _off_diagonal(A: np.ndarray, B: np.ndarray, P: Sequence[int], U: Sequence[int]
+def off_diagonal(A: np.ndarray, B: np.ndarray, P: Sequence[int], U: Sequence[int]
                   ) -> tuple[np.ndarray, np.ndarray]:
     pa, ua = offsets(P), offsets(U)
     A, B = A.copy(), B.copy()
@@ -330,7 +287,8 @@ def _off_diagonal(A: np.ndarray, B: np.ndarray, P: Sequence[int], U: Sequence[in
     return A, B
 
 
-def initial_client(c: ClientData, s: Settings | None = None, m: int = 0) -> ClientParams:
+def initial_client(c: ClientData, s: StateSpaceSettings | None = None, m: int = 0
+                   ) -> ClientParams:
     """``theta, phi`` ~ N(0, init_std^2) seeded by ``(s.seed, m)``; zeros by default."""
     p, _, d = c.dims
     if s is None or not s.init_std:
@@ -339,13 +297,14 @@ def initial_client(c: ClientData, s: Settings | None = None, m: int = 0) -> Clie
     return ClientParams(rng.normal(0, s.init_std, (p, d)), rng.normal(0, s.init_std, p))
 
 
-def initial_server_for(P: Sequence[int], U: Sequence[int], s: Settings) -> ServerParams:
+def initial_server_for(P: Sequence[int], U: Sequence[int], s: StateSpaceSettings
+                       ) -> ServerParams:
     """Server start of a run: N(0, init_std^2) off-diagonal blocks seeded by ``s.seed``."""
     return initial_server(P, U, s.init_std, np.random.default_rng([s.seed, 4]))
 
 
 # ---- the augmented client --------------------------------------------------------------------
-def client_states(c: ClientData, par: ClientParams, ts: np.ndarray, s: Settings
+def client_states(c: ClientData, par: ClientParams, ts: np.ndarray, s: StateSpaceSettings
                   ) -> list[np.ndarray]:
     """What client m sends for window ``ts``: ``[target, hhat_a^{t-1}, hhat_c^{t-1}, u^{t-1}]``.
 
@@ -384,7 +343,7 @@ def local_gradients(c: ClientData, par: ClientParams, ts: np.ndarray
 
 
 def server_grad_theta(c: ClientData, ts: np.ndarray, g: np.ndarray, g_tilde: np.ndarray,
-                      s: Settings) -> tuple[np.ndarray, np.ndarray]:
+                      s: StateSpaceSettings) -> tuple[np.ndarray, np.ndarray]:
     """``(grad_theta L_s, grad_phi L_s)`` from the server's gradients (eqs 7-8)."""
     y_prev = c.y[ts - 1]
     if s.target == "refined":  # d hhat_a^t / d theta = y^t; phi does not enter
@@ -396,7 +355,7 @@ def server_grad_theta(c: ClientData, ts: np.ndarray, g: np.ndarray, g_tilde: np.
 
 
 def client_step(c: ClientData, par: ClientParams, ts: np.ndarray, g: np.ndarray,
-                g_tilde: np.ndarray, s: Settings) -> ClientParams:
+                g_tilde: np.ndarray, s: StateSpaceSettings) -> ClientParams:
     """One Jacobi step of ``theta`` (and ``phi``): eq 24 / eqs 9-10, normalized step."""
     gth_a, gph_a = local_gradients(c, par, ts)
     gth_s, gph_s = server_grad_theta(c, ts, g, g_tilde, s)
@@ -460,7 +419,7 @@ def server_window(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarray],
     R, Dm = np.hstack(R), np.hstack(Dm)
     grad_A = (2.0 / W) * (R - xi * Dm).T @ HC
     grad_B = (2.0 / W) * R.T @ UU
-    grad_A, grad_B = _off_diagonal(grad_A, grad_B, P, U)
+    grad_A, grad_B = off_diagonal(grad_A, grad_B, P, U)
     return ServerWindow(res + xi * pen, pen, res, g, gt, grad_A, grad_B)
 
 
@@ -479,14 +438,14 @@ def fedgc_server_window(A_diag: Sequence[np.ndarray], A_hat: np.ndarray,
     D = np.hstack([(ha - hc) @ A_diag[m].T - X[:, pa[m]:pa[m + 1]]
                    for m, (ha, hc) in enumerate(msgs)])
     g = [(2.0 / W) * D[:, pa[m]:pa[m + 1]] @ A_diag[m] for m in range(len(P))]
-    grad_A = _off_diagonal((-2.0 / W) * D.T @ HC, np.zeros((pa[-1], 0)), P, [0] * len(P))[0]
+    grad_A = off_diagonal((-2.0 / W) * D.T @ HC, np.zeros((pa[-1], 0)), P, [0] * len(P))[0]
     L = float(np.sum(D * D)) / W
     return ServerWindow(L, L, L, [np.zeros_like(x) for x in g], g, grad_A,
                         np.zeros((pa[-1], 0)))
 
 
 def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np.ndarray]],
-                s: Settings, hc_index: int = 2, u_index: int = 3) -> ServerParams:
+                s: StateSpaceSettings, hc_index: int = 2, u_index: int = 3) -> ServerParams:
     """``A_hat -= lr / L_A (grad + 2 lambda_g A_hat)``; likewise ``B_hat`` (eqs 3, 14-15).
 
     ``L_A``, ``L_B``: running maxima of the windows' curvature bounds, plus the ridge.
@@ -504,35 +463,38 @@ def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np
     return ServerParams(A, B, cA, cB)
 
 
-# ---- the two protocols as one loop -----------------------------------------------------------
-def fedgc_messages(full: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """FedGC sends only ``[hhat_a^{t-1}, hhat_c^{t-1}]`` of :func:`client_states`."""
-    return [full[1], full[2]]
+# ---- protocol steps --------------------------------------------------------------------------
+def fedgc_server_update(A_diag: Sequence[np.ndarray], spar: ServerParams,
+                        msgs: Sequence[Sequence[np.ndarray]], s: StateSpaceSettings
+                        ) -> tuple[ServerWindow, ServerParams]:
+    """FedGC's server on one window: :func:`fedgc_server_window`, then the ``A_hat`` step
+    (eq 3) with the penalty's curvature alone (FedGC has no ``xi``)."""
+    win = fedgc_server_window(A_diag, spar.A_hat, msgs)
+    return win, server_step(spar, win, msgs, replace(s, xi=0.0), hc_index=1)
 
 
-def sent_states(full: Sequence[np.ndarray], model: str) -> list[np.ndarray]:
-    """What a client sends of :func:`client_states` (FedGC: 2 arrays, FedCF: all 4)."""
-    return fedgc_messages(full) if model == "fedgc" else list(full)
+def fedcf_server_update(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarray],
+                        spar: ServerParams, msgs: Sequence[Sequence[np.ndarray]],
+                        s: StateSpaceSettings) -> tuple[ServerWindow, ServerParams]:
+    """FedCF's server on one window: :func:`server_window`, then the ``A_hat, B_hat`` steps
+    (eqs 14-15)."""
+    win = server_window(A_diag, B_diag, spar, msgs, s.xi)
+    return win, server_step(spar, win, msgs, s)
 
 
-def grads_down(win: ServerWindow, m: int, model: str) -> list[np.ndarray]:
-    """What the server sends client m: FedGC ``[g~]`` (eq 22), FedCF ``[g, g~]``."""
-    return [win.g_tilde[m]] if model == "fedgc" else [win.g[m], win.g_tilde[m]]
+def fedgc_states(c: ClientData, par: ClientParams, ts: np.ndarray) -> list[np.ndarray]:
+    """What FedGC's server model needs of client m (eq 15): ``[hhat_a^{t-1}, hhat_c^{t-1}]``,
+    the middle two of :func:`client_states`."""
+    return [c.hc[ts - 1] + c.y[ts - 1] @ par.theta.T, c.hc[ts - 1]]
 
 
-def grads_received(arrays: Sequence[np.ndarray], model: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(g, g~)`` from what :func:`grads_down` sent."""
-    if model == "fedgc":
-        return np.zeros_like(arrays[0]), arrays[0]
-    return arrays[0], arrays[1]
-
-
-def private(arrays: Sequence[np.ndarray], s: Settings, direction: int, m: int, k: int
+def private(arrays: Sequence[np.ndarray], s: StateSpaceSettings, direction: int, m: int, k: int
             ) -> list[np.ndarray]:
     """The DP release of ``arrays`` (unchanged when ``s.dp`` is off).
 
     ``direction`` 1: client m's states of window k (clip ``dp_clip_msg``); 2: the server's
-    gradients for client m of window k (clip ``dp_clip_grad``).
+    gradients for client m of window k (clip ``dp_clip_grad``). Array j of a release draws
+    its noise from ``release_rng(seed, direction, m, k, j)``.
     """
     if not s.dp:
         return list(arrays)
@@ -543,16 +505,30 @@ def private(arrays: Sequence[np.ndarray], s: Settings, direction: int, m: int, k
     return [rel(a, release_rng(s.seed, direction, m, k, j)) for j, a in enumerate(arrays)]
 
 
+# ---- the in-process reference loop -------------------------------------------------------------
+# The oracle of the Flower path (tests compare the two to 1e-10). It writes each exchange out
+# from the equations above, independently of the strategy and client modules, including what
+# crosses the wire (FedGC: [hhat_a^{t-1}, hhat_c^{t-1}] up and [g~] down; FedCF: all four
+# states up and [g, g~] down), because the DP noise is drawn per sent array.
 def exchange_step(clients: Sequence[ClientData], cpar: Sequence[ClientParams],
-                  spar: ServerParams, ts: np.ndarray, s: Settings, model: str, k: int = 1
+                  spar: ServerParams, ts: np.ndarray, s: StateSpaceSettings, k: int = 1
                   ) -> tuple[list[ClientParams], ServerParams, ServerWindow]:
-    """One exchange on window ``ts`` (number k): states, server window, both Jacobi steps."""
-    sent = [private(sent_states(client_states(c, p, ts, s), model), s, 1, m, k)
-            for m, (c, p) in enumerate(zip(clients, cpar, strict=True))]
-    _, win, sp = server_update(clients_A(clients), clients_B(clients), spar, sent, s, model)
-    new = [client_step(c, p, ts, *grads_received(private(grads_down(win, m, model), s, 2, m, k),
-                                                 model), s)
-           for m, (c, p) in enumerate(zip(clients, cpar, strict=True))]
+    """One exchange on window ``ts`` (number k): states, server window, both Jacobi steps.
+
+    FedGC with :class:`FedGCSettings`, FedCF with :class:`FedCFSettings`.
+    """
+    pairs = list(zip(clients, cpar, strict=True))
+    if isinstance(s, FedCFSettings):
+        sent = [private(client_states(c, p, ts, s), s, 1, m, k)
+                for m, (c, p) in enumerate(pairs)]
+        win, sp = fedcf_server_update(clients_A(clients), clients_B(clients), spar, sent, s)
+        grads = [private([win.g[m], win.g_tilde[m]], s, 2, m, k) for m in range(len(pairs))]
+    else:
+        sent = [private(fedgc_states(c, p, ts), s, 1, m, k) for m, (c, p) in enumerate(pairs)]
+        win, sp = fedgc_server_update(clients_A(clients), spar, sent, s)
+        grads = [[np.zeros_like(win.g_tilde[m]), *private([win.g_tilde[m]], s, 2, m, k)]
+                 for m in range(len(pairs))]
+    new = [client_step(c, p, ts, g, gt, s) for (c, p), (g, gt) in zip(pairs, grads, strict=True)]
     return new, sp, win
 
 
@@ -564,18 +540,6 @@ def clients_A(clients: Sequence[ClientData]) -> list[np.ndarray]:
 def clients_B(clients: Sequence[ClientData]) -> list[np.ndarray]:
     """The ``B_mm`` the clients send once."""
     return [c.B for c in clients]
-
-
-def server_update(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarray],
-                  spar: ServerParams, msgs: Sequence[Sequence[np.ndarray]], s: Settings,
-                  model: str) -> tuple[list, ServerWindow, ServerParams]:
-    """Server side of an exchange given what the clients sent (FedGC: 2 arrays, FedCF: 4)."""
-    if model == "fedgc":
-        msgs = [fedgc_messages(m) if len(m) == 4 else list(m) for m in msgs]
-        win = fedgc_server_window(A_diag, spar.A_hat, msgs)
-        return msgs, win, server_step(spar, win, msgs, replace(s, xi=0.0), hc_index=1)
-    win = server_window(A_diag, B_diag, spar, msgs, s.xi)
-    return list(msgs), win, server_step(spar, win, msgs, s)
 
 
 @dataclass
@@ -596,17 +560,23 @@ def check_lengths(clients: Sequence[ClientData]) -> int:
     return T
 
 
-def reference(clients: Sequence[ClientData], s: Settings, model: str = "fedcf",
-              spar: ServerParams | None = None) -> ReferenceRun:
-    """The in-process loop: the same core calls, in the same order, as the Flower path."""
+def reference(clients: Sequence[ClientData], s: StateSpaceSettings,
+              spar: ServerParams | None = None, num_rounds: int | None = None) -> ReferenceRun:
+    """The in-process loop (FedGC or FedCF by the type of ``s``), window after window.
+
+    ``spar``: the server's start (default: :func:`initial_server_for`); ``num_rounds``: stop
+    after that many exchanges (default: every window of every epoch). The clients end with
+    the last window's gradients applied.
+    """
     T = check_lengths(clients)
+    cf = isinstance(s, FedCFSettings)
     spar = spar or initial_server_for([c.dims[0] for c in clients],
-                                      [c.dims[1] if model == "fedcf" else 0 for c in clients], s)
+                                      [c.dims[1] if cf else 0 for c in clients], s)
     cpar = [initial_client(c, s, m) for m, c in enumerate(clients)]
     hist = []
-    for k, ts in enumerate(windows(T, s.window, s.epochs)):
+    for k, ts in enumerate(windows(T, s.window, s.epochs)[:num_rounds]):
         la = [local_loss(c, p, ts) for c, p in zip(clients, cpar, strict=True)]
-        cpar, spar, win = exchange_step(clients, cpar, spar, ts, s, model, k + 1)
+        cpar, spar, win = exchange_step(clients, cpar, spar, ts, s, k + 1)
         hist.append(history_row(k + 1, win, la))
     return ReferenceRun(cpar, spar, hist)
 
@@ -653,6 +623,6 @@ def augmented_states(c: ClientData, par: ClientParams) -> np.ndarray:
     return c.hc + c.y @ par.theta.T
 
 
-def iterate_windows(T: int, s: Settings) -> Iterator[tuple[int, np.ndarray]]:
+def iterate_windows(T: int, s: StateSpaceSettings) -> Iterator[tuple[int, np.ndarray]]:
     """``(exchange number, ts)`` pairs of a run."""
     yield from enumerate(windows(T, s.window, s.epochs), start=1)

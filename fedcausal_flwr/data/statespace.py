@@ -1,7 +1,10 @@
 """Data of the state-space family: the papers' synthetic systems and the plant-CSV loader.
 
-Run-config keys (hyphenated, defaults in :data:`DEFAULTS`; a ``.json`` file named by
-``data-path`` may set any of them, since ``flwr run`` only accepts keys the App declares):
+Data keys of the run config (hyphenated, defaults in :data:`DEFAULTS`, FedCF's own in
+:data:`FEDCF_DEFAULTS`; a ``.json`` file named by ``data-path`` may set any of them, and any
+settings key, since ``flwr run`` only accepts keys the App declares). The learning keys and
+their defaults are ``FedGCSettings`` / ``FedCFSettings`` in ``core/statespace.py``; the
+``seed`` draws the noise here and seeds the learning there.
 
 ``ss-model``        ``"fedgc"`` or ``"fedcf"`` (set by the strategy)
 ``ss-clients``      M, number of clients of the synthetic system
@@ -33,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.core import statespace as ss
+from fedcausal_flwr.data import lti
 
 # FedGC fork's shift windows (1000-2000 +5, ... of T = 30000, B = 0.1), as fractions of T.
 SHIFTS = ((1 / 30, 2 / 30, 0.5), (3 / 30, 5 / 30, -0.3), (7 / 30, 9 / 30, 0.2),
@@ -59,7 +63,7 @@ def merged_config(rc: Mapping[str, Any], model: str = "fedgc") -> dict[str, Any]
     return out
 
 
-def synthetic_system(rc: Mapping[str, Any]) -> ss.LTISystem:
+def synthetic_system(rc: Mapping[str, Any]) -> lti.LTISystem:
     """The paper's default system: chain couplings ``A_{m+1,m} = c * ones`` (A_12 = 0)."""
     M, p, u, d = (int(rc[k]) for k in ("ss-clients", "ss-p", "ss-u", "ss-d"))
     seed = int(rc["ss-system-seed"]) if int(rc["ss-system-seed"]) >= 0 else int(rc["seed"])
@@ -67,34 +71,34 @@ def synthetic_system(rc: Mapping[str, Any]) -> ss.LTISystem:
     c = float(rc["ss-coupling"])
     couplings = {(m + 1, m): c * np.ones((p, p)) for m in range(M - 1)}
     for _ in range(1000):  # every C_mm well conditioned (cond < 10)
-        sys = ss.random_system([p] * M, [u] * M, [d] * M, couplings, rng,
+        sys = lti.random_system([p] * M, [u] * M, [d] * M, couplings, rng,
                                q=float(rc["ss-q"]), r=float(rc["ss-r"]))
         if all(np.linalg.cond(sys.block(sys.C, sys.D, sys.P, m, m)) < 10 for m in range(M)):
             return sys
     raise ValueError(f"no C_mm with condition number < 10 in 1000 draws (D={d}, P={p})")
 
 
-def synthetic_series(rc: Mapping[str, Any], sys: ss.LTISystem | None = None
-                     ) -> tuple[ss.LTISystem, np.ndarray, np.ndarray, np.ndarray]:
+def synthetic_series(rc: Mapping[str, Any], sys: lti.LTISystem | None = None
+                     ) -> tuple[lti.LTISystem, np.ndarray, np.ndarray, np.ndarray]:
     """``(system, h, y, u)`` of the run's synthetic data (noise seeded by ``seed``)."""
     sys = sys or synthetic_system(rc)
     T = int(rc["ss-t"])
     rng = np.random.default_rng([int(rc["seed"]), 2])
-    u = ss.inputs(T, sum(sys.U), rng, float(rc["ss-input-ar"]))
-    h, y, u = ss.simulate(sys, T, rng, u=u, shifts=shift_series(rc, sys))
+    u = lti.inputs(T, sum(sys.U), rng, float(rc["ss-input-ar"]))
+    h, y, u = lti.simulate(sys, T, rng, u=u, shifts=shift_series(rc, sys))
     return sys, h, y, u
 
 
-def shift_series(rc: Mapping[str, Any], sys: ss.LTISystem) -> np.ndarray | None:
+def shift_series(rc: Mapping[str, Any], sys: lti.LTISystem) -> np.ndarray | None:
     """The mean shifts ``b^t`` on client 0's states (T x sum P), None without shifts."""
     scale = float(rc["ss-shift-scale"])
     if not scale:
         return None
-    return ss.mean_shifts(int(rc["ss-t"]), sys.P, [(a, b, scale * v) for a, b, v in SHIFTS],
+    return lti.mean_shifts(int(rc["ss-t"]), sys.P, [(a, b, scale * v) for a, b, v in SHIFTS],
                           cycle=bool(rc["ss-shift-cycle"]))
 
 
-def known_shift_input(rc: Mapping[str, Any], sys: ss.LTISystem) -> np.ndarray | None:
+def known_shift_input(rc: Mapping[str, Any], sys: lti.LTISystem) -> np.ndarray | None:
     """FedGC's client 0 input ``u^{t-1} = b_0^t`` (T x P_0) when ``ss-shift-known``, else None."""
     b = shift_series(rc, sys)
     if b is None or not bool(rc.get("ss-shift-known", False)) or rc.get("ss-model") == "fedcf":
@@ -104,10 +108,10 @@ def known_shift_input(rc: Mapping[str, Any], sys: ss.LTISystem) -> np.ndarray | 
     return u
 
 
-def synthetic_clients(rc: Mapping[str, Any], sys: ss.LTISystem, y: np.ndarray, u: np.ndarray,
+def synthetic_clients(rc: Mapping[str, Any], sys: lti.LTISystem, y: np.ndarray, u: np.ndarray,
                       only: int | None = None) -> list[ss.ClientData]:
-    """:func:`ss.split_clients`, with client 0's known shifts (:func:`known_shift_input`)."""
-    out = ss.split_clients(sys, y, u, only)
+    """:func:`lti.split_clients`, with client 0's known shifts (:func:`known_shift_input`)."""
+    out = lti.split_clients(sys, y, u, only)
     ub = known_shift_input(rc, sys)
     if ub is not None and only in (None, 0):
         c = out[0]
@@ -116,7 +120,7 @@ def synthetic_clients(rc: Mapping[str, Any], sys: ss.LTISystem, y: np.ndarray, u
     return out
 
 
-def all_clients(rc: Mapping[str, Any]) -> tuple[ss.LTISystem, list[ss.ClientData]]:
+def all_clients(rc: Mapping[str, Any]) -> tuple[lti.LTISystem, list[ss.ClientData]]:
     """The system and every client's data (for references and simulations)."""
     sys, _, y, u = synthetic_series(rc)
     return sys, synthetic_clients(rc, sys, y, u)

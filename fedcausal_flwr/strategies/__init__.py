@@ -13,7 +13,8 @@ _EXPORTS = {
     "FDBNL": "fdbnl", "FDBNLSettings": "fdbnl",
     "PFDBNL": "pfdbnl", "PFDBNLSettings": "pfdbnl",
     "FedIV": "fediv", "FedIVSettings": "fediv",
-    "FedGC": "fedgc", "FedCF": "fedcf",
+    "FedGC": "fedgc", "FedGCSettings": "fedgc",
+    "FedCF": "fedcf", "FedCFSettings": "fedcf",
     "VFedCD": "vfedcd", "VFedCDSettings": "vfedcd",
 }
 __all__ = sorted(_EXPORTS)

@@ -1,35 +1,35 @@
-"""FedCF strategy: FedGC's server plus ``B_mn``, the penalty ``xi D`` and counterfactuals.
+"""FedCF strategy: FedGC's protocol with inputs ``B_mn``, the residual term and counterfactuals.
+
+Mohamed, Mohanty, Gebraeel, federated counterfactual learning in LTI state space. Every
+setting and its default lives in :class:`~fedcausal_flwr.core.statespace.FedCFSettings`.
 
 ``ss_setup`` brings ``[A_mm, B_mm]``; each ``ss_window`` sends client m ``[g, g~]`` of the
-previous window (gradients w.r.t. ``h_a^t`` and ``hhat_a^{t-1}``) and receives
-``[target, hhat_a^{t-1}, hhat_c^{t-1}, u^{t-1}]``. After training, when ``ss-cf-delta`` is
-set, one ``ss_query`` asks client ``ss-cf-client`` (m) what ``y_m`` would change by if client
-``ss-cf-source`` (n) changed its input by ``delta_u``: the server sends
-``delta_h = B_hat_mn delta_u``, the client answers ``C_mm delta_h``; the answer (and, on
-synthetic data, the true ``C_mm B_mn delta_u`` computed by the evaluator) go to
-``result.json`` under ``metrics["counterfactual"]``. Keys: see ``strategies/fedgc.py``.
+previous window (gradients of ``L_s`` w.r.t. the target ``h_a^t`` and ``hhat_a^{t-1}``,
+eqs 12-13) and receives ``[target, hhat_a^{t-1}, hhat_c^{t-1}, u^{t-1}]``; the server steps
+``A_hat, B_hat`` on ``L_s = mean_t sum_m ||h_s - target||^2 + xi ||D_m||^2`` (eqs 11, 14-15)
+and each client ``(theta_m, phi_m)`` (eqs 9-10). Rounds, ``num_rounds`` and the final
+gradient delivery are FedGC's; ``start(initial_arrays=[A_hat, B_hat])`` warm-starts both.
+
+After training, when ``cf_delta`` is set, one ``ss_query`` asks client ``cf_client`` (m) what
+``y_m`` would change by if client ``cf_source`` (n) changed its input by ``delta_u``: the
+server sends ``delta_h = B_hat_mn delta_u``, the client answers ``C_mm delta_h``; the answer
+goes to ``result.json`` under ``metrics["counterfactual"]``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from logging import WARNING
 from typing import Any
 
 import numpy as np
-from flwr.common.logger import log
 
 from fedcausal_flwr.core import statespace as ss
+from fedcausal_flwr.core.statespace import FedCFSettings
 from fedcausal_flwr.results import RunResult
-from fedcausal_flwr.strategies.fedgc import FedGC, strategy_kwargs
+from fedcausal_flwr.strategies.base import NodeInfo, Shape
+from fedcausal_flwr.strategies.fedgc import FedGC
 
-
-def parse_delta(text: Any) -> np.ndarray:
-    """``"1,0.5"`` (or a list) -> array; empty -> empty array."""
-    if isinstance(text, (list, tuple, np.ndarray)):
-        return np.asarray(text, dtype=float)
-    parts = [p for p in str(text or "").split(",") if p.strip()]
-    return np.array([float(p) for p in parts])
+__all__ = ["FedCF", "FedCFSettings"]
 
 
 class FedCF(FedGC):
@@ -37,18 +37,28 @@ class FedCF(FedGC):
 
     Parameters
     ----------
+    settings : FedCFSettings
+        FedGC's settings plus ``xi``, ``phi``, the target and the query (default: the App's).
     query : tuple (m, n, delta_u), optional
-        The counterfactual query answered after training.
+        The counterfactual query answered after training (default: the settings' ``cf_*``).
+    **kwargs
+        ``evaluate_fn``, ``checkpoint`` and settings fields to change.
     """
 
     algorithm = "fedcf"
-    model = "fedcf"
+    settings_class = FedCFSettings
     progress_keys = ("L_s", "penalty", "residual", "err_A", "err_B", "n_clients", "seconds")
 
-    def __init__(self, settings: ss.Settings | None = None, *,
+    def __init__(self, settings: FedCFSettings | None = None, *,
                  query: tuple[int, int, np.ndarray] | None = None, **kwargs: Any) -> None:
-        super().__init__(settings or ss.Settings(xi=10.0, learn_phi=True), **kwargs)
-        self.query = query
+        super().__init__(settings, **kwargs)
+        s = self.settings
+        du = s.delta_u()
+        self.query = query if query is not None else (
+            (s.cf_client, s.cf_source, du) if du.size else None)
+        if self.query is not None:
+            self.query = (int(self.query[0]), int(self.query[1]),
+                          np.asarray(self.query[2], dtype=float))
         self.answer: dict[str, Any] | None = None
 
     def config(self) -> dict[str, Any]:
@@ -57,26 +67,55 @@ class FedCF(FedGC):
                                              list(map(float, self.query[2]))]
         return {**super().config(), "query": q}
 
-    def setup_shapes(self, i: int) -> list[tuple[int, ...]]:
+    def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
+        """FedGC's sizes plus the measurement sizes (for the query's answer)."""
+        super().setup(nodes)
+        self.D = [int(nodes[c].props["d"]) for c in self.cids]
+
+    def input_sizes(self, nodes: Mapping[int, NodeInfo]) -> list[int]:
+        """Every client's input size ``U_m``."""
+        return [int(nodes[c].props["u"]) for c in self.cids]
+
+    def setup_shapes(self, i: int) -> list[Shape]:
         """``A_mm`` and ``B_mm``."""
         return [(self.P[i], self.P[i]), (self.P[i], self.U[i])]
 
-    def state_shapes(self, i: int, W: int) -> list[tuple[int, ...]]:
+    def local_blocks(self, arrays: list[np.ndarray], i: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(A_mm, B_mm)``."""
+        return arrays[0], arrays[1]
+
+    def state_shapes(self, i: int, W: int) -> list[Shape]:
         """Target, ``hhat_a^{t-1}``, ``hhat_c^{t-1}``, ``u^{t-1}`` and the local loss."""
         p = self.P[i]
         return [(W, p)] * 3 + [(W, self.U[i]), ()]
 
-    n_grads = 2  # [g, g~]
+    def empty_grads(self, i: int) -> list[np.ndarray]:
+        """``[g, g~]`` of no window."""
+        return [np.zeros((0, self.P[i]))] * 2
+
+    def grads(self, win: ss.ServerWindow, i: int) -> list[np.ndarray]:
+        """``[g, g~]``: w.r.t. the target and ``hhat_a^{t-1}`` (eqs 12-13)."""
+        return [win.g[i], win.g_tilde[i]]
+
+    def server_update(self, msgs: list[list[np.ndarray]]
+                      ) -> tuple[ss.ServerWindow, ss.ServerParams]:
+        """FedCF's loss and the ``A_hat, B_hat`` steps."""
+        return ss.fedcf_server_update(self.A_diag, self.B_diag, self.server, msgs,
+                                      self.settings)
+
+    def warm_start(self, arrays: list[np.ndarray]) -> None:
+        """Start from ``[A_hat, B_hat]`` (their off-diagonal blocks)."""
+        self.server = self._warm(arrays, ["A_hat", "B_hat"])
 
     def estimates(self) -> dict[str, np.ndarray]:
         """FedGC's estimates plus ``B_hat``."""
         out = super().estimates()
-        if self.server is not None:
+        if out:
             out["B_hat"] = self.server.B_hat
         return out
 
     def after_training(self, grid, result: RunResult) -> None:
-        """Answer the configured counterfactual query through one ``ss_query`` exchange."""
+        """Answer the counterfactual query through one ``ss_query`` exchange (one client)."""
         if self.query is None or self.server is None:
             return
         m, n, du = self.query
@@ -98,24 +137,3 @@ class FedCF(FedGC):
         super()._finish(result, t0)
         if self.answer is not None:
             result.metrics["counterfactual"] = self.answer
-
-    def setup(self, nodes) -> None:
-        """FedGC's sizes plus the measurement sizes (for the query's answer)."""
-        super().setup(nodes)
-        self.D = [int(nodes[c].props["d"]) for c in self.cids]
-
-
-def from_run_config(rc: Mapping[str, Any]) -> FedCF:
-    """The App's strategy for ``algorithm = "fedcf"``."""
-    from fedcausal_flwr.data.statespace import merged_config
-
-    full = merged_config(rc, "fedcf")
-    du = parse_delta(full.get("ss-cf-delta", ""))
-    query = (int(full.get("ss-cf-client", 1)), int(full.get("ss-cf-source", 0)), du) \
-        if du.size else None
-    kw = strategy_kwargs(rc, "fedcf")
-    if query is not None and kw["settings"].target == "predicted":
-        log(WARNING, "fedcf: a counterfactual query with the paper's literal server target: "
-            "with i.i.d. inputs it learns B_hat ~ 0 (spec A5; measured CF error 1.0), set "
-            'ss-target="innovation" for an answer that recovers B_mn')
-    return FedCF(query=query, **kw)
