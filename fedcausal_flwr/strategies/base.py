@@ -133,7 +133,6 @@ class CausalStrategy(Strategy):
             raise TypeError(f"{type(self).__name__}: unknown settings {unknown}; "
                             f"{self.settings_class.__name__} has {[f for f, _ in base.items()]}")
         self.settings = base.replace(**changes) if changes else base
-        self._run_settings = self.settings
         self.evaluate_fn = evaluate_fn
         self.checkpoint = checkpoint
         self.nodes: dict[int, NodeInfo] = {}  # by client id (partition id)
@@ -152,17 +151,17 @@ class CausalStrategy(Strategy):
     @property
     def min_nodes(self) -> int:
         """Fewest valid replies an exchange needs."""
-        return self._run_settings.min_nodes
+        return self.settings.min_nodes
 
     @property
     def node_wait_s(self) -> float:
         """How long discovery waits for SuperNodes."""
-        return self._run_settings.node_wait_s
+        return self.settings.node_wait_s
 
     @property
     def timeout_s(self) -> float:
         """Reply timeout of one exchange (``start(timeout=...)`` overrides the settings')."""
-        return self._run_settings.timeout_s if self._timeout is None else self._timeout
+        return self.settings.timeout_s if self._timeout is None else self._timeout
 
     # Flower's FedAvg-style hooks are not used: the protocol runs in start().
     def configure_train(self, server_round, arrays, config, grid):  # noqa: D102
@@ -176,7 +175,7 @@ class CausalStrategy(Strategy):
 
     def config(self) -> dict[str, Any]:
         """Settings that go into ``result.json``."""
-        return self._run_settings.asdict()
+        return self.settings.asdict()
 
     # ---- round hooks (one exchange per round) ------------------------------------------
     phase = "local"
