@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcausal_flwr.app import drift, glue, settings_class
+from fedcausal_flwr.app import drift, glue, owners, settings_class
 
 APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"]
@@ -62,3 +62,17 @@ def test_ranges_and_choices_are_enforced():
 
 def test_the_app_config_selects_an_existing_algorithm():
     assert APP_CONFIG["algorithm"] in ALGORITHMS
+
+
+def test_every_declared_key_has_one_source_of_its_default():
+    orphans = [key for key in APP_CONFIG if not owners(key)]
+    assert orphans == [], f"keys declared in pyproject that no settings/data class owns: {orphans}"
+
+
+def test_data_keys_fail_before_any_node_is_asked():
+    with pytest.raises(ValueError, match="'samples-per-client' = 1: must be >= 2"):
+        glue("fdbnl").strategy("fdbnl", {**APP_CONFIG, "samples-per-client": 1})
+    with pytest.raises(ValueError, match="'ss-t' = 'long'"):
+        glue("fedgc").strategy("fedgc", {**APP_CONFIG, "ss-t": "long"})
+    with pytest.raises(ValueError, match="'data' = 'dream5'"):
+        glue("fdbnl").strategy("fdbnl", {**APP_CONFIG, "data": "dream5"})

@@ -332,3 +332,11 @@ def test_dispatch_netsim_subjects(tmp_path):
     assert all(np.array_equal(t, netsim_truth(net[2])) for t in ground_truth(hom, 3))
     with pytest.raises(ValueError, match="netsim-subject"):
         client_data(dict(het, **{"netsim-subject": 5}), 0, 2)
+
+
+def test_vertical_edges_default_to_four_per_attribute():
+    from fedcausal_flwr.data.vertical import pooled_data
+
+    assert pooled_data({"d": 10, "n": 30})[1].sum() == 40  # the paper's E = 4d
+    assert pooled_data({"d": 6, "n": 30})[1].sum() == 15  # capped at d(d-1)/2
+    assert pooled_data({"d": 10, "edges": 7, "n": 30})[1].sum() == 7

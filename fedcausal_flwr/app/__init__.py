@@ -7,6 +7,7 @@ One glue module per algorithm family (``app/dbn.py``, ``app/statespace.py``, ``a
 - ``strategy(algorithm, run_config)``: the strategy with validated settings, and an evaluator
   only when the truth of the configured built-in data set is known;
 - ``client(algorithm, context)``: this node's client on the configured built-in data;
+- ``DATA_CLASSES``: ``{algorithm: the Settings class of its built-in data keys}``;
 - optionally ``truth(algorithm, run_config)`` (matrices for the learned-vs-true PNG) and
   ``save_plots(algorithm, run_config, result, out)`` (the family's own figures).
 """
@@ -14,14 +15,27 @@ One glue module per algorithm family (``app/dbn.py``, ``app/statespace.py``, ``a
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import import_module
 from types import ModuleType
 from typing import Any
+
+from fedcausal_flwr.settings import Settings, setting
 
 STRATEGIES = {"fdbnl": "FDBNL", "pfdbnl": "PFDBNL", "fedgc": "FedGC", "fedcf": "FedCF",
               "fediv": "FedIV", "vfedcd": "VFedCD"}
 FAMILIES = {"fdbnl": "dbn", "pfdbnl": "dbn", "fedgc": "statespace", "fedcf": "statespace",
             "fediv": "iv", "vfedcd": "vertical"}
+
+
+
+@dataclass(frozen=True)
+class AppConfig(Settings):
+    """The App's own keys: which algorithm runs and where its results go."""
+
+    algorithm: str = setting("fdbnl", "algorithm", choices=tuple(FAMILIES))
+    outputs: str = setting("outputs", "outputs")
+    run_name: str = setting("", "run-name")
 
 
 def glue(algorithm: str) -> ModuleType:
@@ -40,14 +54,29 @@ def settings_class(algorithm: str) -> type:
     return getattr(strategies, STRATEGIES[algorithm]).settings_class
 
 
+def data_class(algorithm: str) -> type:
+    """The class of ``algorithm``'s built-in data keys (their one source of defaults)."""
+    return glue(algorithm).DATA_CLASSES[algorithm]
+
+
 def drift(algorithm: str, app_config: Mapping[str, Any]) -> list[str]:
-    """Where the App's declared run config disagrees with the settings class's defaults."""
-    cls = settings_class(algorithm)
+    """Where the App's declared run config disagrees with the defaults of ``algorithm``'s
+    settings class (every key must be declared) or data class (declared keys must agree; the
+    state-space family's model-specific data keys travel in a JSON file instead)."""
     out = []
-    for key, value in cls().run_config().items():
-        if key not in app_config:
-            out.append(f"{algorithm}: {key!r} is not declared in [tool.flwr.app.config]")
-        elif app_config[key] != value or type(app_config[key]) is not type(value):
-            out.append(f"{algorithm}: {key!r} is {app_config[key]!r} in the App config but "
-                       f"{value!r} in {cls.__name__}")
+    for cls, must in ((settings_class(algorithm), True), (data_class(algorithm), False),
+                      (AppConfig, True)):
+        for key, value in cls().run_config().items():
+            if key not in app_config:
+                if must:
+                    out.append(f"{algorithm}: {key!r} is not declared in [tool.flwr.app.config]")
+            elif app_config[key] != value or type(app_config[key]) is not type(value):
+                out.append(f"{algorithm}: {key!r} is {app_config[key]!r} in the App config but "
+                           f"{value!r} in {cls.__name__}")
     return out
+
+
+def owners(key: str) -> list[str]:
+    """The classes whose field ``key`` is, over every algorithm (for orphan checks)."""
+    classes = {AppConfig} | {c for a in FAMILIES for c in (settings_class(a), data_class(a))}
+    return sorted(c.__name__ for c in classes if key in c.keys())

@@ -10,10 +10,13 @@ from flwr.app import Context
 
 from fedcausal_flwr.clients.base import client_class
 from fedcausal_flwr.core.dbn import PFDBNLSettings
+from fedcausal_flwr.data.dbn import DBNData, data_config
 from fedcausal_flwr.evaluation import dbn_graph_metrics, lag_scores, netsim_auroc
 from fedcausal_flwr.metrics import mean_metrics, score_auc
 
 __all__ = ["client", "evaluator", "strategy", "truth"]
+
+DATA_CLASSES = {"fdbnl": DBNData, "pfdbnl": DBNData}
 
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):
@@ -22,6 +25,7 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):
 
     cls = PFDBNL if algorithm == "pfdbnl" else FDBNL
     s = cls.settings_class.from_run_config(rc)
+    data_config(rc)  # the data keys fail here, before any node is asked
     return cls(s, evaluate_fn=evaluator(rc, s.tau_w, s.tau_a))
 
 

@@ -17,8 +17,11 @@ from flwr.app import Context
 
 from fedcausal_flwr.clients.base import client_class
 from fedcausal_flwr.core.deepgmm import FedIVSettings
+from fedcausal_flwr.data.iv import IVDataConfig
 
 __all__ = ["client", "evaluator", "plot_g", "save_plots", "strategy"]
+
+DATA_CLASSES = {"fediv": IVDataConfig}
 
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001

@@ -19,8 +19,11 @@ from flwr.common.logger import log
 
 from fedcausal_flwr.clients.base import client_class
 from fedcausal_flwr.core import statespace as ss
+from fedcausal_flwr.data.statespace import FedCFData, FedGCData
 
 __all__ = ["client", "evaluator", "settings", "strategy"]
+
+DATA_CLASSES = {"fedgc": FedGCData, "fedcf": FedCFData}
 
 
 def settings(algorithm: str, rc: Mapping[str, Any]) -> ss.StateSpaceSettings:

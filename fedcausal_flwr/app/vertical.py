@@ -19,6 +19,8 @@ from fedcausal_flwr.data.vertical import VerticalData
 
 __all__ = ["client", "evaluator", "strategy", "truth"]
 
+DATA_CLASSES = {"vfedcd": VerticalData}
+
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     """VFedCD with the run config's settings, scored against the built-in data's truth."""

@@ -3,10 +3,7 @@
 A Flower client calls ``client_data(cfg, partition_id, num_partitions)`` and sees only its own
 ``(Xt, Xlag)``; the server calls ``ground_truth(cfg, num_partitions)`` for evaluation.
 
-Keys (defaults): ``data`` ("synthetic" | "dream4" | "netsim"), ``data-path`` (""), ``seed`` (0),
-``d`` (10), ``lags`` (1), ``samples-per-client`` (100), ``generator`` ("svar"), ``weights``
-("paper"), ``degree-w`` (4.0), ``degree-a`` (1.0), ``heterogeneous`` (False),
-``netsim-subject`` (1, 1-based).
+Keys and defaults: :class:`DBNData` (validated; the App's pyproject declares the same).
 
 - synthetic: ``data.synthetic.client_dbn`` / ``truths_dbn``.
 - dream4: ``data-path`` is a time-series TSV whose replicates are split into K consecutive
@@ -21,6 +18,7 @@ Keys (defaults): ``data`` ("synthetic" | "dream4" | "netsim"), ``data-path`` (""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,28 +28,50 @@ from fedcausal_flwr.data.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.data.netsim import load_netsim, netsim_chunks, netsim_truth
 from fedcausal_flwr.data.synthetic import client_dbn, truths_dbn
 from fedcausal_flwr.data.timeseries import Pair, lagged, lagged_segments
+from fedcausal_flwr.settings import Settings, setting
 
 DATASETS = ("synthetic", "dream4", "netsim")
 CLIENT_FIELD = "{client}"
 
 
+@dataclass(frozen=True)
+class DBNData(Settings):
+    """The built-in DBN data a run config describes, with the App's defaults (the one source).
+
+    ``data``: "synthetic", "dream4" (``data_path``: a time-series TSV) or "netsim"
+    (``data_path``: a ``simN.mat``, subject ``netsim_subject``); synthetic: ``d`` variables,
+    ``lags``, ``samples_per_client``, ``generator`` (true SVAR, or the official code's
+    shortcut), ``weights`` (the paper's |w| in [0.3, 0.5] or the code's [0.5, 2]), expected
+    degrees, ``heterogeneous`` clients; ``seed`` draws the data.
+    """
+
+    data: str = setting("synthetic", "data", choices=DATASETS)
+    data_path: str = setting("", "data-path")
+    netsim_subject: int = setting(1, "netsim-subject", ge=1)
+    d: int = setting(10, "d", ge=1)
+    lags: int = setting(1, "lags", ge=1)
+    samples_per_client: int = setting(100, "samples-per-client", ge=2)
+    generator: str = setting("svar", "generator", choices=("svar", "code"))
+    weights: str = setting("paper", "weights", choices=("paper", "code"))
+    degree_w: float = setting(4.0, "degree-w", ge=0)
+    degree_a: float = setting(1.0, "degree-a", ge=0)
+    heterogeneous: bool = setting(False, "heterogeneous")
+    seed: int = setting(0, "seed")
+
+
+def data_config(cfg: Mapping[str, Any]) -> DBNData:
+    """The data keys of a run config, validated (a ``DBNData`` passes through)."""
+    if isinstance(cfg, DBNData):
+        return cfg
+    if isinstance(cfg.get("heterogeneous"), str):  # node configs arrive as strings
+        cfg = {**cfg, "heterogeneous": _flag(cfg["heterogeneous"])}
+    return DBNData.from_run_config(cfg)
+
+
 def _flag(value: Any) -> bool:
-    if isinstance(value, str):
-        if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no", ""):
-            raise ValueError(f"cannot read {value!r} as a boolean")
-        return value.strip().lower() in ("true", "1", "yes")
-    return bool(value)
-
-
-def _dataset(cfg: Mapping) -> str:
-    name = str(cfg.get("data", "synthetic"))
-    if name not in DATASETS:
-        raise ValueError(f"run-config 'data' must be one of {DATASETS}, got {name!r}")
-    return name
-
-
-def _lags(cfg: Mapping) -> int:
-    return int(cfg.get("lags", 1))
+    if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no", ""):
+        raise ValueError(f"cannot read {value!r} as a boolean")
+    return value.strip().lower() in ("true", "1", "yes")
 
 
 def _existing(path: str) -> Path:
@@ -63,30 +83,26 @@ def _existing(path: str) -> Path:
     return p
 
 
-def _data_path(cfg: Mapping, client: int | None = None) -> Path:
-    path = str(cfg.get("data-path", ""))
+def _data_path(c: DBNData, client: int | None = None) -> Path:
+    path = c.data_path
     if client is not None:
         path = path.replace(CLIENT_FIELD, str(client + 1))
     return _existing(path)
 
 
-def _per_client_files(cfg: Mapping) -> bool:
-    return CLIENT_FIELD in str(cfg.get("data-path", ""))
+def _per_client_files(c: DBNData) -> bool:
+    return CLIENT_FIELD in c.data_path
 
 
-def _synthetic_args(cfg: Mapping) -> dict[str, Any]:
-    return dict(d=int(cfg.get("d", 10)), p=_lags(cfg),
-                degree_w=float(cfg.get("degree-w", 4.0)),
-                degree_a=float(cfg.get("degree-a", 1.0)),
-                weights=str(cfg.get("weights", "paper")),
-                generator=str(cfg.get("generator", "svar")),
-                heterogeneous=_flag(cfg.get("heterogeneous", False)))
+def _synthetic_args(c: DBNData) -> dict[str, Any]:
+    return dict(d=c.d, p=c.lags, degree_w=c.degree_w, degree_a=c.degree_a, weights=c.weights,
+                generator=c.generator, heterogeneous=c.heterogeneous)
 
 
-def _netsim_subjects(cfg: Mapping, K: int, n_subjects: int) -> list[int]:
+def _netsim_subjects(c: DBNData, K: int, n_subjects: int) -> list[int]:
     """0-based subject of each client."""
-    first = int(cfg.get("netsim-subject", 1))
-    step = 2 if _flag(cfg.get("heterogeneous", False)) else 0
+    first = c.netsim_subject
+    step = 2 if c.heterogeneous else 0
     subjects = [first - 1 + step * k for k in range(K)]
     if min(subjects) < 0 or max(subjects) >= n_subjects:
         raise ValueError(f"netsim-subject={first} with K={K} needs subjects "
@@ -101,22 +117,21 @@ def _check_partition(partition_id: int, num_partitions: int) -> None:
 
 def client_data(cfg: Mapping, partition_id: int, num_partitions: int) -> Pair:
     """Client ``partition_id``'s ``(Xt, Xlag)`` out of ``num_partitions`` clients."""
-    name = _dataset(cfg)
-    k, K = int(partition_id), int(num_partitions)
+    c = data_config(cfg)
+    name, k, K = c.data, int(partition_id), int(num_partitions)
     _check_partition(k, K)
-    p = _lags(cfg)
+    p = c.lags
     if name == "synthetic":
-        return client_dbn(int(cfg.get("seed", 0)), k, K, int(cfg.get("samples-per-client", 100)),
-                          **_synthetic_args(cfg))
+        return client_dbn(c.seed, k, K, c.samples_per_client, **_synthetic_args(c))
     if name == "dream4":
-        if _per_client_files(cfg):
-            series, _, _ = load_dream4(_data_path(cfg, k))
+        if _per_client_files(c):
+            series, _, _ = load_dream4(_data_path(c, k))
             return lagged_segments(series, p, pad="drop")
-        series, _, _ = load_dream4(_data_path(cfg))
+        series, _, _ = load_dream4(_data_path(c))
         return dream4_clients(series, K, p)[k]
-    ts, _ = load_netsim(_data_path(cfg))
-    subject = _netsim_subjects(cfg, K, ts.shape[0])[k]
-    if _flag(cfg.get("heterogeneous", False)):
+    ts, _ = load_netsim(_data_path(c))
+    subject = _netsim_subjects(c, K, ts.shape[0])[k]
+    if c.heterogeneous:
         return lagged(ts[subject], p, pad="drop")
     return netsim_chunks(ts[subject], K, p)[k]
 
@@ -128,14 +143,14 @@ def ground_truth(cfg: Mapping, num_partitions: int
     synthetic: K (W, A) pairs; dream4: ``[truth]`` (one per client with a ``{client}``
     template), None without a gold standard; netsim: per client its subject's 0/1 net.
     """
-    name = _dataset(cfg)
+    c = data_config(cfg)
     K = int(num_partitions)
-    if name == "synthetic":
-        return truths_dbn(int(cfg.get("seed", 0)), K, **_synthetic_args(cfg))
-    if name == "dream4":
-        paths = ([_data_path(cfg, k) for k in range(K)] if _per_client_files(cfg)
-                 else [_data_path(cfg)])
+    if c.data == "synthetic":
+        return truths_dbn(c.seed, K, **_synthetic_args(c))
+    if c.data == "dream4":
+        paths = ([_data_path(c, k) for k in range(K)] if _per_client_files(c)
+                 else [_data_path(c)])
         truths = [load_dream4(path)[2] for path in paths]
         return None if any(t is None for t in truths) else truths
-    ts, net = load_netsim(_data_path(cfg))
-    return [netsim_truth(net[s]) for s in _netsim_subjects(cfg, K, ts.shape[0])]
+    ts, net = load_netsim(_data_path(c))
+    return [netsim_truth(net[s]) for s in _netsim_subjects(c, K, ts.shape[0])]

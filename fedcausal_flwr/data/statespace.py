@@ -1,7 +1,7 @@
 """Data of the state-space family: the papers' synthetic systems and the plant-CSV loader.
 
-Data keys of the run config (hyphenated, defaults in :data:`DEFAULTS`, FedCF's own in
-:data:`FEDCF_DEFAULTS`; a ``.json`` file named by ``data-path`` may set any of them, and any
+Data keys of the run config (hyphenated, defaults in :class:`FedGCData`, FedCF's own in
+:class:`FedCFData`; a ``.json`` file named by ``data-path`` may set any of them, and any
 settings key, since ``flwr run`` only accepts keys the App declares). The learning keys and
 their defaults are ``FedGCSettings`` / ``FedCFSettings`` in ``core/statespace.py``; the
 ``seed`` draws the noise here and seeds the learning there.
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -37,28 +38,60 @@ import numpy as np
 
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data import lti
+from fedcausal_flwr.settings import Settings, setting
 
 # FedGC fork's shift windows (1000-2000 +5, ... of T = 30000, B = 0.1), as fractions of T.
 SHIFTS = ((1 / 30, 2 / 30, 0.5), (3 / 30, 5 / 30, -0.3), (7 / 30, 9 / 30, 0.2),
           (12 / 30, 18 / 30, 0.1), (25 / 30, 26 / 30, -0.2))
 
-DEFAULTS: dict[str, Any] = {
-    "ss-clients": 2, "ss-p": 2, "ss-u": 0, "ss-d": 8, "ss-coupling": 0.25,
-    "ss-t": 10000, "ss-q": 1e-3, "ss-r": 1e-3, "ss-shift-scale": 4.0, "ss-input-ar": 0.0,
-    "ss-system-seed": -1, "ss-shift-cycle": True, "ss-shift-known": True, "ss-data": "synthetic",
-    "ss-data-path": "",
-    "ss-netsim-subjects": 0, "ss-group": "prefix",
-}
-FEDCF_DEFAULTS: dict[str, Any] = {"ss-u": 2, "ss-d": 2, "ss-q": 1e-2, "ss-r": 1e-2,
-                                  "ss-shift-scale": 0.0}
+@dataclass(frozen=True)
+class FedGCData(Settings):
+    """The FedGC data keys with their defaults (the one source; validated on every read)."""
+
+    clients: int = setting(2, "ss-clients", ge=1)
+    p: int = setting(2, "ss-p", ge=1)
+    u: int = setting(0, "ss-u", ge=0)
+    d: int = setting(8, "ss-d", ge=1)
+    coupling: float = setting(0.25, "ss-coupling")
+    t: int = setting(10000, "ss-t", ge=3)
+    q: float = setting(1e-3, "ss-q", gt=0)
+    r: float = setting(1e-3, "ss-r", gt=0)
+    shift_scale: float = setting(4.0, "ss-shift-scale", ge=0)
+    input_ar: float = setting(0.0, "ss-input-ar", gt=-1, lt=1)
+    system_seed: int = setting(-1, "ss-system-seed", ge=-1)
+    shift_cycle: bool = setting(True, "ss-shift-cycle")
+    shift_known: bool = setting(True, "ss-shift-known")
+    data: str = setting("synthetic", "ss-data", choices=("synthetic", "netsim", "plant-csv"))
+    data_path: str = setting("", "ss-data-path")
+    netsim_subjects: int = setting(0, "ss-netsim-subjects", ge=0)
+    group: str = setting("prefix", "ss-group", choices=("prefix", "digit"))
+
+
+@dataclass(frozen=True)
+class FedCFData(FedGCData):
+    """FedCF's data defaults: inputs, fewer measurements, more noise, no mean shifts."""
+
+    u: int = setting(2, "ss-u", ge=0)
+    d: int = setting(2, "ss-d", ge=1)
+    q: float = setting(1e-2, "ss-q", gt=0)
+    r: float = setting(1e-2, "ss-r", gt=0)
+    shift_scale: float = setting(0.0, "ss-shift-scale", ge=0)
+
+
+DEFAULTS: dict[str, Any] = FedGCData().run_config()
+FEDCF_DEFAULTS: dict[str, Any] = {k: v for k, v in FedCFData().run_config().items()
+                                  if v != DEFAULTS[k]}
 
 
 def merged_config(rc: Mapping[str, Any], model: str = "fedgc") -> dict[str, Any]:
-    """Defaults < model defaults < run config < the JSON file at ``data-path`` (if any)."""
-    out = {**DEFAULTS, **(FEDCF_DEFAULTS if model == "fedcf" else {}), **dict(rc)}
+    """Defaults < model defaults < run config < the JSON file at ``data-path`` (if any); the
+    data keys are validated (:class:`FedGCData` / :class:`FedCFData`)."""
+    cls = FedCFData if model == "fedcf" else FedGCData
+    out = {**cls().run_config(), **dict(rc)}
     path = str(rc.get("data-path", "") or "")
     if path.endswith(".json"):
         out.update(json.loads(Path(path).read_text()))
+    cls.from_run_config(out)
     out["ss-model"] = model
     return out
 
