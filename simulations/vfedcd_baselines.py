@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from harness import parser, settings, write_results
+from harness import DEFAULT_DATA, parser, settings, write_results
 
 from fedcausal_flwr.data.vertical import pooled_data, sachs, split_standardised
 from fedcausal_flwr.metrics import graph_metrics
@@ -34,7 +34,7 @@ def main() -> None:
     rows = []
     for key, seed in ((k, s) for k in a.d for s in ([0] if k == "sachs" else a.seeds)):
         if key == "sachs":
-            X, A, _ = sachs()
+            X, A, _ = sachs(DEFAULT_DATA / "sachs")
         else:
             X, A = pooled_data({"d": int(key), "edges": 4 * int(key), "n": 1000,
                                 "data-seed": seed})

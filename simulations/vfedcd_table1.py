@@ -20,7 +20,7 @@ import time
 from dataclasses import fields
 
 import numpy as np
-from harness import parser, write_results
+from harness import DEFAULT_DATA, parser, write_results
 from harness import settings as cli_settings
 
 from fedcausal_flwr.core import vfedcd as V
@@ -46,7 +46,7 @@ def f1(m: dict) -> float:
 def data(key: int | str, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Pooled data and true graph: Sachs, or the spec's ANM with E = 4d and data-seed ``seed``."""
     if key == "sachs":
-        X, A, _ = sachs()
+        X, A, _ = sachs(DEFAULT_DATA / "sachs")
         return X, A
     return pooled_data({"d": key, "edges": 4 * key, "n": 1000, "data-seed": seed})
 

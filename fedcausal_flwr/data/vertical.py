@@ -17,15 +17,13 @@ import numpy as np
 
 from fedcausal_flwr.settings import Settings, setting
 
-SACHS_DIR = Path("/work/shared/data/sachs")
-
 
 @dataclass(frozen=True)
 class VerticalData(Settings):
     """The built-in data a run config describes, with the App's defaults (the one source).
 
-    ``data``: "synthetic" (the ANM above) or "sachs" (``data-path``: its directory, default
-    :data:`SACHS_DIR`); ``d`` attributes, ``edges`` edges (at most d(d-1)/2), ``n`` samples
+    ``data``: "synthetic" (the ANM above) or "sachs" (``data-path``: its directory);
+    ``d`` attributes, ``edges`` edges (0: the paper's E = 4d; at most d(d-1)/2), ``n`` samples
     and ``data_seed`` of the synthetic set; ``parts``: party sizes, e.g. "5,5,5" (default: K
     contiguous near-equal blocks); ``test_fraction``: the last rows held out for testing.
     """
@@ -33,7 +31,7 @@ class VerticalData(Settings):
     data: str = setting("synthetic", "data", choices=("synthetic", "sachs"))
     data_path: str = setting("", "data-path")
     d: int = setting(10, "d", ge=1)
-    edges: int = setting(60, "edges", ge=0)
+    edges: int = setting(0, "edges", ge=0)
     n: int = setting(1000, "n", ge=2)
     data_seed: int = setting(0, "data-seed")
     parts: str = setting("", "parts")
@@ -89,13 +87,16 @@ def simulate_anm(A: np.ndarray, n: int, rng: np.random.Generator, hidden: int = 
 SACHS_OBSERVATIONAL = 853  # the first condition (anti-CD3/CD28) of cyto_full_data
 
 
-def sachs(path: str | Path = SACHS_DIR, observational: bool = True
+def sachs(path: str | Path, observational: bool = True
           ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Sachs data, the graph of ``cyto_full_target.csv`` (11 x 11, 18 edges), column names.
 
     ``cyto_full_data.csv`` stacks all 9 conditions (7466 rows); the usual observational set
     is its first 853 rows.
     """
+    if not str(path):
+        raise ValueError("data = 'sachs' needs data-path: the directory holding "
+                         "cyto_full_data.csv and cyto_full_target.csv")
     path = Path(path)
     names = path.joinpath("cyto_full_data.csv").read_text().splitlines()[0].split(",")
     X = np.loadtxt(path / "cyto_full_data.csv", delimiter=",", skiprows=1)
@@ -122,10 +123,10 @@ def pooled_data(rc: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """The pooled data (n x d) and true graph (d x d) that the run config describes."""
     c = VerticalData.from_run_config(rc)
     if c.data == "sachs":
-        X, A, _ = sachs(c.data_path or SACHS_DIR)
+        X, A, _ = sachs(c.data_path)
         return X, A
     rng = np.random.default_rng(c.data_seed)
-    A = random_dag(c.d, c.edges, rng)
+    A = random_dag(c.d, c.edges or 4 * c.d, rng)
     return simulate_anm(A, c.n, rng), A
 
 
