@@ -327,6 +327,60 @@ def vfedcd_mean(rows: list[dict]) -> tuple[float, float]:
     return float(np.mean([r["shd"] for r in rows])), float(np.mean([r["f1"] for r in rows]))
 
 
+T3_LABELS = {"framework": "Framework (no CTV, no SDP)", "ctv": "Framework + CTV",
+             "vfedcd": "VFedCD (CTV + SDP)"}
+
+
+def vfedcd_shd(rows: list[dict]) -> str:
+    """``19.8 (17, 31, 20, 18, 13)``: mean SHD and the SHD of each seed."""
+    return f"{vfedcd_mean(rows)[0]:.1f} ({', '.join(str(r['shd']) for r in rows)})"
+
+
+def vfedcd_f1(rows: list[dict]) -> str:
+    """``0.797 +- 0.090``: mean F1 ± population sd over the seeds (as the script prints)."""
+    f = np.array([r["f1"] for r in rows])
+    return f"{f.mean():.3f} +- {f.std():.3f}"
+
+
+def vfedcd_table1() -> str:
+    """VFedCD Table 1 (acceptance 2): SHD and F1 per size and preset, paper beside ours."""
+    vf = importlib.import_module("vfedcd_table1")
+    rows = []
+    for preset, sizes in (("slow", (10, 15, 25)), ("tuned", (10, 15, 25)), ("paper", (15,))):
+        for d in sizes:
+            r = vfedcd_select(d, "vfedcd", preset)
+            shd, f1 = vfedcd_mean(r)
+            p_shd, p_f1 = vf.PAPER[d]
+            if shd > p_shd and f1 < p_f1:
+                verdict = "WORSE"
+            elif f1 < p_f1:
+                verdict = f"F1 WORSE by {p_f1 - f1:.3f}"
+            elif shd > p_shd:
+                verdict = f"SHD WORSE by {shd - p_shd:.1f}"
+            else:
+                verdict = "better on both"
+            b = "**" if preset == "slow" else ""  # the App defaults
+            ours_shd, ours_f1 = vfedcd_shd(r).split(" ", 1), vfedcd_f1(r).split(" ", 1)
+            rows.append([d, preset, f"{b}{ours_shd[0]}{b} {ours_shd[1]}",
+                         f"{b}{ours_f1[0]}{b} {ours_f1[1]}", f"{p_shd:g}",
+                         f"{p_f1:.3f} +- {vf.PAPER_F1_SD[d]:.3f}", verdict])
+    return markdown(["attributes", "preset", "ours SHD", "ours F1", "paper SHD", "paper F1", ""],
+                    rows)
+
+
+def vfedcd_table3_slow() -> str:
+    """VFedCD Table 3 ablation, ``slow`` preset: the three modes, paper SHD / F1 / Corr."""
+    vf = importlib.import_module("vfedcd_table1")
+    corr = importlib.import_module("vfedcd_attack").PAPER_CORR
+    rows = []
+    for mode, label in T3_LABELS.items():
+        r = vfedcd_select(15, mode)
+        nnz = [x["nnz"] for x in r]
+        rows.append([label, vfedcd_shd(r), vfedcd_f1(r), f"{min(nnz)}-{max(nnz)}",
+                     f"{vf.PAPER_T3[mode][0]:g} / {vf.PAPER_T3[mode][1]:.3f} / {corr[mode]:.3f}"])
+    return markdown(["mode", "ours SHD", "ours F1", "edges found", "paper SHD / F1 / Corr"], rows)
+
+
 # ----------------------------------------------------------------------------- headline
 def headline() -> str:
     """RESULTS.md's headline rows of the families beyond FDBNL, from their result files."""
@@ -378,7 +432,7 @@ def headline() -> str:
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
     fdbnl_varying_d, fdbnl_varying_k, benchmark_flower_overhead, fedgc_default, fedcf_default,
-    fediv_table1)}
+    fediv_table1, vfedcd_table1, vfedcd_table3_slow)}
 
 
 # ----------------------------------------------------------------------------- markdown files
