@@ -64,13 +64,15 @@ def data_config(cfg: Mapping[str, Any]) -> DBNData:
     if isinstance(cfg, DBNData):
         return cfg
     if isinstance(cfg.get("heterogeneous"), str):  # node configs arrive as strings
-        cfg = {**cfg, "heterogeneous": _flag(cfg["heterogeneous"])}
+        cfg = {**cfg, "heterogeneous": _flag(cfg["heterogeneous"], "heterogeneous")}
     return DBNData.from_run_config(cfg)
 
 
-def _flag(value: Any) -> bool:
+def _flag(value: Any, key: str) -> bool:
+    """A boolean written as a string (node configs arrive as strings)."""
     if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no", ""):
-        raise ValueError(f"cannot read {value!r} as a boolean")
+        raise ValueError(f"run config {key!r} = {value!r}: expected true or false (allowed: "
+                         "bool, or one of the strings true, false, yes, no, 1, 0)")
     return value.strip().lower() in ("true", "1", "yes")
 
 

@@ -1,0 +1,82 @@
+"""Issue 11, item 6: every bad run-config value that the fault probe found is refused up front,
+through the App's own path (``glue(algorithm).strategy(algorithm, run_config)``, before any node
+is contacted), with a ValueError that names the key, the value and what is allowed.
+
+The run config is the App's declared ``[tool.flwr.app.config]`` with one key changed, exactly
+what ``flwr run --run-config 'key=value'`` hands the ServerApp.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from fedcausal_flwr.app import glue
+
+APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+                          .read_text())["tool"]["flwr"]["app"]["config"]
+ALL = ("fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd")
+DBN = ("fdbnl", "pfdbnl")
+SS = ("fedgc", "fedcf")
+
+# (algorithms that read the key, key, bad value, what the message must say is allowed)
+CASES = [
+    # tracebacks without the key name in the probe
+    (DBN, "lambda-w", "abc", "float >= 0"),
+    (("fediv",), "iv-lr-g", "x", "float > 0"),
+    (DBN, "lags", 0, "int >= 1"),
+    ((*DBN, "vfedcd"), "d", 0, "int >= 1"),
+    (DBN, "heterogeneous", "maybe", "true, false"),
+    (("vfedcd",), "batch", 0, "int >= 1"),
+    (("fediv",), "iv-batch-size", 0, "int >= 1"),
+    (SS, "ss-window", 0, "int >= 1"),
+    (DBN, "lambda-scale", "bogus", "'pooled', 'paper'"),
+    (DBN, "dual-update", "bogus", "'paper', 'code'"),
+    # accepted silently in the probe
+    ((*DBN, "fediv"), "num-rounds", 0, "int >= 1"),
+    ((*DBN, "fediv"), "num-rounds", -5, "int >= 1"),
+    (("vfedcd",), "num-epochs", -1, "int >= 1"),
+    (("vfedcd",), "num-epochs", 0, "int >= 1"),
+    (SS, "ss-epochs", 0, "int >= 1"),
+    (("fediv",), "iv-local-epochs", -1, "int >= 1"),
+    (DBN, "tau-w", -0.1, "float >= 0"),
+    (DBN, "tau-a", -0.1, "float >= 0"),
+    (("vfedcd",), "tau", -0.1, "float >= 0"),
+    (("vfedcd",), "dag-tol", -0.1, "float >= 0"),
+    (DBN, "lambda-w", -0.5, "float >= 0"),
+    (DBN, "lambda-a", -0.5, "float >= 0"),
+    (("pfdbnl",), "mu", -0.5, "float >= 0"),
+    (SS, "ss-lambda-g", -1.0, "float >= 0"),
+    (SS, "ss-lambda-l", -1.0, "float >= 0"),
+    (("fedcf",), "ss-xi", -1.0, "float >= 0"),
+    (("vfedcd",), "lambda1", -1e-3, "float >= 0"),
+    (("vfedcd",), "lambda-b", -1e-3, "float >= 0"),
+    (("vfedcd",), "l2", -1e-3, "float >= 0"),
+    (DBN, "rho1", 0.0, "float > 0"),
+    (DBN, "rho2", 0.0, "float > 0"),
+    (ALL, "min-nodes", 0, "int >= 1"),
+    (ALL, "round-timeout-s", 0.0, "float > 0"),
+    (ALL, "round-timeout-s", -1.0, "float > 0"),
+    (ALL, "node-wait-s", 0.0, "float > 0"),
+]
+
+
+@pytest.mark.parametrize("algorithm,key,value,allowed", [
+    pytest.param(a, key, value, allowed, id=f"{a}-{key}={value}")
+    for algorithms, key, value, allowed in CASES for a in algorithms])
+def test_a_bad_value_is_refused_naming_key_value_and_allowed(algorithm, key, value, allowed):
+    rc = {**APP_CONFIG, "algorithm": algorithm, key: value}
+    with pytest.raises(ValueError) as e:
+        glue(algorithm).strategy(algorithm, rc)
+    msg = str(e.value)
+    assert f"'{key}'" in msg, msg
+    assert repr(value) in msg, msg
+    assert allowed in msg, msg
+
+
+@pytest.mark.parametrize("algorithm", ALL)
+def test_the_declared_app_config_itself_is_accepted(algorithm):
+    """The cases above fail because of their one key, not because the base is wrong."""
+    glue(algorithm).strategy(algorithm, {**APP_CONFIG, "algorithm": algorithm})
