@@ -1,6 +1,7 @@
 """VFedCD through the Message API (in-process Grid): equals the reference loop, relay audit,
 settings sent by the server, a user's own ClientApp, bad input stops the run naming the party
-and reports no graph."""
+and reports no graph, parties refuse what their consent does not cover (secure only by
+default), and whatever crosses the wire unprotected is logged once per run."""
 
 from __future__ import annotations
 
@@ -29,10 +30,15 @@ from fedcausal_flwr.testing import InProcessGrid
 
 APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"]
+# Test-only opt-ins: small keys (the server's insecure-test-keys) and the built-in parties'
+# consent to every backend, mode and key size (run config: the parties of an in-process grid,
+# like those of a Ray simulation, have no node config of their own).
+INSECURE = {"insecure-test-keys": True, "vfedcd-accept-backends": "paillier,paillier-packed,mock",
+            "vfedcd-accept-modes": "vfedcd,ctv,framework", "vfedcd-min-key-bits": 256}
 # the paper's settings (what these tests have always run) on a small data set
 RC = {**VFedCDSettings.paper().run_config(), "algorithm": "vfedcd", "d": 6, "edges": 8,
       "n": 20, "num-epochs": 2, "batch": 8, "he-backend": "mock", "key-bits": 256,
-      "node-wait-s": 5.0, "gamma": 0.5, "seed": 4}
+      "node-wait-s": 5.0, "gamma": 0.5, "seed": 4, **INSECURE}
 
 
 def run(rc: dict, k: int = 3, app=client_app, node_configs=None):
@@ -142,7 +148,7 @@ def faulty_client_app() -> ClientApp:
         if "corrupt" in nc:
             x = x.copy()
             x[0, 0] = np.nan
-        return {"x": x, "columns": cols, "sample_ids": ids}
+        return {"x": x, "columns": cols, "sample_ids": ids, "accept_backends": "mock"}
 
     return register(app, "vfedcd", make)
 
@@ -191,7 +197,10 @@ def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
         "x": xs[context.node_config["partition-id"]],
         "columns": columns[context.node_config["partition-id"]],
         "sample_ids": np.arange(len(tr))})
-    grid = InProcessGrid(app, 3)  # the parties see no run config: the server sends settings
+    # the parties see no run config: the server sends settings; each party's node config
+    # consents to the mock backend
+    grid = InProcessGrid(app, 3, node_configs={i: {"vfedcd-accept-backends": "mock"}
+                                               for i in range(3)})
     strategy = VFedCD(he_backend="mock", batch=8, seed=3)
     result = strategy.start(grid=grid, num_rounds=2)
     assert result.status == "completed" and len(result.history) == 2

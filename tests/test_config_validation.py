@@ -60,6 +60,14 @@ CASES = [
     (ALL, "round-timeout-s", 0.0, "float > 0"),
     (ALL, "round-timeout-s", -1.0, "float > 0"),
     (ALL, "node-wait-s", 0.0, "float > 0"),
+    # item 8: VFedCD's security settings
+    (("vfedcd",), "key-bits", 1024, "int >= 2048"),
+    (("vfedcd",), "key-bits", 128, "int >= 256"),
+    (("vfedcd",), "he-backend", "rsa", "'paillier', 'paillier-packed', 'mock'"),
+    (("vfedcd",), "mode", "plain", "'framework', 'ctv', 'vfedcd'"),
+    (("vfedcd",), "vfedcd-accept-backends", "rsa", "'paillier', 'paillier-packed', 'mock'"),
+    (("vfedcd",), "vfedcd-accept-modes", "plain", "'framework', 'ctv', 'vfedcd'"),
+    (("vfedcd",), "vfedcd-min-key-bits", 128, "int >= 256"),
 ]
 
 

@@ -15,8 +15,12 @@ from fedcausal_flwr.results import load_result
 
 pytestmark = pytest.mark.e2e
 
+# Test-only opt-ins: 256-bit keys, and the parties' consent to mock and test keys. The App's
+# parties take consent keys their node config lacks from the run config (the submitter's
+# consent, logged as such): a Ray simulation has no per-node config to carry it.
 RC = {"algorithm": "vfedcd", "d": 4, "edges": 4, "batch": 8, "key-bits": 256,
-      "node-wait-s": 60.0, "gamma": 0.5, "seed": 2}
+      "insecure-test-keys": True, "vfedcd-accept-backends": "paillier,paillier-packed,mock",
+      "vfedcd-min-key-bits": 256, "node-wait-s": 60.0, "gamma": 0.5, "seed": 2}
 
 
 def check_against_reference(result: dict, k: int) -> None:

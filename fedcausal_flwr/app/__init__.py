@@ -8,6 +8,8 @@ One glue module per algorithm family (``app/dbn.py``, ``app/statespace.py``, ``a
   only when the truth of the configured built-in data set is known;
 - ``client(algorithm, context)``: this node's client on the configured built-in data;
 - ``DATA_CLASSES``: ``{algorithm: the Settings class of its built-in data keys}``;
+- optionally ``CLIENT_CLASSES``: ``{algorithm: the Settings class of the run-config keys its
+  client reads}`` (VFedCD's party consent);
 - optionally ``truth(algorithm, run_config)`` (matrices for the learned-vs-true PNG) and
   ``save_plots(algorithm, run_config, result, out)`` (the family's own figures).
 """
@@ -59,13 +61,19 @@ def data_class(algorithm: str) -> type:
     return glue(algorithm).DATA_CLASSES[algorithm]
 
 
+def client_classes(algorithm: str) -> list[type]:
+    """The classes of the run-config keys ``algorithm``'s client glue reads (may be none)."""
+    cls = getattr(glue(algorithm), "CLIENT_CLASSES", {}).get(algorithm)
+    return [cls] if cls is not None else []
+
+
 def drift(algorithm: str, app_config: Mapping[str, Any]) -> list[str]:
     """Where the App's declared run config disagrees with the defaults of ``algorithm``'s
     settings class (every key must be declared) or data class (declared keys must agree; the
     state-space family's model-specific data keys travel in a JSON file instead)."""
     out = []
     for cls, must in ((settings_class(algorithm), True), (data_class(algorithm), False),
-                      (AppConfig, True)):
+                      (AppConfig, True), *((c, True) for c in client_classes(algorithm))):
         for key, value in cls().run_config().items():
             if key not in app_config:
                 if must:
@@ -78,5 +86,6 @@ def drift(algorithm: str, app_config: Mapping[str, Any]) -> list[str]:
 
 def owners(key: str) -> list[str]:
     """The classes whose field ``key`` is, over every algorithm (for orphan checks)."""
-    classes = {AppConfig} | {c for a in FAMILIES for c in (settings_class(a), data_class(a))}
+    classes = {AppConfig} | {c for a in FAMILIES for c in (settings_class(a), data_class(a),
+                                                           *client_classes(a))}
     return sorted(c.__name__ for c in classes if key in c.keys())

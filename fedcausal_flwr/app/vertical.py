@@ -3,6 +3,15 @@
 The model settings are :class:`~fedcausal_flwr.core.vfedcd.VFedCDSettings`, the data keys
 :class:`~fedcausal_flwr.data.vertical.VerticalData`; both are validated here, before any node
 is contacted. The parties get their settings from the server, not from the run config.
+
+Consent (:class:`~fedcausal_flwr.core.vfedcd.PartyConsent`): each built-in party accepts what
+its node config's ``vfedcd-accept-*`` / ``vfedcd-min-key-bits`` keys say; a key its node config
+lacks is taken from the run config's key of the same name (declared with the secure defaults).
+A Ray simulation gives nodes no node config of their own, so this is how the App's simulations
+and tests opt in to ``mock``, the plain modes or test keys: that consent is the run submitter's,
+not the party's, and each party's WARNING log line says so. The built-in parties' data come
+from the run config too; a party with data of its own runs its own ClientApp
+(:func:`fedcausal_flwr.clients.register`), where the run config is never consulted.
 """
 
 from __future__ import annotations
@@ -14,12 +23,14 @@ import numpy as np
 from flwr.app import Context
 
 from fedcausal_flwr.clients.base import client_class
-from fedcausal_flwr.core.vfedcd import VFedCDSettings
+from fedcausal_flwr.core.vfedcd import PartyConsent, VFedCDSettings
 from fedcausal_flwr.data.vertical import VerticalData
 
 __all__ = ["client", "evaluator", "strategy", "truth"]
 
 DATA_CLASSES = {"vfedcd": VerticalData}
+CLIENT_CLASSES = {"vfedcd": PartyConsent}
+"""``{algorithm: the Settings class of the run-config keys this glue's client reads}``."""
 
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
@@ -28,6 +39,7 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
 
     s = VFedCDSettings.from_run_config(rc)
     VerticalData.from_run_config(rc)  # a bad data key fails here too, not on the parties
+    PartyConsent.from_run_config(rc)  # and a bad consent key
     return VFedCD(s, evaluate_fn=evaluator(rc))
 
 
@@ -41,8 +53,13 @@ def client(algorithm: str, context: Context):
         x, _, cols = party_data(context.run_config, pid, k)
     except ValueError as e:
         raise ValueError(f"party {pid}: {e}") from e
+    consent = PartyConsent.from_run_config(context.run_config)
     return client_class(algorithm).from_context(
-        context, {"x": x, "columns": cols, "sample_ids": np.arange(len(x))})
+        context, {"x": x, "columns": cols, "sample_ids": np.arange(len(x)),
+                  "accept_backends": consent.backends, "accept_modes": consent.modes,
+                  "min_key_bits": consent.min_key_bits,
+                  "consent_from": "the run config (the run submitter's consent, not this "
+                                  "party's node config)"})
 
 
 def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001

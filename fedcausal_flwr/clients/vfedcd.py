@@ -13,20 +13,33 @@ A user's ClientApp is one call plus the party's data::
 
     register(app, "vfedcd", lambda context: {"x": my_columns, "columns": my_column_ids,
                                              "sample_ids": my_sample_ids})
+
+Consent: a party accepts only what its :class:`~fedcausal_flwr.core.vfedcd.PartyConsent`
+allows, secure only by default (Paillier backends, mode "vfedcd", keys >= 2048 bits). The
+node config keys ``vfedcd-accept-backends``, ``vfedcd-accept-modes`` and
+``vfedcd-min-key-bits`` (set by whoever runs the SuperNode) widen or narrow it and win over
+the constructor arguments ``accept_backends``, ``accept_modes`` and ``min_key_bits`` (set by
+the ClientApp's code, e.g. in ``register``'s ``make``). A server that asks for more is refused
+in the first phase, before a key is made or anything is sent, with an error naming the party,
+what was asked and what it accepts. Whatever would cross the wire unprotected in an accepted
+run is logged once per run as a WARNING.
 """
 
 from __future__ import annotations
 
 import hashlib
 import pickle
+from collections.abc import Sequence
+from logging import WARNING
 from typing import Any
 
 import numpy as np
 from flwr.app import ConfigRecord, Context
+from flwr.common.logger import log
 
 from fedcausal_flwr.clients.base import CausalClient, Fit
 from fedcausal_flwr.core import vfedcd as core
-from fedcausal_flwr.core.vfedcd import VFedCDSettings
+from fedcausal_flwr.core.vfedcd import PartyConsent, VFedCDSettings
 from fedcausal_flwr.data.vertical import checked_party
 from fedcausal_flwr.secure import dispatch
 from fedcausal_flwr.secure.shares import Mock
@@ -52,7 +65,15 @@ class VFedCDClient(CausalClient):
     sample_ids : array of int
         Id of each row; every party must hold the same ids in the same order.
     context : Context, optional
-        The node's context, whose ``state`` keeps the protocol state between messages.
+        The node's context, whose ``state`` keeps the protocol state between messages; its
+        ``node_config`` consent keys win over the arguments below.
+    accept_backends, accept_modes : str or sequence of str, optional
+        HE backends and modes this party accepts (default: "paillier,paillier-packed" and
+        "vfedcd", secure only).
+    min_key_bits : int, optional
+        Smallest Paillier key this party accepts (default 2048).
+    consent_from : str
+        Who gave the arguments above, for the log (the App's glue passes the run config).
     """
 
     phases = {f"vfedcd_{p}": p for p in ("keys", "setup", "forward", "share", "decode",
@@ -61,8 +82,15 @@ class VFedCDClient(CausalClient):
 
     def __init__(self, x: np.ndarray, columns: np.ndarray, sample_ids: np.ndarray,
                  partition_id: int = 0, num_partitions: int = 1,
-                 context: Context | None = None) -> None:
+                 context: Context | None = None,
+                 accept_backends: str | Sequence[str] | None = None,
+                 accept_modes: str | Sequence[str] | None = None,
+                 min_key_bits: int | None = None,
+                 consent_from: str = "the ClientApp's arguments") -> None:
         self.who = f"party {partition_id}"
+        self.consent, self.consent_from = self._consent(
+            {"vfedcd-accept-backends": accept_backends, "vfedcd-accept-modes": accept_modes,
+             "vfedcd-min-key-bits": min_key_bits}, consent_from, context)
         self.x = checked_party(x, self.who)
         self.columns = np.asarray(columns, dtype=int)
         if len(self.columns) != self.x.shape[1]:
@@ -77,6 +105,39 @@ class VFedCDClient(CausalClient):
         if context is not None and STATE_KEY in context.state.config_records:
             self._state = pickle.loads(context.state[STATE_KEY]["blob"])
 
+    def _consent(self, given: dict[str, Any], source: str, context: Context | None
+                 ) -> tuple[PartyConsent, dict[str, str]]:
+        """The consent from the arguments, the node config winning; who gave each key."""
+        values = {k: ",".join(v) if isinstance(v, (list, tuple)) else v
+                  for k, v in given.items() if v is not None}
+        sources = dict.fromkeys(values, source)
+        node = context.node_config if context is not None else {}
+        for key in PartyConsent.keys():
+            if key in node:
+                values[key] = node[key]
+                sources[key] = "node config"
+        if isinstance(values.get("vfedcd-min-key-bits"), str) and \
+                values["vfedcd-min-key-bits"].strip().isdigit():
+            values["vfedcd-min-key-bits"] = int(values["vfedcd-min-key-bits"])
+        try:
+            consent = PartyConsent.from_run_config(values)
+        except ValueError as e:
+            where = ", ".join(f"{k} from {v}" for k, v in sources.items())
+            raise ValueError(f"{self.who}: bad consent setting ({where}): {e}") from e
+        return consent, {k: sources.get(k, "the secure default") for k in PartyConsent.keys()}
+
+    def _accept(self, s: VFedCDSettings) -> None:
+        """Refuse what this party's consent does not allow; log, once per run (the first
+        phase), what will cross the wire unprotected and whose consent allowed it."""
+        self.consent.check(s, self.who)
+        exposed = s.exposure()
+        if exposed:
+            key = ("vfedcd-accept-modes" if not s.secure else "vfedcd-accept-backends"
+                   if s.he_backend == "mock" else "vfedcd-min-key-bits")
+            for line in exposed:
+                log(WARNING, "%s: %s (accepted by %r from %s)", self.who, line, key,
+                    self.consent_from[key])
+
     @classmethod
     def context_arguments(cls, context: Context) -> dict[str, Any]:
         """The node's context: the protocol state lives in ``context.state``."""
@@ -86,7 +147,8 @@ class VFedCDClient(CausalClient):
         """Who this party is: sample count and digest, its column ids (no data)."""
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
                 "n": int(len(self.x)), "samples": sample_digest(self.ids),
-                "columns": ",".join(str(c) for c in self.columns)}
+                "columns": ",".join(str(c) for c in self.columns),
+                **self.consent.as_properties()}
 
     # ---- state ------------------------------------------------------------------------
     def _settings(self, config: dict[str, Any]) -> VFedCDSettings:
@@ -139,6 +201,7 @@ class VFedCDClient(CausalClient):
     def keys(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_keys``: the shared settings in; a fresh public key out."""
         s = VFedCDSettings.from_party_config(config)
+        self._accept(s)
         backend = self._backend(s)
         pk, sk = backend.keypair()
         self._state = {"settings": s, "keys": (pk, sk)}
@@ -202,6 +265,7 @@ class VFedCDClient(CausalClient):
     def plain_setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_plain_setup``: the shared settings in; graph fragments out."""
         s = VFedCDSettings.from_party_config(config)
+        self._accept(s)
         me, sizes = self._setup_sizes(config)
         party = dispatch.PlainParty(me, self.x, sizes, s)
         self._state = {"settings": s, "party": party}

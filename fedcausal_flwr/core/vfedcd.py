@@ -29,7 +29,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from fedcausal_flwr.settings import RunSettings, setting
+from fedcausal_flwr.settings import RunSettings, Settings, setting
 
 Fragments = list[list[list[np.ndarray | None]]]  # F[holder][source][target]
 MODES = ("framework", "ctv", "vfedcd")
@@ -53,9 +53,12 @@ class VFedCDSettings(RunSettings):
     ``sigma_phi``: scale of the backward mask phi; ``frac``: fixed-point fraction bits;
     ``dp_b``: Laplace scale of each party's noise on its graph fragments (the paper's DP
     variant, 0: off). ``he_backend``/``key_bits``: the parties' homomorphic encryption
-    ("paillier", "paillier-packed" or "mock": same shares, no encryption; keys under 2048 bits
-    for tests only). ``seed``: every seeded draw (initialisation, batches, masks, splits).
-    The server sends the parties' fields (:data:`PARTY_KEYS`) with the setup phase.
+    ("paillier", "paillier-packed" or "mock": same shares, no encryption, the relay reads
+    them). Keys below :data:`MIN_KEY_BITS` are refused unless ``insecure_test_keys`` (run
+    config ``insecure-test-keys``, for tests only) allows them (down to 256 bits).
+    ``seed``: every seeded draw (initialisation, batches, masks, splits).
+    The server sends the parties' fields (:data:`PARTY_KEYS`) with the setup phase; each
+    party accepts them only within its own :class:`PartyConsent`.
     """
 
     epochs: int = setting(700, "num-epochs", ge=1)
@@ -80,7 +83,16 @@ class VFedCDSettings(RunSettings):
     he_backend: str = setting("paillier", "he-backend",
                               choices=("paillier", "paillier-packed", "mock"))
     key_bits: int = setting(2048, "key-bits", ge=256)
+    insecure_test_keys: bool = setting(False, "insecure-test-keys")
     seed: int = setting(0, "seed")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.key_bits < MIN_KEY_BITS and not self.insecure_test_keys:
+            raise ValueError(
+                f"run config 'key-bits' = {self.key_bits}: Paillier keys below {MIN_KEY_BITS} "
+                f"bits are refused (allowed: int >= {MIN_KEY_BITS}; int >= 256 only with "
+                "'insecure-test-keys' = true, for tests)")
 
     @classmethod
     def paper(cls, **changes: Any) -> Self:
@@ -113,13 +125,114 @@ class VFedCDSettings(RunSettings):
         return cls.from_run_config({k: config[k] for k in PARTY_KEYS})
 
 
+    def exposure(self) -> list[str]:
+        """What would cross the wire unprotected under these settings (empty: nothing)."""
+        out = []
+        if not self.secure:
+            out.append(f"mode {self.mode!r} runs the plain framework: every party's features "
+                       "H_kt = x^k W_kt and their gradients travel in the clear through the "
+                       "relay (the ServerApp)")
+        elif self.he_backend == "mock":
+            out.append("he-backend 'mock' encrypts nothing: the relay (the ServerApp) reads "
+                       "the parties' fixed-point plaintext fragments and feature gradients")
+        elif self.key_bits < MIN_KEY_BITS:
+            out.append(f"key-bits {self.key_bits} < {MIN_KEY_BITS}: test-only Paillier keys "
+                       "that can be factored; treat every ciphertext as readable")
+        return out
+
+
+MIN_KEY_BITS = 2048
+"""Smallest Paillier modulus accepted outside tests (``insecure-test-keys``)."""
+
+SECURE_BACKENDS: tuple[str, ...] = ("paillier", "paillier-packed")
+BACKENDS: tuple[str, ...] = (*SECURE_BACKENDS, "mock")
+
+
+@dataclass(frozen=True)
+class PartyConsent(Settings):
+    """What one party accepts from the server: HE backends, modes and the smallest key.
+
+    Secure only by default: Paillier backends, mode "vfedcd", keys of at least
+    :data:`MIN_KEY_BITS` bits. A party states wider consent in its node config (keys below),
+    or its own ClientApp passes it to :class:`~fedcausal_flwr.clients.vfedcd.VFedCDClient`;
+    a server that asks for more is refused by :meth:`check` before the party makes a key or
+    sends anything. ``backends`` and ``modes`` are comma-separated lists.
+    """
+
+    backends: str = setting(",".join(SECURE_BACKENDS), "vfedcd-accept-backends")
+    modes: str = setting("vfedcd", "vfedcd-accept-modes")
+    min_key_bits: int = setting(MIN_KEY_BITS, "vfedcd-min-key-bits", ge=256)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for key, known in (("vfedcd-accept-backends", BACKENDS), ("vfedcd-accept-modes", MODES)):
+            value = getattr(self, self.keys()[key])
+            bad = [v for v in _items(value) if v not in known]
+            if bad or not _items(value):
+                raise ValueError(f"{key!r} = {value!r}: "
+                                 f"{'unknown ' + ', '.join(map(repr, bad)) if bad else 'empty'}"
+                                 f" (allowed: comma-separated names among "
+                                 f"{', '.join(map(repr, known))})")
+
+    @property
+    def accepted_backends(self) -> tuple[str, ...]:
+        """The backends, as a tuple."""
+        return _items(self.backends)
+
+    @property
+    def accepted_modes(self) -> tuple[str, ...]:
+        """The modes, as a tuple."""
+        return _items(self.modes)
+
+    def refusals(self, s: VFedCDSettings) -> list[str]:
+        """Why these settings are refused, one line per reason (empty: accepted).
+
+        The backend and key size matter only under the secure dispatch (the plain modes use
+        no encryption); the mode always.
+        """
+        out = []
+        if s.mode not in self.accepted_modes:
+            out.append(f"mode {s.mode!r} is not among the accepted modes {self.modes!r} "
+                       "('vfedcd-accept-modes')")
+        if s.secure and s.he_backend not in self.accepted_backends:
+            out.append(f"he-backend {s.he_backend!r} is not among the accepted backends "
+                       f"{self.backends!r} ('vfedcd-accept-backends')")
+        if s.secure and s.he_backend != "mock" and s.key_bits < self.min_key_bits:
+            out.append(f"key-bits {s.key_bits} is below the accepted minimum "
+                       f"{self.min_key_bits} ('vfedcd-min-key-bits')")
+        return out
+
+    def check(self, s: VFedCDSettings, who: str) -> None:
+        """Raise a ValueError naming ``who``, what was asked and what is accepted."""
+        why = self.refusals(s)
+        if why:
+            raise ValueError(f"{who} refuses the server's settings: {'; '.join(why)}")
+
+    def as_properties(self) -> dict[str, Any]:
+        """This consent as ``query.info`` properties, so a server can tell before it asks."""
+        return {"accept-backends": self.backends, "accept-modes": self.modes,
+                "min-key-bits": self.min_key_bits}
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> Self | None:
+        """The consent a party reported (None: it reported none)."""
+        if not all(k in props for k in ("accept-backends", "accept-modes", "min-key-bits")):
+            return None
+        return cls(backends=str(props["accept-backends"]), modes=str(props["accept-modes"]),
+                   min_key_bits=int(props["min-key-bits"]))
+
+
+def _items(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in str(value).split(",") if v.strip())
+
+
 PAPER: dict[str, Any] = {"epochs": 500, "lambda1": 5e-3, "gamma": 0.006, "tau": 0.1,
                          "l2": 0.0, "loss": "mse"}
 """Fields where the paper's values (:meth:`VFedCDSettings.paper`) differ from the App's."""
 
 PARTY_KEYS: tuple[str, ...] = (
     "batch", "lr", "lambda1", "hidden", "decoder-layers", "sigma-phi", "frac-bits", "dp-b",
-    "l2", "loss", "mode", "he-backend", "key-bits", "seed")
+    "l2", "loss", "mode", "he-backend", "key-bits", "insecure-test-keys", "seed")
 """Run-config keys of the settings the parties use (the rest is the CTV's: epochs, gamma,
 tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round settings)."""
 

@@ -13,6 +13,13 @@ In the ablation modes "framework" and "ctv" (Table 3) three plain phases run per
 (``train.vfedcd_plain_forward/decode/update``): features ``H_kt`` and their gradients travel
 in the clear through the relay, as the paper's plain framework sends them party to party.
 
+Consent: every party checks the settings against its own
+:class:`~fedcausal_flwr.core.vfedcd.PartyConsent` (secure only by default) and refuses the
+first phase otherwise; parties report their consent at discovery, so a run that some party
+would refuse stops before any key is made, naming every refusing party. Whatever crosses the
+wire unprotected (the ``mock`` backend, the plain modes, test-only keys) is logged as a WARNING
+once per run.
+
 One round is one epoch; ``start(num_rounds=...)`` bounds the epochs (default: the settings'
 ``epochs``). Settings and their defaults: :class:`~fedcausal_flwr.core.vfedcd.VFedCDSettings`.
 """
@@ -22,13 +29,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
+from logging import WARNING
 from typing import Any
 
 import numpy as np
+from flwr.common.logger import log
 from flwr.serverapp import Grid
 
 from fedcausal_flwr.core import vfedcd as core
-from fedcausal_flwr.core.vfedcd import VFedCDSettings
+from fedcausal_flwr.core.vfedcd import PartyConsent, VFedCDSettings
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.secure import dispatch
 from fedcausal_flwr.secure.shares import backend as he_codec
@@ -74,8 +83,15 @@ class VFedCD(CausalStrategy):
         return {k: Counter(i.props.get(k) for i in infos).most_common(1)[0][0]
                 for k in ("n", "samples")}
 
+    def summary(self) -> None:
+        """The settings, and a WARNING for whatever would cross the wire unprotected."""
+        super().summary()
+        for line in self.settings.exposure():
+            log(WARNING, "%s: %s", type(self).__name__, line)
+
     def discover(self, grid: Grid) -> dict[int, NodeInfo]:
-        """Base discovery, then: every party present, columns disjoint."""
+        """Base discovery, then: every party present, columns disjoint, every party's
+        reported consent covers the settings."""
         try:
             nodes = super().discover(grid)
         except TooFewReplies as e:
@@ -94,6 +110,18 @@ class VFedCD(CausalStrategy):
                     raise ProtocolStopped(f"attribute {c} is held by party {seen[int(c)]} and "
                                           f"party {cid}; parties must hold disjoint attributes")
                 seen[int(c)] = cid
+        refused = []
+        for cid, info in sorted(nodes.items()):
+            try:
+                consent = PartyConsent.from_properties(info.props)
+            except ValueError:
+                consent = None  # the party checks for itself in the first phase
+            why = consent.refusals(self.settings) if consent is not None else []
+            if why:
+                refused.append(f"party {cid} refuses: {'; '.join(why)}")
+        if refused:
+            raise ProtocolStopped(f"{'; '.join(refused)} (each party's node config states what "
+                                  "it accepts)")
         return nodes
 
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
