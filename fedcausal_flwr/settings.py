@@ -148,3 +148,7 @@ class RunSettings(Settings):
     min_nodes: int = setting(2, "min-nodes", ge=1)
     node_wait_s: float = setting(60.0, "node-wait-s", gt=0)
     timeout_s: float = setting(600.0, "round-timeout-s", gt=0)
+    grace_s: float = setting(30.0, "node-grace-s", gt=0,
+                             doc="the wait for a node that stopped answering and came back, "
+                                 "and for a new SuperNode's query.info between rounds "
+                                 "(at most round-timeout-s)")

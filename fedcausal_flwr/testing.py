@@ -4,6 +4,12 @@ Each node gets its own :class:`flwr.app.Context` (``partition-id``, ``num-partit
 persistent ``state``), exactly as in a simulation. Every message in both directions is kept in
 ``sent`` and ``received`` so tests can audit what crosses the wire. Unlike a real SuperLink it
 does not serialise messages.
+
+Faults of nodes, as a real SuperLink shows them: :meth:`InProcessGrid.restart_node` replaces a
+partition's node by a new node id with a fresh ``state`` (a restarted SuperNode);
+:meth:`InProcessGrid.hang` keeps a node's messages unanswered until
+:meth:`InProcessGrid.wake` answers them late; a message to a node id that is not registered
+is refused (``None`` in place of its message id).
 """
 
 from __future__ import annotations
@@ -40,16 +46,60 @@ class InProcessGrid(Grid):
         TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 1
         self.client_app = client_app
         self.run_config = dict(run_config or {})
-        self.contexts = {
-            1000 + i: Context(run_id=1, node_id=1000 + i, state=RecordDict(),
-                              node_config={"partition-id": i, "num-partitions": num_nodes,
-                                           **dict((node_configs or {}).get(i, {}))},
-                              run_config=self.run_config)
-            for i in range(num_nodes)}
+        self.node_configs = {i: {"partition-id": i, "num-partitions": num_nodes,
+                                 **dict((node_configs or {}).get(i, {}))}
+                             for i in range(num_nodes)}
+        self.contexts: dict[int, Context] = {}
+        self._next_id = 1000
+        for i in range(num_nodes):
+            self.add_node(i)
         self.sent: list[Message] = []
         self.received: list[Message] = []
         self._replies: dict[str, Message] = {}
+        self._hung: dict[int, list[Message]] = {}
         self._run = None
+
+    # ---- node faults ------------------------------------------------------------------
+    def node_id(self, partition_id: int) -> int:
+        """The registered node id of ``partition_id`` (the newest, if several)."""
+        ids = [n for n, c in self.contexts.items()
+               if c.node_config["partition-id"] == partition_id]
+        if not ids:
+            raise KeyError(f"no node holds partition {partition_id}")
+        return ids[-1]
+
+    def add_node(self, partition_id: int, node_config: Mapping[str, Any] | None = None) -> int:
+        """Register a new node (new id, empty ``state``) for ``partition_id``; its node id.
+
+        Its node config is the partition's (given at construction) updated by
+        ``node_config``.
+        """
+        node, self._next_id = self._next_id, self._next_id + 1  # 1000 + i at construction
+        cfg = {**self.node_configs.get(partition_id, {"partition-id": partition_id}),
+               **dict(node_config or {})}
+        self.contexts[node] = Context(run_id=1, node_id=node, state=RecordDict(),
+                                      node_config=cfg, run_config=self.run_config)
+        return node
+
+    def remove_node(self, node_id: int) -> None:
+        """Unregister ``node_id``: its messages get no reply, new ones are refused."""
+        del self.contexts[node_id]
+        self._hung.pop(node_id, None)
+
+    def restart_node(self, partition_id: int) -> int:
+        """A restarted SuperNode: the partition's node leaves, a new node id with the same
+        partition id and a fresh ``state`` joins. Returns the new node id."""
+        self.remove_node(self.node_id(partition_id))
+        return self.add_node(partition_id)
+
+    def hang(self, node_id: int) -> None:
+        """Keep every message to ``node_id`` unanswered (a hung node) until :meth:`wake`."""
+        self._hung.setdefault(node_id, [])
+
+    def wake(self, node_id: int) -> None:
+        """Answer the messages kept by :meth:`hang` now (late), and the next ones at once."""
+        for m in self._hung.pop(node_id, []):
+            self._deliver(m)
 
     def set_run(self, run_id: int) -> None:  # noqa: D102
         self._run = run_id
@@ -66,20 +116,34 @@ class InProcessGrid(Grid):
     def get_node_ids(self) -> list[int]:  # noqa: D102
         return list(self.contexts)
 
-    def push_messages(self, messages: Iterable[Message]) -> list[str]:
-        """Deliver each message to its node now; a raising client yields an error reply."""
-        ids = []
+    def push_messages(self, messages: Iterable[Message]) -> list[str | None]:
+        """Deliver each message to its node now; a raising client yields an error reply.
+
+        A message to an unregistered node id is refused (``None``), as by a SuperLink; one
+        to a hung node waits for :meth:`wake`.
+        """
+        ids: list[str | None] = []
         for m in messages:
             m.metadata.__dict__["_message_id"] = m.object_id
+            node = m.metadata.dst_node_id
+            if node not in self.contexts:
+                ids.append(None)
+                continue
             self.sent.append(m)
-            try:
-                r = self.client_app(m, self.contexts[m.metadata.dst_node_id])
-            except Exception:  # noqa: BLE001 - becomes an error reply, as on a SuperNode
-                r = Message(Error(code=0, reason=traceback.format_exc()), reply_to=m)
-            self.received.append(r)
-            self._replies[m.metadata.message_id] = r
+            if node in self._hung:
+                self._hung[node].append(m)
+            else:
+                self._deliver(m)
             ids.append(m.metadata.message_id)
         return ids
+
+    def _deliver(self, m: Message) -> None:
+        try:
+            r = self.client_app(m, self.contexts[m.metadata.dst_node_id])
+        except Exception:  # noqa: BLE001 - becomes an error reply, as on a SuperNode
+            r = Message(Error(code=0, reason=traceback.format_exc()), reply_to=m)
+        self.received.append(r)
+        self._replies[m.metadata.message_id] = r
 
     def pull_messages(self, message_ids: Iterable[str]) -> list[Message]:
         """The replies to ``message_ids`` that have not been pulled yet."""

@@ -7,6 +7,16 @@ owns every round: bytes, timing, evaluation, progress lines, checkpoints and sta
 with one exchange per round only fills in the round hooks (``setup``, ``payload``,
 ``reply_shapes``, ``aggregate``, ``record``, ``estimates``, ``done``); a multi-phase protocol
 overrides :meth:`run_rounds` and calls :meth:`exchange` once per phase inside ``rounds()``.
+
+Nodes come and go. A node that does not answer within the reply timeout is *unresponsive*:
+that costs the timeout once, and later messages to it are not sent (each exchange drops it,
+named) until it answers a message the server stopped waiting for, or comes back to the
+SuperLink; then its next message is waited for only ``grace_s`` (``node-grace-s``), and an
+answer makes it live again. Between rounds (:meth:`refresh_nodes`) a client whose node left
+the SuperLink or stopped answering is looked for among new node ids: a restarted SuperNode
+(new node id, same ``partition-id`` and properties) takes the client's place, and the
+server-held state (kept by partition id) carries on. A protocol that keeps state on the node
+(``rejoinable = False``) stops instead, naming the client.
 """
 
 from __future__ import annotations
@@ -20,7 +30,8 @@ from logging import ERROR, INFO, WARNING
 from typing import Any, ClassVar
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Error, Message, RecordDict
+from flwr.common.constant import ErrorCode
 from flwr.common.logger import log
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
@@ -51,6 +62,32 @@ class NodeInfo:
     cid: int
     num_partitions: int
     props: dict[str, Any]
+
+
+def parse_info(node: int, reply: Message | None, timeout: float) -> NodeInfo | str:
+    """A node's ``query.info`` reply as :class:`NodeInfo`, or why it is unusable.
+
+    The reply must carry a ``properties`` record with an integer ``partition-id`` >= 0 (and,
+    if present, an integer ``num-partitions`` >= 0).
+    """
+    if reply is None:
+        return f"no reply to query.info in {timeout:g}s"
+    if reply.has_error():
+        return f"error reply to query.info: {_last_line(reply.error.reason)}"
+    if "properties" not in reply.content.config_records:
+        return ("query.info reply without a 'properties' record (has "
+                f"{sorted(reply.content.keys()) or 'nothing'})")
+    props = dict(reply.content["properties"])
+    for key, needed in (("partition-id", True), ("num-partitions", False)):
+        v = props.get(key)
+        if v is None and not needed:
+            continue
+        if v is None:
+            return "query.info reply without 'partition-id'"
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            return f"query.info reply has {key} = {v!r}, not an integer >= 0"
+    return NodeInfo(node, int(props["partition-id"]), int(props.get("num-partitions", 0)),
+                    props)
 
 
 def array_bytes(arrays: Iterable[np.ndarray]) -> int:
@@ -117,6 +154,11 @@ class CausalStrategy(Strategy):
 
     algorithm = "base"
     settings_class: ClassVar[type[RunSettings]] = RunSettings
+    #: Whether a restarted SuperNode may take its client's place mid-run: True when every
+    #: piece of protocol state lives on the server (by partition id), so the new node loses
+    #: nothing; False when clients keep state in ``context.state`` (the run then stops,
+    #: naming the client, when one leaves).
+    rejoinable: ClassVar[bool] = True
     progress_keys: tuple[str, ...] = ("n_clients", "dropped", "seconds")
     round_label = "round"
 
@@ -147,6 +189,11 @@ class CausalStrategy(Strategy):
         self._accepted = 0
         self._max_rounds: int | None = None
         self._timeout: float | None = None
+        self._grid: Grid | None = None
+        self._unresponsive: dict[int, str] = {}  # node id -> since when and why, in words
+        self._probation: set[int] = set()  # node ids waited for only grace_s
+        self._late: dict[str, tuple[int, str]] = {}  # message id -> (node id, message type)
+        self._known: set[int] = set()  # node ids asked query.info (never asked twice)
 
     @property
     def min_nodes(self) -> int:
@@ -162,6 +209,11 @@ class CausalStrategy(Strategy):
     def timeout_s(self) -> float:
         """Reply timeout of one exchange (``start(timeout=...)`` overrides the settings')."""
         return self.settings.timeout_s if self._timeout is None else self._timeout
+
+    @property
+    def grace_s(self) -> float:
+        """Wait for a node on probation or a new SuperNode (at most :attr:`timeout_s`)."""
+        return min(self.settings.grace_s, self.timeout_s)
 
     # Flower's FedAvg-style hooks are not used: the protocol runs in start().
     def configure_train(self, server_round, arrays, config, grid):  # noqa: D102
@@ -251,18 +303,96 @@ class CausalStrategy(Strategy):
         return {r.metadata.src_node_id: r for r in self._send_and_receive(grid, messages)}
 
     def _send_and_receive(self, grid: Grid, messages: list[Message]) -> list[Message]:
-        """Push, then pull with a short, growing interval (Flower's own loop sleeps 3 s)."""
-        pending = {i for i in grid.push_messages(messages) if i}
-        replies: list[Message] = []
-        deadline, wait = time.time() + self.timeout_s, 0.002
-        while pending and time.time() < deadline:
-            got = list(grid.pull_messages(pending))
-            replies += got
-            pending -= {r.metadata.reply_to_message_id for r in got}
-            if pending:
-                time.sleep(wait)
+        """Push, then pull with a short, growing interval (Flower's own loop sleeps 3 s).
+
+        Node health (see the module docstring): a message to an unresponsive node is not
+        pushed and gets an error reply saying so; a node on probation (and a new node asked
+        ``query.info``) is waited for ``grace_s``, every other node ``timeout_s``. A node whose
+        wait runs out becomes unresponsive and the message stays in :attr:`_late`, so a late
+        answer is noticed between rounds. The SuperLink's own error replies (node
+        unavailable) come back as replies of the node they were meant for.
+        """
+        out: list[Message] = []
+        send: list[Message] = []
+        for m in messages:
+            node = m.metadata.dst_node_id
+            if node in self._unresponsive and node not in self._probation:
+                out.append(self._error_reply(m, f"not sent: {self._unresponsive[node]}; "
+                                                "waiting for it to answer or rejoin"))
+                arrays = m.content.array_records.get("arrays")
+                self._bytes["down"] -= array_bytes(arrays.to_numpy_ndarrays() if arrays else [])
+            else:
+                send.append(m)
+        if not send:
+            return out
+        ids = list(grid.push_messages(send))
+        if len(ids) != len(send):  # e.g. HttpGrid: payload too large, nothing pushed
+            ids = [None] * len(send)
+        t0 = time.time()
+        sent: dict[str, Message] = {}
+        deadline: dict[str, float] = {}
+        for m, mid in zip(send, ids, strict=True):
+            node = m.metadata.dst_node_id
+            if not mid:
+                out.append(self._error_reply(m, "the SuperLink did not take the message "
+                                                f"(node {node} not registered?)"))
+                self._unresponsive.setdefault(node, f"refused by the SuperLink in round "
+                                                    f"{self._round}")
+                continue
+            sent[mid] = m
+            deadline[mid] = t0 + (self.grace_s if node in self._probation else self.timeout_s)
+        wait = 0.002
+        while deadline:
+            for r in grid.pull_messages(list(deadline)):
+                mid = r.metadata.reply_to_message_id
+                if mid in deadline:
+                    del deadline[mid]
+                    out.append(self._take_reply(sent[mid], r))
+            now = time.time()
+            for mid in [i for i, t in deadline.items() if t <= now]:
+                del deadline[mid]
+                self._timed_out(sent[mid], now - t0)
+            if deadline:
+                time.sleep(max(0.0, min(wait, min(deadline.values()) - now)))
                 wait = min(1.5 * wait, 0.2)
-        return replies
+        return out
+
+    def _take_reply(self, msg: Message, r: Message) -> Message:
+        """A reply to ``msg``: the node is live again, or the SuperLink says it is gone."""
+        node = msg.metadata.dst_node_id
+        if r.metadata.src_node_id == node:  # the node itself answered (content or error)
+            if node in self._unresponsive:
+                log(INFO, "%s answers again", self.who(node))
+            self._unresponsive.pop(node, None)
+            self._probation.discard(node)
+            return r
+        reason = _last_line(r.error.reason) if r.has_error() else "reply from another node"
+        self._unresponsive[node] = (f"unavailable since round {self._round} "
+                                    f"({reason.rstrip('.')})")
+        self._probation.discard(node)
+        return self._error_reply(msg, f"{self.who(node)}: {reason}")
+
+    def _timed_out(self, msg: Message, waited: float) -> None:
+        """No reply to ``msg`` in time: its node is unresponsive; the reply may come late."""
+        node, kind = msg.metadata.dst_node_id, msg.metadata.message_type
+        self._late[msg.metadata.message_id] = (node, kind)
+        self._probation.discard(node)
+        if node not in self._unresponsive:
+            self._unresponsive[node] = f"no reply to {kind} since round {self._round}"
+            log(WARNING, "%s did not answer %s within %.3gs: later exchanges go on without "
+                "it until it answers or rejoins (then it is waited for %.3gs)", self.who(node),
+                kind, waited, self.grace_s)
+
+    def _error_reply(self, msg: Message, reason: str) -> Message:
+        """An error reply to ``msg`` as if from its node (what the exchange drops, named)."""
+        if not msg.metadata.message_id:
+            msg.metadata.__dict__["_message_id"] = msg.object_id
+        return Message(Error(code=int(ErrorCode.NODE_UNAVAILABLE), reason=reason), reply_to=msg)
+
+    def who(self, node: int) -> str:
+        """``client <partition id> (node <node id>)``, or ``node <node id>`` if unknown."""
+        cid = next((c for c, i in self.nodes.items() if i.node_id == node), None)
+        return f"node {node}" if cid is None else f"client {cid} (node {node})"
 
     def drop(self, who: str, why: str) -> None:
         """Log and count a dropped node or reply."""
@@ -270,7 +400,12 @@ class CausalStrategy(Strategy):
         log(WARNING, "dropped %s: %s", who, why)
 
     def discover(self, grid: Grid) -> dict[int, NodeInfo]:
-        """Wait for the SuperNodes, ask each who it is, keep the consistent ones."""
+        """Wait for the SuperNodes, ask each who it is, keep the consistent ones.
+
+        A node whose ``query.info`` reply is missing, an error or malformed (see
+        :func:`parse_info`), disagrees with the majority's properties or repeats a partition
+        id is dropped, named; the run goes on with the others.
+        """
         t0 = time.time()
         infos: dict[int, NodeInfo] = {}
         asked: set[int] = set()
@@ -282,37 +417,126 @@ class CausalStrategy(Strategy):
                 replies = self._send(grid, {n: RecordDict({"config": ConfigRecord(
                     self.info_config())}) for n in ids}, "query.info")
                 for node in ids:
-                    r = replies.get(node)
-                    if r is None:
-                        self.drop(f"node {node}", "no reply to query.info")
-                    elif r.has_error():
-                        self.drop(f"node {node}", _last_line(r.error.reason))
-                    else:
-                        props = dict(r.content["properties"])
-                        info = NodeInfo(node, int(props["partition-id"]),
-                                        int(props.get("num-partitions", 0)), props)
-                        infos[node] = info
-                        expected = max(expected, info.num_partitions)
+                    info = parse_info(node, replies.get(node), self.timeout_s)
+                    if isinstance(info, str):
+                        self.drop(_node_named(node, replies.get(node)), info)
+                        continue
+                    infos[node] = info
+                    expected = max(expected, info.num_partitions)
             if len(asked) >= expected or time.time() - t0 > self.node_wait_s:
                 break
             time.sleep(0.5)
+        self._known |= asked
         if len(infos) < self.min_nodes:
             raise TooFewReplies(f"{len(infos)} usable SuperNodes after {time.time() - t0:.0f}s,"
-                                f" min-nodes={self.min_nodes}")
+                                f" min-nodes={self.min_nodes}{_dropped_so_far(self._dropped)}")
         want = self.expected_props(list(infos.values()))
         nodes: dict[int, NodeInfo] = {}
         for info in sorted(infos.values(), key=lambda i: (i.cid, i.node_id)):
             bad = {k: info.props.get(k) for k, v in want.items() if info.props.get(k) != v}
+            who = f"client {info.cid} (node {info.node_id})"
             if bad:
-                self.drop(f"client {info.cid}", f"reports {bad}, the federation has {want}")
+                self.drop(who, f"reports {bad}, the federation has {want}")
             elif info.cid in nodes:
-                self.drop(f"node {info.node_id}", f"duplicate partition-id {info.cid}")
+                self.drop(who, f"duplicate partition-id {info.cid} (client {info.cid} is "
+                               f"node {nodes[info.cid].node_id})")
             else:
                 nodes[info.cid] = info
         if len(nodes) < self.min_nodes:
-            raise TooFewReplies(f"{len(nodes)} consistent clients, min-nodes={self.min_nodes}")
+            raise TooFewReplies(f"{len(nodes)} consistent clients, min-nodes={self.min_nodes}"
+                                f"{_dropped_so_far(self._dropped)}")
         log(INFO, "%s: %d clients %s", type(self).__name__, len(nodes), want)
         return nodes
+
+    def refresh_nodes(self, grid: Grid) -> None:
+        """Between rounds: notice late answers, clients whose node left, and rejoins.
+
+        Cheap by design: one ``grid.get_node_ids()`` (local to the SuperLink), one pull of
+        the replies the server stopped waiting for, and ``query.info`` only to node ids never
+        asked before, only while a client is missing, waited for at most ``grace_s`` (a
+        later answer is taken at the next round).
+        """
+        self._poll_late(grid)
+        present = set(grid.get_node_ids())
+        for cid, info in sorted(self.nodes.items()):
+            node = info.node_id
+            if node not in present:
+                if not self.rejoinable:
+                    raise ProtocolStopped(
+                        f"client {cid} (node {node}) left the federation before round "
+                        f"{self._round}; {type(self).__name__} keeps protocol state on the "
+                        "node (context.state), which a restarted SuperNode has lost, so the "
+                        "client cannot rejoin")
+                if not self._unresponsive.get(node, "").startswith("gone"):
+                    log(WARNING, "client %d (node %d) left the federation before round %d; "
+                        "waiting for it to rejoin", cid, node, self._round)
+                    self._unresponsive[node] = (f"gone from the SuperLink before round "
+                                                f"{self._round}")
+                self._probation.discard(node)
+            elif self._unresponsive.get(node, "").startswith("gone"):
+                self._probation.add(node)  # registered again under the same node id
+        missing = [c for c, i in self.nodes.items()
+                   if i.node_id in self._unresponsive and i.node_id not in self._probation]
+        new = sorted(present - self._known)
+        if not missing or not new:
+            return
+        self._known |= set(new)
+        self._probation |= set(new)
+        replies = self._send(grid, {n: RecordDict({"config": ConfigRecord(
+            self.info_config())}) for n in new}, "query.info")
+        for node in new:
+            if node in replies:
+                self._take_info(node, replies[node])
+
+    def _poll_late(self, grid: Grid) -> None:
+        """Replies the server stopped waiting for: a node that answers is put on probation,
+        a late ``query.info`` answer may be a rejoin."""
+        if not self._late:
+            return
+        for r in grid.pull_messages(list(self._late)):
+            mid = r.metadata.reply_to_message_id
+            if mid not in self._late:
+                continue
+            node, kind = self._late.pop(mid)
+            if r.metadata.src_node_id != node:
+                continue  # the SuperLink's word: node gone or message expired
+            if kind == "query.info":
+                self._take_info(node, r)
+            elif node in self._unresponsive:
+                self._probation.add(node)
+                log(INFO, "%s answered %s late; its next message is waited for %.3gs",
+                    self.who(node), kind, self.grace_s)
+
+    def _take_info(self, node: int, reply: Message) -> None:
+        """A ``query.info`` answer between rounds: a restarted node takes its client's place."""
+        self._probation.discard(node)
+        self._unresponsive.pop(node, None)  # it answered
+        info = parse_info(node, reply, self.grace_s)
+        if isinstance(info, str):
+            self.drop(_node_named(node, reply), info)
+            return
+        who, old = f"client {info.cid} (node {node})", self.nodes.get(info.cid)
+        if old is None:
+            self.drop(who, "joined after discovery; this run's clients were fixed then")
+        elif old.node_id not in self._unresponsive:
+            self.drop(who, f"duplicate partition-id {info.cid} (client {info.cid} is node "
+                           f"{old.node_id}, which still answers)")
+        elif not self.rejoinable:
+            raise ProtocolStopped(
+                f"client {info.cid} came back as node {node} (was node {old.node_id}) and has "
+                f"lost the protocol state {type(self).__name__} keeps on the node "
+                "(context.state); the run cannot go on without it")
+        elif info.props != old.props:
+            diff = {k: (old.props.get(k), info.props.get(k))
+                    for k in sorted(set(old.props) | set(info.props))
+                    if old.props.get(k) != info.props.get(k)}
+            self.drop(who, f"came back with other properties {{key: (was, now)}} = {diff}")
+        else:
+            self._unresponsive.pop(old.node_id, None)
+            self._probation.discard(old.node_id)
+            self.nodes[info.cid] = info
+            log(INFO, "client %d rejoined as node %d (was node %d); its server-held state "
+                "carries on", info.cid, node, old.node_id)
 
     def info_config(self) -> dict[str, Any]:
         """Config sent with ``query.info`` (settings every client must share, if any)."""
@@ -384,6 +608,8 @@ class CausalStrategy(Strategy):
         """
         while not self.done() and not self.budget_spent(result):
             rec = self.open_round()
+            if self._round > 1 and self._grid is not None:
+                self.refresh_nodes(self._grid)
             yield rec
             self.close_round(result, rec)
 
@@ -470,6 +696,7 @@ class CausalStrategy(Strategy):
         self._reset()
         self._max_rounds = num_rounds
         self._timeout = None if timeout is None else float(timeout)
+        self._grid = grid
         t0 = time.time()
         self.summary()
         result = RunResult(self.algorithm, self.config(), status="running")
@@ -506,6 +733,19 @@ class CausalStrategy(Strategy):
 def _last_line(text: str) -> str:
     lines = [ln for ln in str(text).strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "error reply"
+
+
+def _node_named(node: int, reply: Message | None) -> str:
+    """``node <id>``, with the partition id its reply claims when there is one."""
+    try:
+        pid = reply.content["properties"]["partition-id"]  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - no reply, error reply, no properties, no partition-id
+        return f"node {node}"
+    return f"node {node} (partition-id {pid!r})"
+
+
+def _dropped_so_far(dropped: Sequence[str]) -> str:
+    return f"; dropped: {'; '.join(dropped)}" if dropped else ""
 
 
 def _progress(rec: Mapping[str, Any], keys: Sequence[str]) -> str:

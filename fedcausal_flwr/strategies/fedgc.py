@@ -16,7 +16,9 @@ Protocol (one setup exchange, then one ``train.ss_window`` exchange per window o
                end as in the reference loop (:func:`~fedcausal_flwr.core.statespace.reference`).
 
 Every window needs every client (the server model of each client uses all the others'
-states), so a missing or invalid reply stops the run with the finished windows kept.
+states), so a missing or invalid reply stops the run with the finished windows kept. Clients
+keep ``theta_m`` in ``context.state``, so a restarted SuperNode cannot rejoin
+(``rejoinable = False``): a client that leaves the SuperLink stops the run, named.
 
 One recorded round is one window: ``epochs * ceil((T - 1) / W)`` rounds;
 ``start(num_rounds=n)`` records the first n windows (then delivers their gradients).
@@ -56,6 +58,7 @@ class FedGC(CausalStrategy):
 
     algorithm = "fedgc"
     settings_class = FedGCSettings
+    rejoinable = False  # theta_m lives in the node's context.state: a restarted node lost it
     progress_keys = ("L_s", "penalty", "err_A", "n_clients", "seconds")
 
     def __init__(self, settings: FedGCSettings | None = None, **kwargs: Any) -> None:

@@ -7,7 +7,9 @@ gradient/update``, the secure dispatch of :mod:`fedcausal_flwr.secure.dispatch`)
 only routes ciphertexts (uint8 rows of the owner's key width, or uint64 under the ``mock``
 backend) and masked uint64 shares, and reads the graph fragments ``B_t^k`` (d x d_t) for the
 CTV step. Every party is needed: a party that fails, disagrees or replies with a wrong array
-stops the run, and no graph is reported.
+stops the run, and no graph is reported. A party keeps its key pair and fragments in
+``context.state``, so a restarted SuperNode cannot rejoin (``rejoinable = False``): a party
+that leaves the SuperLink stops the run, named.
 
 In the ablation modes "framework" and "ctv" (Table 3) three plain phases run per step
 (``train.vfedcd_plain_forward/decode/update``): features ``H_kt`` and their gradients travel
@@ -66,6 +68,7 @@ class VFedCD(CausalStrategy):
 
     algorithm = "vfedcd"
     settings_class = VFedCDSettings
+    rejoinable = False  # keys, fragments and decoder live in the party's context.state
     round_label = "epoch"
     progress_keys = ("loss", "rho", "lambda2", "frozen", "shd", "f1", "seconds")
 
