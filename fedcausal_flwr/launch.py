@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -235,14 +236,32 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Pat
         _kill(_local_superlink_pids(port, home))
 
 
+@dataclass
+class Deployment:
+    """What :func:`deploy` started, handed to its ``on_start`` hook.
+
+    ``supernodes[i]`` is partition i's latest SuperNode process (its own process group);
+    ``start_supernode(i)`` starts another SuperNode for partition i on the same port (e.g.
+    after stopping the first), which ``deploy`` stops at the end like the others.
+    """
+
+    port: int
+    workdir: Path
+    supernodes: dict[int, subprocess.Popen]
+    start_supernode: Callable[[int], subprocess.Popen]
+
+
 def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path = APP_DIR,
-           workdir: Path | None = None, port: int = 9200, timeout: float = 3600
+           workdir: Path | None = None, port: int = 9200, timeout: float = 3600,
+           on_start: Callable[[Deployment], None] | None = None
            ) -> subprocess.CompletedProcess:
     """A real deployment on loopback: one SuperLink, one SuperNode per client, ``flwr run``.
 
     SuperLink on ``port``, SuperNodes on ``port + 1 + i`` with ``partition-id = i``
     (:func:`deploy_ports` in all, which must be free). Logs go to ``workdir``. Everything
-    started here (and only that: by PID) is stopped before returning.
+    started here (and only that: by PID) is stopped before returning. ``on_start``, if given,
+    gets the :class:`Deployment` just before ``flwr run`` starts (fault tests stop and restart
+    SuperNodes from a thread it starts).
     """
     workdir = Path(workdir or app_dir / ".flwr" / "deployment").resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -255,16 +274,23 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path 
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       start_new_session=True))
 
+    supernodes: dict[int, subprocess.Popen] = {}
+
+    def supernode(i: int) -> subprocess.Popen:
+        name = f"supernode{i}" + (f"-{len(procs)}" if i in supernodes else "")  # a restart
+        spawn(name, [str(bindir / "flower-supernode"), "--insecure",
+                     "--superlink", f"127.0.0.1:{port}", "--port", str(port + 1 + i),
+                     "--node-config", f"partition-id={i} num-partitions={num_supernodes}"])
+        supernodes[i] = procs[-1]
+        return procs[-1]
+
     _check_free(range(port, port + deploy_ports(num_supernodes)), "deploy")
     try:
         spawn("superlink", [str(bindir / "flower-superlink"), "--insecure", "--port", str(port),
                             "--disable-runtime-dependency-installation"])
         _wait_for_port(port, procs[0])
         for i in range(num_supernodes):
-            spawn(f"supernode{i}", [
-                str(bindir / "flower-supernode"), "--insecure",
-                "--superlink", f"127.0.0.1:{port}", "--port", str(port + 1 + i),
-                "--node-config", f"partition-id={i} num-partitions={num_supernodes}"])
+            supernode(i)
         cli_home = workdir / "cli"
         env = flwr_env(cli_home)
         (cli_home / "config.toml").write_text(
@@ -272,6 +298,8 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path 
             f'[superlink.loopback]\naddress = "127.0.0.1:{port}"\ninsecure = true\n')
         cmd = [_flwr(), "run", str(app_dir), "loopback", "--stream",
                "--run-config", run_config_arg(run_config)]
+        if on_start is not None:
+            on_start(Deployment(port, workdir, supernodes, supernode))
         return subprocess.run(cmd, env=env, timeout=timeout, check=True)
     finally:
         _kill({p.pid for p in reversed(procs)})
