@@ -27,7 +27,7 @@ from fedcausal_flwr.strategies import FDBNLSettings
 pytestmark = pytest.mark.e2e
 
 RC = {"algorithm": "fdbnl", "seed": 7, "d": 5, "samples-per-client": 40, "lambda-w": 0.05,
-      "lambda-a": 0.05, "node-wait-s": 60.0, "num-rounds": 9, "round-timeout-s": 30.0,
+      "lambda-a": 0.05, "node-wait-s": 60.0, "num-rounds": 6, "round-timeout-s": 30.0,
       "node-grace-s": 20.0}
 
 

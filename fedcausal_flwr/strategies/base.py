@@ -370,7 +370,7 @@ class CausalStrategy(Strategy):
         self._unresponsive[node] = (f"unavailable since round {self._round} "
                                     f"({reason.rstrip('.')})")
         self._probation.discard(node)
-        return self._error_reply(msg, f"{self.who(node)}: {reason}")
+        return self._error_reply(msg, f"node {node}: {reason}")
 
     def _timed_out(self, msg: Message, waited: float) -> None:
         """No reply to ``msg`` in time: its node is unresponsive; the reply may come late."""
