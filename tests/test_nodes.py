@@ -125,7 +125,7 @@ def test_a_node_gone_for_a_round_rejoins_later():
     result, grid, _ = run(RC, 3, events=events)
     assert [h["n_clients"] for h in result.history] == [3, 3, 3, 2, 3, 3, 3, 3]
     assert [d for d in result.metrics["dropped"] if "client 1" in d] == [
-        "client 1: local: not sent: gone from the SuperLink before round 4; waiting for it "
+        "client 1: local: not sent: left the SuperLink before round 4; waiting for it "
         "to answer or rejoin"]
     ref, _, _ = run(RC, 3, failing_app(fail={1: {4}}))
     same(result, ref)

@@ -333,11 +333,9 @@ class CausalStrategy(Strategy):
         deadline: dict[str, float] = {}
         for m, mid in zip(send, ids, strict=True):
             node = m.metadata.dst_node_id
-            if not mid:
+            if not mid:  # a node that left is noticed by refresh_nodes; retried otherwise
                 out.append(self._error_reply(m, "the SuperLink did not take the message "
                                                 f"(node {node} not registered?)"))
-                self._unresponsive.setdefault(node, f"refused by the SuperLink in round "
-                                                    f"{self._round}")
                 continue
             sent[mid] = m
             deadline[mid] = t0 + (self.grace_s if node in self._probation else self.timeout_s)
@@ -467,14 +465,14 @@ class CausalStrategy(Strategy):
                         f"{self._round}; {type(self).__name__} keeps protocol state on the "
                         "node (context.state), which a restarted SuperNode has lost, so the "
                         "client cannot rejoin")
-                if not self._unresponsive.get(node, "").startswith("gone"):
+                if not self._unresponsive.get(node, "").startswith("left"):
                     log(WARNING, "client %d (node %d) left the federation before round %d; "
                         "waiting for it to rejoin", cid, node, self._round)
-                    self._unresponsive[node] = (f"gone from the SuperLink before round "
+                    self._unresponsive[node] = (f"left the SuperLink before round "
                                                 f"{self._round}")
                 self._probation.discard(node)
-            elif self._unresponsive.get(node, "").startswith("gone"):
-                self._probation.add(node)  # registered again under the same node id
+            elif self._unresponsive.get(node, "").startswith(("left", "unavailable")):
+                self._probation.add(node)  # online again under the same node id: retry it
         missing = [c for c, i in self.nodes.items()
                    if i.node_id in self._unresponsive and i.node_id not in self._probation]
         new = sorted(present - self._known)
@@ -498,13 +496,12 @@ class CausalStrategy(Strategy):
             if mid not in self._late:
                 continue
             node, kind = self._late.pop(mid)
-            if r.metadata.src_node_id != node:
-                continue  # the SuperLink's word: node gone or message expired
-            if kind == "query.info":
+            if kind == "query.info" and r.metadata.src_node_id == node:
                 self._take_info(node, r)
-            elif node in self._unresponsive:
+            elif node in self._unresponsive:  # answered, or the SuperLink's word (message
+                # expired, node unavailable): retry it; refresh_nodes sets apart nodes gone
                 self._probation.add(node)
-                log(INFO, "%s answered %s late; its next message is waited for %.3gs",
+                log(INFO, "%s: late reply to %s; its next message is waited for %.3gs",
                     self.who(node), kind, self.grace_s)
 
     def _take_info(self, node: int, reply: Message) -> None:
