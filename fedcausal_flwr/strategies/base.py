@@ -96,17 +96,20 @@ def array_bytes(arrays: Iterable[np.ndarray]) -> int:
 
 
 def _spec(entry: Shape | Spec) -> Spec:
-    """A plain shape means a finite float array of that shape."""
+    """A plain shape means a finite float64 array of that shape."""
     if len(entry) == 2 and isinstance(entry[0], tuple) and isinstance(entry[1], str):
         return entry  # type: ignore[return-value]
     return tuple(entry), "float"  # type: ignore[return-value]
 
 
 def reply_problem(arrays: Sequence[np.ndarray], expected: Expected) -> str | None:
-    """Why a reply's arrays are unusable (count, shape, dtype, finiteness), or None.
+    """Why a reply's arrays are unusable (count, shape, dtype, precision, finiteness), or None.
 
-    ``expected`` holds a shape per array (a finite float array) or a ``(shape, dtype)`` pair
-    whose shape may hold None for any length.
+    ``expected`` holds a shape per array (a finite float64 array) or a ``(shape, dtype)`` pair
+    whose shape may hold None for any length. The dtype ``"float"`` means float64: every
+    protocol computes in float64, and a float16/float32 reply would silently change the result
+    (its rounding error is far above the float64 tolerance the reference loops are held to),
+    so a lower precision is rejected and named, like an int array.
     """
     if len(arrays) != len(expected):
         return f"expected {len(expected)} arrays, got {len(arrays)}"
@@ -116,13 +119,78 @@ def reply_problem(arrays: Sequence[np.ndarray], expected: Expected) -> str | Non
                                              for w, g in zip(shape, a.shape, strict=True)):
             return f"array {i} has shape {tuple(a.shape)}, expected {tuple(shape)}"
         if dtype == "float":
-            if not np.issubdtype(a.dtype, np.floating):
-                return f"array {i} has dtype {a.dtype}, expected a float dtype"
+            if a.dtype != np.float64:
+                lower = np.issubdtype(a.dtype, np.floating)
+                return (f"array {i} has dtype {a.dtype}, expected float64"
+                        + (" (precision below float64 is rejected)" if lower else ""))
             if not np.all(np.isfinite(a)):
                 return f"array {i} has non-finite values"
         elif a.dtype != np.dtype(dtype):
             return f"array {i} has dtype {a.dtype}, expected {dtype}"
     return None
+
+
+#: Largest |x| any float reply may carry: a value whose square overflows float64 (~1.34e154).
+#: Every protocol squares what it receives (a loss, a norm, a Gram matrix), so such a value can
+#: only be a fault; it is the bound of a reply when one reply alone leaves nothing to compare.
+MAX_ABS = float(np.sqrt(np.finfo(np.float64).max))
+#: Magnitude screen (see :func:`outliers`): a reply's array is an outlier when its max |x|
+#: exceeds SCREEN_FACTOR times the median max |x| of the same array in the other replies of the
+#: exchange, floored at SCREEN_FLOOR (so arrays near zero never trip it: nothing below
+#: SCREEN_FACTOR * SCREEN_FLOOR = 1e6 is ever an outlier).
+SCREEN_FACTOR = 1e6
+SCREEN_FLOOR = 1.0
+
+
+def peak(a: np.ndarray) -> float | None:
+    """Max |x| of a float array (0 for an empty one); None for other dtypes (not screened)."""
+    if not np.issubdtype(a.dtype, np.floating):
+        return None
+    return float(np.max(np.abs(a), initial=0.0))
+
+
+def outliers(replies: Mapping[int, Sequence[np.ndarray]], *, bound: float | None = None,
+             factor: float = SCREEN_FACTOR, floor: float = SCREEN_FLOOR) -> dict[int, str]:
+    """Replies whose float arrays are magnitude outliers against the exchange: {cid: why}.
+
+    Two rules, on the max |x| ("peak") of each float array of each reply:
+
+    - **bound**: a peak above ``min(bound, MAX_ABS)`` (``bound``: what the protocol declares
+      for the phase, see :meth:`CausalStrategy.reply_bound`). Works with a single reply.
+    - **robust**: a peak above ``factor * max(floor, median of the same array's peaks in the
+      other replies)`` (replies over the bound excluded). With k replies, one poisoned reply is
+      caught whenever k >= 2; ``ceil(k/2) - 1`` poisoned replies out of k still are (the median
+      of the others stays honest). The rule only looks upward: a reply smaller than the rest
+      is never an outlier.
+
+    Arrays are compared by index, so the replies of one exchange must share their layout
+    (count and meaning; shapes may differ). Non-float arrays (ciphertexts, shares, ints) are
+    not screened.
+    """
+    limit = MAX_ABS if bound is None else min(float(bound), MAX_ABS)
+    peaks = {c: [peak(np.asarray(a)) for a in arrays] for c, arrays in replies.items()}
+    out: dict[int, str] = {}
+    for c, ps in peaks.items():
+        for i, v in enumerate(ps):
+            if v is not None and v > limit:
+                out[c] = f"array {i} has |x| up to {v:.3g}, over the bound {limit:.3g}"
+                break
+    for c, ps in peaks.items():
+        if c in out:
+            continue
+        for i, v in enumerate(ps):
+            if v is None or v <= factor * floor:
+                continue
+            others = [peaks[o][i] for o in peaks
+                      if o != c and o not in out and i < len(peaks[o]) and peaks[o][i] is not None]
+            if not others:
+                continue
+            ref = float(np.median(others))
+            if v > factor * max(floor, ref):
+                out[c] = (f"array {i} has |x| up to {v:.3g}, over {factor:g} x the median "
+                          f"{ref:.3g} of the other {len(others)} replies (magnitude outlier)")
+                break
+    return out
 
 
 def as_arrays(initial_arrays: Any) -> list[np.ndarray]:
@@ -161,6 +229,8 @@ class CausalStrategy(Strategy):
     rejoinable: ClassVar[bool] = True
     progress_keys: tuple[str, ...] = ("n_clients", "dropped", "seconds")
     round_label = "round"
+    screen_factor: ClassVar[float] = SCREEN_FACTOR
+    screen_floor: ClassVar[float] = SCREEN_FLOOR
 
     def __init__(self, settings: RunSettings | None = None, *,
                  evaluate_fn: EvaluateFn | None = None,
@@ -535,6 +605,19 @@ class CausalStrategy(Strategy):
             log(INFO, "client %d rejoined as node %d (was node %d); its server-held state "
                 "carries on", info.cid, node, old.node_id)
 
+    def reply_bound(self, phase: str) -> float | None:
+        """Largest |x| a float reply to ``train.<phase>`` may hold (None: only
+        :data:`MAX_ABS`). A protocol that knows a bound from what it sent declares it here; it
+        is what protects an exchange with a single reply, where there is nothing to compare."""
+        return None
+
+    def screen(self, phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
+        """Magnitude outliers among the well-formed replies of one exchange, {cid: why}
+        (:func:`outliers` with :meth:`reply_bound`, :attr:`screen_factor` and
+        :attr:`screen_floor`)."""
+        return outliers(replies, bound=self.reply_bound(phase), factor=self.screen_factor,
+                        floor=self.screen_floor)
+
     def info_config(self) -> dict[str, Any]:
         """Config sent with ``query.info`` (settings every client must share, if any)."""
         return {}
@@ -544,12 +627,15 @@ class CausalStrategy(Strategy):
                  every: bool = False) -> dict[int, list[np.ndarray]]:
         """Send ``train.<phase>`` to each client id; return the valid replies by client id.
 
-        Error replies, missing replies and replies with the wrong count, shapes or dtypes or
-        with non-finite floats are dropped and logged (``expected``: one list for all, or one
-        per client id; see :func:`reply_problem`). Fewer than ``need`` valid replies (default:
-        ``min_nodes``; 1 for a query to one client) raise :class:`TooFewReplies`; with
-        ``every``, any dropped reply raises :class:`ProtocolStopped`. The accepted replies'
-        metrics are left in :attr:`reply_metrics`.
+        Error replies, missing replies and replies with the wrong count, shapes or dtypes
+        (floats must be float64) or with non-finite floats are dropped and logged
+        (``expected``: one list for all, or one per client id; see :func:`reply_problem`);
+        then the well-formed replies are screened for magnitude (:meth:`screen`) before any is
+        returned, so nothing a protocol aggregates or sends on holds an outlier. Fewer than
+        ``need`` valid replies (default: ``min_nodes``; 1 for a query to one client) raise
+        :class:`TooFewReplies`; with ``every``, any dropped reply raises
+        :class:`ProtocolStopped` naming that client. The accepted replies' metrics are left in
+        :attr:`reply_metrics`.
         """
         need = self.min_nodes if need is None else int(need)
         contents = {}
@@ -589,6 +675,12 @@ class CausalStrategy(Strategy):
             ok[cid] = arrays
             self.reply_metrics[cid] = (dict(r.content["metrics"])
                                        if "metrics" in r.content.metric_records else {})
+        for cid, why in sorted(self.screen(phase, ok).items()):
+            self.drop(f"client {cid}", f"{phase}: {why}")
+            del ok[cid]
+            self.reply_metrics.pop(cid, None)
+            if every:
+                raise ProtocolStopped(f"client {cid} failed in phase {phase}: {why}")
         self._accepted = len(ok)
         if len(ok) < need:
             raise TooFewReplies(f"round {self._round}: {len(ok)} valid replies to "
