@@ -9,20 +9,32 @@ Faults of nodes, as a real SuperLink shows them: :meth:`InProcessGrid.restart_no
 partition's node by a new node id with a fresh ``state`` (a restarted SuperNode);
 :meth:`InProcessGrid.hang` keeps a node's messages unanswered until
 :meth:`InProcessGrid.wake` answers them late; a message to a node id that is not registered
-is refused (``None`` in place of its message id).
+is refused (``None`` in place of its message id). A node whose ``client_app`` returns None
+for a message never answers that message (a node that hangs on one phase).
+
+The second half is the fault-injection kit of issue 11, shared by ``tests/test_faults.py`` and
+``simulations/reliability.py``: :data:`FAULTS` (what a faulty node does), :func:`faulty_app`
+(wraps any ClientApp callable and tampers one partition's replies from a given round),
+:func:`silent_app` (the oracle: the same node simply failing from the same round) and
+:func:`check_fault`, which runs one algorithm with one fault next to its oracle and says what
+happened (:class:`FaultOutcome`).
 """
 
 from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from flwr.app import Context, Error, Message, RecordDict
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Context, Error, Message, RecordDict
 from flwr.serverapp import Grid
 from flwr.supercore.task_identity import TaskIdentity
 
-ClientCallable = Callable[[Message, Context], Message]
+from fedcausal_flwr.results import RunResult
+
+ClientCallable = Callable[[Message, Context], Message | None]
 
 
 class InProcessGrid(Grid):
@@ -142,6 +154,8 @@ class InProcessGrid(Grid):
             r = self.client_app(m, self.contexts[m.metadata.dst_node_id])
         except Exception:  # noqa: BLE001 - becomes an error reply, as on a SuperNode
             r = Message(Error(code=0, reason=traceback.format_exc()), reply_to=m)
+        if r is None:  # the client app withholds this reply: never answered
+            return
         self.received.append(r)
         self._replies[m.metadata.message_id] = r
 
@@ -153,3 +167,316 @@ class InProcessGrid(Grid):
                          timeout: float | None = None) -> list[Message]:
         """Push, then pull every reply (all are ready at once in process)."""
         return self.pull_messages(self.push_messages(messages))
+
+
+# ---- fault injection (issue 11) ------------------------------------------------------------
+ALGORITHMS = ("fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd")
+#: Protocols that need every party in every exchange: a faulty party stops the run.
+EVERY_PARTY = frozenset({"fedgc", "fedcf", "vfedcd"})
+#: The faulty partition, and the round its faults start (its earlier replies are honest).
+FAULTY, FROM_ROUND = 1, 2
+#: Reply timeout of the fault runs (the no-reply fault waits for it).
+TIMEOUT_S = 0.5
+
+_COMMON = {"min-nodes": 2, "node-wait-s": 5.0, "round-timeout-s": TIMEOUT_S}
+#: Small, fast run configs (those of tests/test_app_*.py, fewer rounds) and their node counts.
+SMALL: dict[str, tuple[dict[str, Any], int]] = {
+    "fdbnl": ({"algorithm": "fdbnl", "seed": 3, "d": 5, "lags": 1, "samples-per-client": 40,
+               "generator": "svar", "num-rounds": 3, "lambda-w": 0.05, "lambda-a": 0.05,
+               **_COMMON}, 4),
+    "pfdbnl": ({"algorithm": "pfdbnl", "seed": 3, "d": 5, "lags": 1, "samples-per-client": 40,
+                "generator": "svar", "num-rounds": 3, "lambda-w": 0.05, "lambda-a": 0.05,
+                "heterogeneous": True, **_COMMON}, 4),
+    "fedgc": ({"algorithm": "fedgc", "seed": 3, "ss-t": 80, "ss-window": 20, "ss-epochs": 1,
+               "ss-clients": 3, **_COMMON}, 3),
+    "fedcf": ({"algorithm": "fedcf", "seed": 3, "ss-t": 80, "ss-window": 20, "ss-epochs": 1,
+               "ss-clients": 3, **_COMMON}, 3),
+    "fediv": ({"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600,
+               "num-rounds": 3, "iv-lr-g": 0.05, "iv-lr-f": 0.25, "iv-val-features": 8,
+               "iv-device": "cpu", **_COMMON}, 4),
+    "vfedcd": ({"algorithm": "vfedcd", "d": 6, "edges": 8, "n": 20, "num-epochs": 3,
+                "batch": 8, "he-backend": "mock", "key-bits": 256, "gamma": 0.5, "seed": 4,
+                **_COMMON}, 3),
+}
+#: Nodes of the averaging protocols in the "30% of clients fail" case (3 of 10 fail).
+FLAKY_NODES = 10
+
+#: fault -> what the faulty node does (from round FROM_ROUND, in every train.* reply).
+FAULTS: dict[str, str] = {
+    "nan": "a NaN in one entry of its first float array",
+    "inf": "an inf in one entry of its first float array",
+    "huge": "1e300 in one entry (finite; over the float64 overflow bound)",
+    "large": "1e12 in one entry (finite; under every bound, only the robust screen sees it)",
+    "shape": "its first array with an extra axis",
+    "float32": "its first float array as float32",
+    "int": "its first float array as int64",
+    "missing-array": "its last array left out",
+    "missing-record": "a reply without its arrays record",
+    "exception": "raises in the client (an error reply)",
+    "no-reply": f"never answers (reply timeout {TIMEOUT_S} s)",
+    "flaky-30%": "30% of the clients fail in every round from round 1 (a rotating set; "
+                 "raising, NaN, 1e300 and 1e12 replies mixed)",
+    "info": "a query.info reply without partition-id (malformed discovery reply)",
+    "duplicate": "the last node claims partition id 0 (a duplicate partition id)",
+}
+DISCOVERY_FAULTS = frozenset({"info", "duplicate"})
+_POISON = {"nan": np.nan, "inf": np.inf, "huge": 1e300, "large": 1e12}
+_FLAKY_MIX = ("exception", "nan", "huge", "large")
+
+
+def _round_of(msg: Message) -> int:
+    cfg = msg.content.config_records.get("config")
+    return int(cfg.get("server-round", 0)) if cfg is not None else 0
+
+
+def _pid(context: Context) -> int:
+    return int(context.node_config["partition-id"])
+
+
+def tamper(reply: Message, fault: str, request: Message) -> Message:
+    """``reply`` with ``fault`` applied to its arrays (a new Message replying to ``request``)."""
+    content = RecordDict({k: v for k, v in reply.content.items() if k != "arrays"})
+    if fault == "missing-record":
+        return Message(content, reply_to=request)
+    arrays = [np.array(a) for a in reply.content["arrays"].to_numpy_ndarrays()]
+    floats = [i for i, a in enumerate(arrays) if a.dtype.kind == "f" and a.size]
+    if fault in _POISON and floats:
+        arrays[floats[0]].flat[0] = _POISON[fault]
+    elif fault == "float32" and floats:
+        arrays[floats[0]] = arrays[floats[0]].astype(np.float32)
+    elif fault == "int" and floats:
+        arrays[floats[0]] = np.rint(arrays[floats[0]]).astype(np.int64)
+    elif fault == "shape" and arrays:
+        arrays[0] = arrays[0][np.newaxis]
+    elif fault == "missing-array" and arrays:
+        arrays = arrays[:-1]
+    content["arrays"] = ArrayRecord(arrays)
+    return Message(content, reply_to=request)
+
+
+def flaky_set(k: int, server_round: int) -> list[int]:
+    """The 30% of ``k`` clients (at least one) failing in ``server_round`` (rotating)."""
+    m = max(1, round(0.3 * k))
+    return [(server_round + j) % k for j in range(m)]
+
+
+def faulty_app(client_app: ClientCallable, fault: str, k: int, pid: int = FAULTY,
+               start: int = FROM_ROUND) -> ClientCallable:
+    """``client_app`` with partition ``pid`` doing ``fault`` (see :data:`FAULTS`) in its
+    ``train.*`` replies from round ``start`` on (``flaky-30%``: :func:`flaky_set` from round
+    1; ``info``: its ``query.info`` reply; ``duplicate`` needs :func:`fault_node_configs`)."""
+
+    def app(msg: Message, context: Context) -> Message | None:
+        me, kind = _pid(context), msg.metadata.message_type
+        if fault == "info" and me == pid and kind == "query.info":
+            r = client_app(msg, context)
+            props = {k_: v for k_, v in r.content["properties"].items() if k_ != "partition-id"}
+            return Message(RecordDict({"properties": ConfigRecord(props)}), reply_to=msg)
+        if not kind.startswith("train."):
+            return client_app(msg, context)
+        rnd = _round_of(msg)
+        what = None
+        if fault == "flaky-30%":
+            if rnd >= 1 and me in flaky_set(k, rnd):
+                what = _FLAKY_MIX[flaky_set(k, rnd).index(me) % len(_FLAKY_MIX)]
+        elif me == pid and rnd >= start and fault not in DISCOVERY_FAULTS:
+            what = fault
+        if what is None:
+            return client_app(msg, context)
+        if what == "exception":
+            raise RuntimeError(f"injected fault: partition {me} crashed in round {rnd}")
+        if what == "no-reply":
+            return None
+        return tamper(client_app(msg, context), what, msg)
+
+    return app
+
+
+def silent_app(client_app: ClientCallable, fault: str, k: int, pid: int = FAULTY,
+               start: int = FROM_ROUND) -> ClientCallable:
+    """The oracle of ``fault``: the same node(s) simply failing (raising) where the fault
+    strikes: from round ``start`` (every ``train.*`` fault), on the flaky schedule
+    (``flaky-30%``), or from discovery on (``info``: node ``pid``; ``duplicate``: the
+    partition the duplicate leaves unserved, ``k - 1``)."""
+    gone = {"info": pid, "duplicate": k - 1}.get(fault)
+
+    def app(msg: Message, context: Context) -> Message | None:
+        me, rnd = _pid(context), _round_of(msg)
+        if gone is not None:
+            fail = me == gone
+        elif fault == "flaky-30%":
+            fail = msg.metadata.message_type.startswith("train.") and rnd >= 1 \
+                and me in flaky_set(k, rnd)
+        else:
+            fail = msg.metadata.message_type.startswith("train.") and me == pid \
+                and rnd >= start
+        if fail:
+            raise RuntimeError(f"partition {me} went silent in round {rnd}")
+        return client_app(msg, context)
+
+    return app
+
+
+def fault_node_configs(fault: str, k: int) -> dict[int, dict[str, Any]]:
+    """Node configs of ``fault`` (``duplicate``: node ``k - 1`` claims partition id 0)."""
+    return {k - 1: {"partition-id": 0}} if fault == "duplicate" else {}
+
+
+def fault_nodes(algorithm: str, fault: str) -> int:
+    """How many nodes the case runs with (more for ``flaky-30%`` where the run can go on)."""
+    k = SMALL[algorithm][1]
+    return FLAKY_NODES if fault == "flaky-30%" and algorithm not in EVERY_PARTY else k
+
+
+def blamed(algorithm: str, fault: str, k: int) -> list[str]:
+    """Who a correct run names: ``client c`` (a partition) or ``node n`` (discovery)."""
+    if fault == "info":
+        return [f"node {1000 + FAULTY}"]
+    if fault == "duplicate":
+        return [f"node {1000 + k - 1}"]
+    if fault == "flaky-30%":
+        rounds = range(1, SMALL[algorithm][0].get("num-rounds", 1) + 1)
+        if algorithm in EVERY_PARTY:
+            return [f"client {c}" for c in flaky_set(k, 1)]
+        return sorted({f"client {c}" for r in rounds for c in flaky_set(k, r)})
+    return [f"client {FAULTY}"]
+
+
+@dataclass
+class FaultOutcome:
+    """What one algorithm did with one fault, next to its oracle (the silent run)."""
+
+    algorithm: str
+    fault: str
+    outcome: str  # the table's words
+    handled: bool  # dropped/stopped, named, and equal to the silent run
+    silent_wrong: bool  # "completed" with a result that differs from the silent run
+    status: str
+    oracle_status: str
+    named: list[str] = field(default_factory=list)
+    equal: bool = False
+    dropped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def asdict(self) -> dict[str, Any]:  # noqa: D102
+        return dict(self.__dict__)
+
+
+def run_app(algorithm: str, app: ClientCallable, k: int,
+            node_configs: Mapping[int, Mapping[str, Any]] | None = None,
+            rc: Mapping[str, Any] | None = None) -> RunResult:
+    """One in-process run of ``algorithm`` (its :data:`SMALL` config) against ``app``; a run
+    that raises comes back as a RunResult with ``failed: ...`` status."""
+    from fedcausal_flwr.app import glue
+
+    rc = dict(rc or SMALL[algorithm][0])
+    strategy = glue(algorithm).strategy(algorithm, rc)
+    try:
+        return strategy.start(grid=InProcessGrid(app, k, rc, node_configs))
+    except Exception as e:  # noqa: BLE001 - the matrix reports it as not handled
+        res = RunResult(algorithm, {}, status=f"failed: {type(e).__name__}: {e}")
+        res.metrics["dropped"] = list(strategy._dropped)
+        return res
+
+
+def same_result(a: RunResult, b: RunResult) -> bool:
+    """Bit-for-bit the same estimates, rounds and per-round participation; for runs that keep
+    no estimate (a stopped VFedCD), the same per-round losses."""
+    if a.status.split(":")[0] != b.status.split(":")[0] or len(a.history) != len(b.history):
+        return False
+    if [h.get("n_clients") for h in a.history] != [h.get("n_clients") for h in b.history]:
+        return False
+    if [h.get("loss") for h in a.history] != [h.get("loss") for h in b.history]:
+        return False
+    if set(a.estimates) != set(b.estimates):
+        return False
+    return all(_equal(a.estimates[key], b.estimates[key]) for key in a.estimates)
+
+
+def _equal(x: Any, y: Any) -> bool:
+    if isinstance(x, list | tuple) and isinstance(y, list | tuple):
+        return len(x) == len(y) and all(_equal(u, v) for u, v in zip(x, y, strict=True))
+    return np.array_equal(np.asarray(x), np.asarray(y))
+
+
+_ORACLES: dict[tuple[str, str], RunResult] = {}
+
+
+def oracle(algorithm: str, fault: str) -> RunResult:
+    """The silent run of ``fault`` (cached: several faults share one oracle)."""
+    key = (algorithm, {"info": "info", "duplicate": "duplicate",
+                       "flaky-30%": "flaky-30%"}.get(fault, "silent"))
+    if key not in _ORACLES:
+        from fedcausal_flwr.client_app import app as client_app
+
+        k = fault_nodes(algorithm, fault)
+        _ORACLES[key] = run_app(algorithm, silent_app(client_app, key[1], k), k)
+    return _ORACLES[key]
+
+
+def check_fault(algorithm: str, fault: str) -> FaultOutcome:
+    """Run ``algorithm`` with ``fault`` (the App's ClientApp, :data:`SMALL` config) and its
+    oracle; classify: dropped and named with the silent run's result, stopped naming the right
+    party, or not handled (a SILENT WRONG RESULT when it says "completed" but differs)."""
+    import time
+
+    from fedcausal_flwr.client_app import app as client_app
+
+    k = fault_nodes(algorithm, fault)
+    t0 = time.perf_counter()
+    res = run_app(algorithm, faulty_app(client_app, fault, k), k, fault_node_configs(fault, k))
+    seconds = time.perf_counter() - t0
+    ref = oracle(algorithm, fault)
+    dropped = list(res.metrics.get("dropped", []))
+    who = blamed(algorithm, fault, k)
+    text = res.status + " | " + " | ".join(dropped)
+    stopped = res.status.startswith("stopped")
+    if stopped and algorithm in EVERY_PARTY and fault not in DISCOVERY_FAULTS:
+        named = [w for w in who if _names(res.status, w)]  # the stop names the party
+        ok_named = len(named) >= 1
+    else:
+        named = [w for w in who if any(_names(d, w) for d in dropped + [res.status])]
+        ok_named = len(named) == len(who)
+    equal = same_result(res, ref)
+    parties = ", ".join(w.split()[-1] for w in (named or who))
+    wrong = False
+    if res.status == "completed":
+        if equal and ok_named:
+            outcome = f"dropped {_kind(who)} {parties}, equal to silent run"
+        elif equal:
+            outcome = "completed, equal to silent run, but not named"
+        else:
+            wrong = True
+            outcome = "SILENT WRONG RESULT"
+    elif stopped:
+        if not ok_named:
+            outcome = f"stopped, blames the wrong party ({_short(text)})"
+        elif not equal:
+            outcome = f"stopped, names {_kind(who)} {parties}, but differs from silent run " \
+                      f"({_short(ref.status)})"
+        else:
+            outcome = f"stopped, names {_kind(who, party=True)} {parties}"
+    else:
+        outcome = f"not handled: {_short(res.status)}"
+    handled = (stopped or res.status == "completed") and ok_named and equal
+    return FaultOutcome(algorithm, fault, outcome, handled, wrong, res.status, ref.status,
+                        named, equal, dropped, seconds)
+
+
+def _names(text: str, who: str) -> bool:
+    """Whether ``text`` names ``who`` ("client 1" but not "client 12")."""
+    import re
+
+    return re.search(rf"(?<![\w]){re.escape(who)}(?!\d)", text) is not None
+
+
+def _kind(who: list[str], party: bool = False) -> str:
+    noun = who[0].split()[0]
+    if party and noun == "client":
+        noun = "party"
+    return noun + ("s" if len(who) > 1 else "")
+
+
+def _short(text: str, n: int = 90) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 3] + "..."
