@@ -429,10 +429,31 @@ def headline() -> str:
     return markdown(["algorithm", "measure (seeds)", "paper", "ours"], rows)
 
 
+# ----------------------------------------------------------------------------- reliability
+def reliability() -> str:
+    """Issue 11's fault x algorithm matrix (reliability.json): the count of handled cases,
+    the silent wrong results, and each case's outcome."""
+    r = read_results("reliability")
+    summ, algos = r["summary"], r["algorithms"]
+    cell = {(c["fault"], c["algorithm"]): c["outcome"] for c in r["cases"]}
+    faults = [f for f in r["faults"] if any((f, a) in cell for a in algos)]
+    rows = [[f"`{f}`: {r['faults'][f]}"] + [cell.get((f, a), "-") for a in algos]
+            for f in faults]
+    lines = [f"**{summ['handled']} of {summ['cases']} cases handled; "
+             f"{summ['silent_wrong']} silent wrong results"
+             + (f" ({', '.join(summ['silent_wrong_cases'])})" if summ["silent_wrong"] else "")
+             + f".** Made by `{r['meta']['script']}` on {r['meta']['finished']} "
+             f"({r['elapsed_s']:.0f} s).", ""]
+    if summ["not_handled"]:
+        lines += ["Not handled:", ""] + [f"- {k}: {v}" for k, v in summ["not_handled"].items()]
+        lines.append("")
+    return "\n".join(lines) + "\n" + markdown(["fault"] + algos, rows)
+
+
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
     fdbnl_varying_d, fdbnl_varying_k, benchmark_flower_overhead, fedgc_default, fedcf_default,
-    fediv_table1, vfedcd_table1, vfedcd_table3_slow)}
+    fediv_table1, vfedcd_table1, vfedcd_table3_slow, reliability)}
 
 
 # ----------------------------------------------------------------------------- markdown files
