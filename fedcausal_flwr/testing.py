@@ -194,9 +194,11 @@ SMALL: dict[str, tuple[dict[str, Any], int]] = {
     "fediv": ({"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600,
                "num-rounds": 3, "iv-lr-g": 0.05, "iv-lr-f": 0.25, "iv-val-features": 8,
                "iv-device": "cpu", **_COMMON}, 4),
+    # the mock backend and small keys: test-only opt-ins of the server and the parties
     "vfedcd": ({"algorithm": "vfedcd", "d": 6, "edges": 8, "n": 20, "num-epochs": 3,
                 "batch": 8, "he-backend": "mock", "key-bits": 256, "gamma": 0.5, "seed": 4,
-                **_COMMON}, 3),
+                "insecure-test-keys": True, "vfedcd-accept-backends": "mock",
+                "vfedcd-min-key-bits": 256, **_COMMON}, 3),
 }
 #: Nodes of the averaging protocols in the "30% of clients fail" case (3 of 10 fail).
 FLAKY_NODES = 10
