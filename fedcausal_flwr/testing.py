@@ -482,3 +482,41 @@ def _kind(who: list[str], party: bool = False) -> str:
 def _short(text: str, n: int = 90) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def honest_margin(algorithm: str, rc: Mapping[str, Any] | None = None,
+                  k: int | None = None) -> dict[str, Any]:
+    """How close an honest run of ``algorithm`` comes to the magnitude screen: the largest
+    ``peak / max(floor, median peak of the other replies)`` over every float array of every
+    exchange (the screen drops above ``screen_factor``), the largest peak, and whatever the
+    screen dropped (must be nothing)."""
+    from fedcausal_flwr.app import glue
+    from fedcausal_flwr.client_app import app as client_app
+    from fedcausal_flwr.strategies.base import peak
+
+    rc = dict(rc or SMALL[algorithm][0])
+    k = k or SMALL[algorithm][1]
+    strategy = glue(algorithm).strategy(algorithm, rc)
+    seen = {"max_ratio": 0.0, "max_peak": 0.0, "screened": []}
+    screen = strategy.screen
+
+    def watched(phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
+        peaks = {c: [peak(np.asarray(a)) for a in arrays] for c, arrays in replies.items()}
+        for c, ps in peaks.items():
+            for i, v in enumerate(ps):
+                others = [q[i] for o, q in peaks.items()
+                          if o != c and i < len(q) and q[i] is not None]
+                if v is None:
+                    continue
+                seen["max_peak"] = max(seen["max_peak"], v)
+                if others:
+                    ref = max(strategy.screen_floor, float(np.median(others)))
+                    seen["max_ratio"] = max(seen["max_ratio"], v / ref)
+        out = screen(phase, replies)
+        seen["screened"] += [f"client {c}: {why}" for c, why in out.items()]
+        return out
+
+    strategy.screen = watched  # type: ignore[method-assign]
+    result = strategy.start(grid=InProcessGrid(client_app, k, rc))
+    return {**seen, "status": result.status, "rounds": len(result.history),
+            "screen_factor": strategy.screen_factor, "screen_floor": strategy.screen_floor}

@@ -65,6 +65,12 @@ def main() -> None:
             o = T.check_fault(algorithm, fault)
             cases.append(o.asdict())
             log(f"{algorithm:7s} {fault:15s} {o.outcome}")
+    margins = {}
+    for algorithm in args.algorithms:  # how near honest runs come to the magnitude screen
+        m = margins[algorithm] = T.honest_margin(algorithm)
+        log(f"{algorithm:7s} honest: {m['status']}, max peak / floored median of the others "
+            f"{m['max_ratio']:.3g} (screen at {m['screen_factor']:g}), screened "
+            f"{len(m['screened'])}")
     handled = sum(c["handled"] for c in cases)
     wrong = [f"{c['algorithm']}/{c['fault']}" for c in cases if c["silent_wrong"]]
     not_handled = {f"{c['algorithm']}/{c['fault']}": c["outcome"] for c in cases
@@ -78,7 +84,8 @@ def main() -> None:
         "configs": {a: {"run_config": T.SMALL[a][0], "nodes": T.SMALL[a][1]}
                     for a in args.algorithms},
         "faulty_partition": T.FAULTY, "from_round": T.FROM_ROUND, "timeout_s": T.TIMEOUT_S,
-        "flaky_nodes": T.FLAKY_NODES, "cases": jsonable(cases), "summary": summary,
+        "flaky_nodes": T.FLAKY_NODES, "cases": jsonable(cases), "honest": margins,
+        "summary": summary,
         "elapsed_s": clock()}, args.out)
     log(f"wrote {path}")
     if args.out is None:  # the committed table follows the committed JSON

@@ -444,6 +444,13 @@ def reliability() -> str:
              + (f" ({', '.join(summ['silent_wrong_cases'])})" if summ["silent_wrong"] else "")
              + f".** Made by `{r['meta']['script']}` on {r['meta']['finished']} "
              f"({r['elapsed_s']:.0f} s).", ""]
+    if r.get("honest"):
+        lines += ["Honest runs of the same configs (no fault): largest max |x| of a reply's "
+                  "array over max(1, the other replies' median), the screen dropping above "
+                  f"{next(iter(r['honest'].values()))['screen_factor']:g}: "
+                  + ", ".join(f"{a} {m['max_ratio']:.3g}" + (" (SCREENED)" if m["screened"]
+                                                              else "")
+                              for a, m in r["honest"].items()) + ".", ""]
     if summ["not_handled"]:
         lines += ["Not handled:", ""] + [f"- {k}: {v}" for k, v in summ["not_handled"].items()]
         lines.append("")

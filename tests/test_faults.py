@@ -25,6 +25,7 @@ from fedcausal_flwr.testing import (
     InProcessGrid,
     check_fault,
     faulty_app,
+    honest_margin,
     run_app,
     silent_app,
 )
@@ -87,6 +88,14 @@ def test_every_party_protocol_blames_the_poisoning_party_only(algorithm):
 
 
 # ---- the screen itself ---------------------------------------------------------------------
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_honest_runs_stay_far_below_the_screen(algorithm):
+    """Nothing honest is screened, with three orders of magnitude to spare."""
+    m = honest_margin(algorithm)
+    assert m["status"] == "completed" and m["screened"] == []
+    assert m["max_ratio"] < m["screen_factor"] / 1e3, m
+
+
 def test_precision_below_float64_is_rejected_and_named():
     for dtype in (np.float16, np.float32):
         why = reply_problem([np.zeros((2, 2), dtype=dtype)], [(2, 2)])
