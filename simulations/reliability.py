@@ -32,7 +32,8 @@ the table below is regenerated from that JSON by `python simulations/tables.py` 
 shared with `tests/test_faults.py`, which asserts every case below.
 
 Each case: one faulty node (partition 1, faults from round 2; see the fault list), the App's
-ClientApp in process (`InProcessGrid`), reply timeout 0.5 s. Oracle: the same node raising
+ClientApp in process (`InProcessGrid`), reply timeout 0.5 s (a node that does not answer costs
+it once, then is skipped: issue 11 item 4). Oracle: the same node raising
 from the same round ("the silent run"); "equal" means bit-for-bit equal estimates, rounds,
 per-round participation and losses. "exception" is the oracle's own fault (equal by
 construction). Discovery faults (`info`, `duplicate`) are compared with the node failing its
