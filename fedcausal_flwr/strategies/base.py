@@ -654,7 +654,7 @@ class CausalStrategy(Strategy):
             want = expected[cid] if isinstance(expected, Mapping) else expected
             problem, arrays = None, []
             if r is None:
-                problem = f"no reply to train.{phase} in {self.timeout_s:.0f}s"
+                problem = f"no reply to train.{phase} in {self.timeout_s:.3g} s"
             elif r.has_error():
                 problem = _last_line(r.error.reason)
             elif "arrays" not in r.content.array_records:
