@@ -1,14 +1,41 @@
-"""The result contract: ``<outputs>/<run-name>/result.json`` plus PNG plots beside it."""
+"""The result contract: ``<outputs>/<run-name>/result.json`` plus PNG plots beside it.
+
+``status`` in result.json is one of
+
+- ``"running"``: rounds go on; the file is rewritten after every round (a checkpoint);
+- ``"completed"``: the run reached its end (stop rule or round budget);
+- ``"stopped: <reason>"``: it ended early (too few valid replies, a party the protocol cannot do
+  without failed); finished rounds are kept;
+- ``"failed: <ExceptionType>: <message>"``: an error after the run config was read (bad
+  settings, bad data, a strategy crash); finished rounds are kept;
+- ``"interrupted: <ExceptionType>"``: the ServerApp was stopped by KeyboardInterrupt /
+  SystemExit and could still write.
+
+Every write stamps ``process`` = ``{pid, host, pid_start, heartbeat, stale_after_s}``: who wrote
+the file and when (``heartbeat``, Unix time). A reader (:func:`load_result`, :func:`run_status`)
+reports ``"interrupted"`` when the file says ``running`` but its writer is gone: on the same
+host, when the pid is not alive (or a zombie, or a different process now has that pid); from
+another host, when the heartbeat is older than ``stale_after_s`` (the larger of
+:data:`STALE_AFTER_S` and three times the longest finished round). Only ``"completed"`` means
+the run finished normally (:func:`is_completed`).
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+STALE_AFTER_S = 1800.0
+"""Cross-host bound: a ``running`` file whose heartbeat is older than this (or than three times
+its longest round, whichever is larger) is read as interrupted."""
 
 
 def jsonable(x: Any) -> Any:
@@ -33,7 +60,9 @@ class RunResult:
     """What one federated (or reference) run produced.
 
     ``estimates`` maps names to learned matrices; ``truth`` (optional) maps the same names to
-    ground truth for plots; ``status`` is ``"completed"`` or says why the run stopped early.
+    ground truth for plots; ``status`` is ``"completed"`` or says why the run stopped early
+    (the module docstring lists every value); ``errors`` holds problems after the run that did
+    not change its outcome (a plot that failed); ``process`` says which process writes it.
     """
 
     algorithm: str
@@ -45,6 +74,8 @@ class RunResult:
     truth: dict[str, Any] = field(default_factory=dict)
     status: str = "completed"
     evaluations: dict[int, dict[str, Any]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    process: dict[str, Any] = field(default_factory=lambda: process_info())
 
     # ---- Flower's ``Result`` interface -----------------------------------------------------
     @property
@@ -80,7 +111,9 @@ class RunResult:
         return jsonable({
             "algorithm": self.algorithm, "status": self.status, "config": self.config,
             "metrics": self.metrics, "history": self.history, "estimates": self.estimates,
-            "timing": self.timing, "truth": self.truth,
+            "timing": self.timing, "truth": self.truth, "errors": self.errors,
+            "process": {**self.process, "heartbeat": time.time(),
+                        "stale_after_s": stale_after(self.history)},
         })
 
     def save(self, directory: str | Path) -> Path:
@@ -111,9 +144,93 @@ def _metric_record(row: dict[str, Any]) -> Any:
                          and not isinstance(v, (bool, np.bool_))})
 
 
-def load_result(path: str | Path) -> dict[str, Any]:
-    """Read a ``result.json`` (a directory or the file itself)."""
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """``(state, start time in clock ticks)`` of ``pid`` from ``/proc``, None if unreadable."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "
+    return fields[0], int(fields[19])
+
+
+def process_info() -> dict[str, Any]:
+    """This process as a result's writer: pid, host, and its start time (pid reuse check)."""
+    stat = _proc_stat(os.getpid())
+    return {"pid": os.getpid(), "host": socket.gethostname(),
+            "pid_start": stat[1] if stat else None}
+
+
+def stale_after(history: list[dict[str, Any]]) -> float:
+    """Seconds without a heartbeat after which another host reads a running file as dead."""
+    rounds = [float(h["seconds"]) for h in history
+              if isinstance(h.get("seconds"), (int, float)) and math.isfinite(h["seconds"])]
+    return max([STALE_AFTER_S] + [3 * s for s in rounds])
+
+
+def writer_alive(process: dict[str, Any], stale_after_s: float | None = None,
+                 now: float | None = None) -> tuple[bool, str]:
+    """Whether the process that wrote a result is still there, and why we think so.
+
+    Same host: the pid must exist, not be a zombie and (where ``/proc`` tells) have the
+    recorded start time. Another host (or no pid): the heartbeat must be younger than
+    ``stale_after_s`` (default: the file's own ``stale_after_s``, else :data:`STALE_AFTER_S`).
+    """
+    now = time.time() if now is None else now
+    beat = process.get("heartbeat")
+    age = f"last heartbeat {now - beat:.0f} s ago" if isinstance(beat, (int, float)) else \
+        "no heartbeat"
+    pid, host = process.get("pid"), process.get("host")
+    if isinstance(pid, int) and host == socket.gethostname():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False, f"its process {pid} on {host} is gone ({age})"
+        except PermissionError:
+            pass  # exists, another user's
+        stat = _proc_stat(pid)
+        if stat is not None and stat[0] in ("Z", "X"):
+            return False, f"its process {pid} on {host} has exited ({age})"
+        start = process.get("pid_start")
+        if stat is not None and start is not None and stat[1] != start:
+            return False, f"its process {pid} on {host} is gone; the pid was reused ({age})"
+        return True, f"process {pid} on {host} is alive ({age})"
+    bound = float(stale_after_s if stale_after_s is not None
+                  else process.get("stale_after_s") or STALE_AFTER_S)
+    if not isinstance(beat, (int, float)) or now - beat > bound:
+        return False, f"written on {host}, {age}, over the {bound:.0f} s bound"
+    return True, f"written on {host}, {age}, within the {bound:.0f} s bound"
+
+
+def run_status(doc: dict[str, Any], stale_after_s: float | None = None) -> str:
+    """The status of a loaded result: the file's, or ``"interrupted"`` when it says running
+    and its writer is gone (:func:`writer_alive`)."""
+    status = str(doc.get("status", ""))
+    if status != "running":
+        return status
+    alive, _ = writer_alive(doc.get("process") or {}, stale_after_s)
+    return "running" if alive else "interrupted"
+
+
+def is_completed(status: str) -> bool:
+    """Only ``"completed"`` is a finished run; anything else makes launchers exit non-zero."""
+    return status == "completed"
+
+
+def load_result(path: str | Path, stale_after_s: float | None = None) -> dict[str, Any]:
+    """Read a ``result.json`` (a directory or the file itself).
+
+    A file that says ``"running"`` whose writer is gone comes back with ``status``
+    ``"interrupted"`` and ``status_detail`` saying why (:func:`writer_alive`); the finished
+    rounds are in ``history`` as written.
+    """
     path = Path(path)
     if path.is_dir():
         path = path / "result.json"
-    return json.loads(path.read_text())
+    doc = json.loads(path.read_text())
+    if doc.get("status") == "running":
+        alive, why = writer_alive(doc.get("process") or {}, stale_after_s)
+        if not alive:
+            doc["status"] = "interrupted"
+            doc["status_detail"] = f"result.json says running but {why}"
+    return doc

@@ -4,7 +4,8 @@ which builds the strategy with validated settings before any node is contacted."
 from __future__ import annotations
 
 import time
-from logging import INFO
+import traceback
+from logging import ERROR, INFO
 from pathlib import Path
 from typing import Any
 
@@ -25,38 +26,89 @@ def output_dir(rc: dict[str, Any], algorithm: str) -> Path:
 
 
 def save_with_plots(result: RunResult, out: Path) -> Path:
-    """Write result.json and the PNGs of learned vs true graphs and of the history."""
+    """Write result.json, then the PNGs of learned vs true graphs and of the history.
+
+    The result is saved before any plot is drawn; a plot that fails is logged and recorded in
+    ``result.errors`` (and result.json saved again), never raised.
+    """
     from fedcausal_flwr.plots import plot_graphs, plot_history
 
     path = result.save(out)
     shown = {k: v for k, v in result.estimates.items() if k in ("W", "A")}
     truth = {k: v for k, v in result.truth.items() if k in shown}
+    keys = [k for k in ("h", "primal_residual", "shd_w", "shd_a", "auroc", "loss")
+            if result.history and k in result.history[-1]]
+    plots = []
     if shown:
-        plot_graphs(shown, truth, out / "graphs.png", title=f"{result.algorithm}: learned vs true")
+        plots.append(("graphs.png", lambda: plot_graphs(
+            shown, truth, out / "graphs.png", title=f"{result.algorithm}: learned vs true")))
     if result.history:
-        keys = [k for k in ("h", "primal_residual", "shd_w", "shd_a", "auroc", "loss")
-                if k in result.history[-1]]
-        plot_history(result.history, keys, out / "history.png", title=result.algorithm)
+        plots.append(("history.png", lambda: plot_history(
+            result.history, keys, out / "history.png", title=result.algorithm)))
+    if plots_failed(result, plots):
+        path = result.save(out)
     return path
 
 
-@app.main()
-def main(grid: Grid, context: Context) -> None:
-    """Build the configured strategy, run it, save ``result.json`` and plots."""
-    rc = dict(context.run_config)
+def plots_failed(result: RunResult, plots: list[tuple[str, Any]]) -> bool:
+    """Run each ``(name, draw)``; a failure is logged and appended to ``result.errors``."""
+    failed = False
+    for name, draw in plots:
+        try:
+            draw()
+        except Exception as e:  # noqa: BLE001 - a plot never loses the result
+            result.errors.append(f"plot {name}: {type(e).__name__}: {e}")
+            log(ERROR, "plot %s failed (result.json is saved): %s", name,
+                traceback.format_exc())
+            failed = True
+    return failed
+
+
+def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
+    """The App's run: build the strategy, run it, save ``result.json`` and the plots.
+
+    Every failure after the run config is read (bad settings or data, a strategy crash) still
+    writes result.json with ``status`` ``"failed: <error>"`` before it is raised; plot and
+    truth failures are recorded in ``errors`` and never lose the result.
+    """
     algorithm = str(rc.get("algorithm", "fdbnl"))
-    module = glue(algorithm)
-    strategy = module.strategy(algorithm, rc)  # validates the settings: fails before any node
     out = output_dir(rc, algorithm)
-    strategy.checkpoint = lambda res: res.save(out)
-    result = strategy.start(grid=grid)
-    result.config = {"run_config": rc, "strategy": result.config}
+    try:
+        module = glue(algorithm)
+        strategy = module.strategy(algorithm, rc)  # validates the settings: before any node
+    except BaseException as e:
+        status = (f"failed: {type(e).__name__}: {e}" if isinstance(e, Exception)
+                  else f"interrupted: {type(e).__name__}")
+        RunResult(algorithm, {"run_config": rc}, status=status).save(out)
+        log(ERROR, "%s %s; saved to %s", algorithm, status, out / "result.json")
+        raise
+
+    def checkpoint(res: RunResult) -> None:
+        res.config = {"run_config": rc, "strategy": strategy.config()}
+        res.save(out)
+
+    strategy.checkpoint = checkpoint
+    result = strategy.start(grid=grid)  # on an exception it has saved "failed: ..." first
+    result.config = {"run_config": rc, "strategy": strategy.config()}
     if hasattr(module, "truth"):
-        result.truth = module.truth(algorithm, rc)
+        try:
+            result.truth = module.truth(algorithm, rc)
+        except Exception as e:  # noqa: BLE001 - the truth only feeds the plot
+            result.errors.append(f"truth for the plot: {type(e).__name__}: {e}")
+            log(ERROR, "truth for the plot failed: %s", traceback.format_exc())
     path = save_with_plots(result, out)
     if hasattr(module, "save_plots"):  # an algorithm's own figures, beside result.json
-        module.save_plots(algorithm, rc, result, out)
+        if plots_failed(result, [("save_plots", lambda: module.save_plots(algorithm, rc,
+                                                                            result, out))]):
+            path = result.save(out)
     log(INFO, "%s %s after %d rounds in %.1fs", algorithm, result.status,
         result.timing.get("rounds", 0), result.timing.get("wall_s", 0.0))
     log(INFO, "final metrics: %s", {k: v for k, v in result.metrics.items() if k != "dropped"})
     log(INFO, "result saved to %s", path)
+    return result
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    """Build the configured strategy, run it, save ``result.json`` and plots (:func:`run`)."""
+    run(grid, dict(context.run_config))

@@ -215,7 +215,13 @@ class CausalStrategy(Strategy):
         ``evaluate_fn(estimates, client_ids) -> dict`` of metrics, called after each round
         (e.g. SHD against a known truth). It sees estimates only, never client data.
     checkpoint : callable, optional
-        ``checkpoint(result)`` after each round, so a crash never loses finished rounds.
+        ``checkpoint(result)`` when the run starts, after each round (``status``
+        ``"running"``) and once more at its end with the final status, so a crash never loses
+        finished rounds.
+    audit : bool
+        Keep every message's shapes, dtypes and config keys in :attr:`wire_log` (for tests
+        that audit the wire). Default False: :attr:`wire_log` keeps bounded per-phase
+        summaries only (counts, bytes, shapes seen).
     **changes
         Settings fields to change, e.g. ``FDBNL(min_nodes=3)``.
     """
@@ -235,7 +241,7 @@ class CausalStrategy(Strategy):
     def __init__(self, settings: RunSettings | None = None, *,
                  evaluate_fn: EvaluateFn | None = None,
                  checkpoint: Callable[[RunResult], None] | None = None,
-                 **changes: Any) -> None:
+                 audit: bool = False, **changes: Any) -> None:
         base = self.settings_class() if settings is None else settings
         if not isinstance(base, self.settings_class):
             raise TypeError(f"{type(self).__name__} takes {self.settings_class.__name__}, got "
@@ -248,7 +254,7 @@ class CausalStrategy(Strategy):
         self.evaluate_fn = evaluate_fn
         self.checkpoint = checkpoint
         self.nodes: dict[int, NodeInfo] = {}  # by client id (partition id)
-        self.wire_log: list[dict[str, Any]] = []
+        self.wire_log = WireLog(audit=audit)
         self.reply_metrics: dict[int, dict[str, Any]] = {}
         self._reset()
 
@@ -257,6 +263,7 @@ class CausalStrategy(Strategy):
         self._bytes = {"up": 0, "down": 0}
         self._dropped: list[str] = []
         self._accepted = 0
+        self._took_part: set[int] = set()  # client ids with at least one valid reply
         self._max_rounds: int | None = None
         self._timeout: float | None = None
         self._grid: Grid | None = None
@@ -364,12 +371,9 @@ class CausalStrategy(Strategy):
             messages.append(Message(content, dst_node_id=node, message_type=message_type,
                                     group_id=str(self._round)))
             arrays = content.array_records.get("arrays")
-            self.wire_log.append({
-                "round": self._round, "phase": message_type, "direction": "down", "node": node,
-                "arrays": [(tuple(a.shape), str(a.dtype))
-                           for a in (arrays.to_numpy_ndarrays() if arrays else [])],
-                "config": sorted(content.config_records.get("config", {}).keys()),
-            })
+            self.wire_log.add(self._round, message_type, "down", node,
+                              list(arrays.values()) if arrays else [],
+                              content.config_records.get("config", {}).keys())
         return {r.metadata.src_node_id: r for r in self._send_and_receive(grid, messages)}
 
     def _send_and_receive(self, grid: Grid, messages: list[Message]) -> list[Message]:
@@ -662,10 +666,7 @@ class CausalStrategy(Strategy):
             else:
                 arrays = r.content["arrays"].to_numpy_ndarrays()
                 self._bytes["up"] += array_bytes(arrays)
-                self.wire_log.append({"round": self._round, "phase": f"train.{phase}",
-                                      "direction": "up", "node": node,
-                                      "arrays": [(tuple(a.shape), str(a.dtype))
-                                                 for a in arrays]})
+                self.wire_log.add(self._round, f"train.{phase}", "up", node, arrays)
                 problem = reply_problem(arrays, want)
             if problem:
                 self.drop(f"client {cid}", f"{phase}: {problem}")
@@ -682,6 +683,7 @@ class CausalStrategy(Strategy):
             if every:
                 raise ProtocolStopped(f"client {cid} failed in phase {phase}: {why}")
         self._accepted = len(ok)
+        self._took_part |= set(ok)
         if len(ok) < need:
             raise TooFewReplies(f"round {self._round}: {len(ok)} valid replies to "
                                 f"train.{phase}, min-nodes={need}")
@@ -790,6 +792,8 @@ class CausalStrategy(Strategy):
         self.summary()
         result = RunResult(self.algorithm, self.config(), status="running")
         try:
+            if self.checkpoint is not None:  # a "running" file from the start
+                self.checkpoint(result)
             self.nodes = self.discover(grid)
             self.setup(self.nodes)
             if warm is not None:
@@ -799,24 +803,113 @@ class CausalStrategy(Strategy):
         except TooFewReplies as e:
             result.status = f"stopped: {e}"
             log(ERROR, "%s stopped early: %s", self.algorithm, e)
-        except Exception as e:  # noqa: BLE001 - keep finished rounds, then re-raise
-            result.status = f"failed: {type(e).__name__}: {e}"
+        except BaseException as e:  # keep finished rounds with the error, then re-raise
+            result.status = (f"failed: {type(e).__name__}: {e}" if isinstance(e, Exception)
+                             else f"interrupted: {type(e).__name__}")
             log(ERROR, "%s", traceback.format_exc())
             self._finish(result, t0)
-            if self.checkpoint is not None:
-                self.checkpoint(result)
+            self._final_checkpoint(result)
             raise
         self._finish(result, t0)
+        self._final_checkpoint(result)
         return result
 
     def _finish(self, result: RunResult, t0: float) -> None:
-        if self.nodes and self._round:
-            result.estimates = self.estimates()
-            if self.evaluate_fn is not None:
-                result.metrics.update(self.evaluate_fn(result.estimates, sorted(self.nodes)))
-        result.metrics.update({"rounds": self._round, "clients": len(self.nodes),
+        """Final estimates and metrics (subclasses add theirs after calling this).
+
+        ``metrics["clients"]`` counts the clients that took part (a valid reply at least
+        once), ``metrics["clients_discovered"]`` those discovery kept. An error while scoring
+        the final estimates is recorded in ``result.errors``, never replaces the status.
+        """
+        try:
+            if self.nodes and self._round:
+                result.estimates = self.estimates()
+                if self.evaluate_fn is not None:
+                    result.metrics.update(self.evaluate_fn(result.estimates,
+                                                           sorted(self.nodes)))
+        except Exception as e:  # noqa: BLE001 - the run's outcome stands; say what failed
+            result.errors.append(f"final evaluation: {type(e).__name__}: {e}")
+            log(ERROR, "%s: final evaluation failed: %s", self.algorithm, traceback.format_exc())
+        result.metrics.update({"rounds": self._round, "clients": len(self._took_part),
+                               "clients_discovered": len(self.nodes),
                                "dropped": list(self._dropped)})
         result.timing = {"wall_s": time.time() - t0, "rounds": self._round}
+
+    def _final_checkpoint(self, result: RunResult) -> None:
+        """Checkpoint the final status (a failing checkpoint never masks the outcome)."""
+        if self.checkpoint is not None:
+            try:
+                self.checkpoint(result)
+            except Exception:  # noqa: BLE001
+                log(ERROR, "%s: final checkpoint failed: %s", self.algorithm,
+                    traceback.format_exc())
+
+    def wire_summary(self) -> dict[str, dict[str, Any]]:
+        """Per ``"<phase> <direction>"``: messages, array bytes, shapes seen (see
+        :class:`WireLog`)."""
+        return self.wire_log.summary()
+
+
+class WireLog:
+    """What crossed the wire, bounded: per-phase summaries, full entries only when auditing.
+
+    ``summary()`` maps ``"<phase> <direction>"`` to ``messages``, ``bytes`` (array payload),
+    ``nodes`` (how many distinct), ``first_round`` / ``last_round`` and ``shapes`` (distinct
+    ``[shape, dtype]`` lists, at most :attr:`MAX_SHAPES` kept, ``shapes_dropped`` counting the
+    rest). With ``audit=True`` every message is also kept in :attr:`entries` as a dict
+    ``{round, phase, direction, node, arrays: [(shape, dtype)], config: [keys]}`` (``config``
+    on messages sent down); memory then grows with the run.
+    """
+
+    MAX_SHAPES = 64
+
+    def __init__(self, audit: bool = False) -> None:
+        self.audit = bool(audit)
+        self.entries: list[dict[str, Any]] = []
+        self._phases: dict[str, dict[str, Any]] = {}
+
+    def add(self, rnd: int, phase: str, direction: str, node: int,
+            arrays: Sequence[Any], config_keys: Iterable[str] | None = None) -> None:
+        """Count one message (``arrays``: numpy arrays or Flower ``Array`` objects)."""
+        specs = [(tuple(int(n) for n in a.shape), str(a.dtype)) for a in arrays]
+        nbytes = sum(int(np.prod(sh)) * np.dtype(dt).itemsize for sh, dt in specs)
+        s = self._phases.setdefault(f"{phase} {direction}", {
+            "messages": 0, "bytes": 0, "first_round": rnd, "last_round": rnd,
+            "shapes": set(), "shapes_dropped": 0, "nodes": set()})
+        s["messages"] += 1
+        s["bytes"] += int(nbytes)
+        s["last_round"] = rnd
+        if len(s["nodes"]) < 10_000:
+            s["nodes"].add(node)
+        key = tuple(specs)
+        if key not in s["shapes"]:
+            if len(s["shapes"]) < self.MAX_SHAPES:
+                s["shapes"].add(key)
+            else:
+                s["shapes_dropped"] += 1
+        if self.audit:
+            entry = {"round": rnd, "phase": phase, "direction": direction, "node": node,
+                     "arrays": specs}
+            if config_keys is not None:
+                entry["config"] = sorted(config_keys)
+            self.entries.append(entry)
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """JSON-able per-phase summaries."""
+        return {k: {**v, "nodes": len(v["nodes"]),
+                    "shapes": sorted([[list(sh), dt] for sh, dt in key] for key in v["shapes"])}
+                for k, v in self._phases.items()}
+
+    def __len__(self) -> int:
+        """Messages counted (all phases)."""
+        return sum(v["messages"] for v in self._phases.values())
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """The full entries (only with ``audit=True``)."""
+        if not self.audit:
+            raise RuntimeError("wire_log keeps full entries only with audit=True; "
+                               "use summary()")
+        return iter(self.entries)
 
 
 def _last_line(text: str) -> str:
