@@ -31,6 +31,9 @@ from fedcausal_flwr.data.timeseries import Pair, lagged, lagged_segments
 from fedcausal_flwr.settings import Settings, setting
 
 DATASETS = ("synthetic", "dream4", "netsim")
+MAX_D = 2000
+"""Upper bound of the synthetic ``d``: a client's lagged moments are (d + p d)^2 floats, 128 MB
+at d = 2000, p = 1 (d = 100000 would need 320 GB and only fail later with a MemoryError)."""
 CLIENT_FIELD = "{client}"
 
 
@@ -48,7 +51,7 @@ class DBNData(Settings):
     data: str = setting("synthetic", "data", choices=DATASETS)
     data_path: str = setting("", "data-path")
     netsim_subject: int = setting(1, "netsim-subject", ge=1)
-    d: int = setting(10, "d", ge=1)
+    d: int = setting(10, "d", ge=1, le=MAX_D)
     lags: int = setting(1, "lags", ge=1)
     samples_per_client: int = setting(100, "samples-per-client", ge=2)
     generator: str = setting("svar", "generator", choices=("svar", "code"))

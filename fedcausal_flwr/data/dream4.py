@@ -11,29 +11,42 @@ from pathlib import Path
 
 import numpy as np
 
-from fedcausal_flwr.data.timeseries import Pair, finite_matrix, lagged_segments
+from fedcausal_flwr.data.timeseries import Pair, lagged_segments
 
 
 def _fields(line: str) -> list[str]:
     return [f.strip().strip('"') for f in line.rstrip("\r\n").split("\t")]
 
 
-def _blocks(lines: list[str]) -> list[list[str]]:
-    blocks: list[list[str]] = [[]]
-    for line in lines:
+def _blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
+    """Runs of non-blank lines, each line with its 1-based line number."""
+    blocks: list[list[tuple[int, str]]] = [[]]
+    for n, line in enumerate(lines, start=1):
         if line.strip():
-            blocks[-1].append(line)
+            blocks[-1].append((n, line))
         elif blocks[-1]:
             blocks.append([])
     return [b for b in blocks if b]
 
 
-def _replicate(block: list[str], ncol: int, time_col: int | None, path: Path) -> np.ndarray:
-    rows = [_fields(line) for line in block]
-    bad = [r for r in rows if len(r) != ncol]
-    if bad:
-        raise ValueError(f"{path}: a row has {len(bad[0])} fields, the header has {ncol}")
-    M = finite_matrix(np.array(rows, dtype=float), name=str(path))
+def _replicate(block: list[tuple[int, str]], header: list[str], time_col: int | None,
+               path: Path) -> np.ndarray:
+    """One replicate's (time x columns) values; a ValueError names the line and column."""
+    M = np.empty((len(block), len(header)))
+    for k, (n, line) in enumerate(block):
+        row = _fields(line)
+        if len(row) != len(header):
+            raise ValueError(f"{path}: line {n} has {len(row)} fields, the header has "
+                             f"{len(header)}")
+        for j, v in enumerate(row):
+            try:
+                M[k, j] = float(v)
+            except ValueError:
+                raise ValueError(f"{path}: line {n}, column {j + 1} ({header[j]!r}): cannot "
+                                 f"read {v!r} as a number") from None
+            if not np.isfinite(M[k, j]):
+                raise ValueError(f"{path}: line {n}, column {j + 1} ({header[j]!r}): {v!r} "
+                                 "is not finite")
     return M if time_col is None else np.delete(M, time_col, axis=1)
 
 
@@ -72,15 +85,22 @@ def load_dream4(timeseries_path: str | Path, goldstandard_path: str | Path | Non
         explicitly or derived with ``derived_goldstandard``).
     """
     path = Path(timeseries_path)
-    lines = path.read_text().splitlines()
+    try:
+        lines = path.read_text().splitlines()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a text TSV file ({e})") from None
     blocks = _blocks(lines)
-    if len(blocks) < 2:
-        raise ValueError(f"{path}: expected a header and at least one replicate")
-    header = _fields(blocks[0][0])
+    if not blocks or len(blocks) == 1 and len(blocks[0]) < 2:
+        raise ValueError(f"{path}: expected a header and at least one replicate"
+                         + (" (the file is empty)" if not blocks else ""))
+    header = _fields(blocks[0][0][1])
     time_col = next((i for i, h in enumerate(header) if h.lower() == "time"), None)
     genes = [h for i, h in enumerate(header) if i != time_col]
+    if not genes or len(set(genes)) != len(genes):
+        raise ValueError(f"{path}: line {blocks[0][0][0]}: the header needs distinct gene "
+                         f"names, got {header[:6]}{' ...' if len(header) > 6 else ''}")
     blocks[0] = blocks[0][1:]
-    series = [_replicate(b, len(header), time_col, path) for b in blocks if b]
+    series = [_replicate(b, header, time_col, path) for b in blocks if b]
     gold = (derived_goldstandard(path) if goldstandard_path is None
             else Path(goldstandard_path))
     truth = None if gold is None else read_goldstandard(gold, genes)

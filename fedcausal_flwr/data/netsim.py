@@ -16,7 +16,8 @@ from fedcausal_flwr.data.timeseries import Pair, finite_matrix, lagged
 
 
 def _scalar(mat: dict, key: str) -> int | None:
-    return int(np.asarray(mat[key]).ravel()[0]) if key in mat else None
+    v = np.asarray(mat[key]).ravel() if key in mat else np.array([])
+    return int(v[0]) if v.size and np.issubdtype(v.dtype, np.number) else None
 
 
 def load_netsim(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
@@ -27,11 +28,23 @@ def load_netsim(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     ts : (subjects, T, d) array, one series per subject.
     net : (subjects, d, d) array of true connection weights.
     """
-    mat = scipy.io.loadmat(str(path))
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no such NetSim .mat file")
+    try:
+        mat = scipy.io.loadmat(str(path))
+    except Exception as e:  # noqa: BLE001 - scipy raises IndexError, ValueError, TypeError ...
+        raise ValueError(f"{path}: not a readable MATLAB .mat file "
+                         f"({type(e).__name__}: {e})") from e
     if "ts" not in mat or "net" not in mat:
-        raise ValueError(f"{path}: expected variables 'ts' and 'net'")
-    ts = finite_matrix(mat["ts"], name=f"{path}: ts")
-    net = np.asarray(mat["net"], dtype=float)
+        raise ValueError(f"{path}: expected variables 'ts' and 'net', found "
+                         f"{sorted(k for k in mat if not k.startswith('__'))}")
+    try:
+        ts = finite_matrix(mat["ts"], name=f"{path}: ts")
+        net = np.asarray(mat["net"], dtype=float)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{path}: {e}" if str(path) not in str(e) else str(e)) from e
+    if net.ndim not in (2, 3):
+        raise ValueError(f"{path}: net has shape {net.shape}; expected subjects x d x d")
     if net.ndim == 2:  # a single subject saved without its leading axis
         net = net[None]
     S = _scalar(mat, "Nsubjects") or net.shape[0]

@@ -90,10 +90,33 @@ def merged_config(rc: Mapping[str, Any], model: str = "fedgc") -> dict[str, Any]
     out = {**cls().run_config(), **dict(rc)}
     path = str(rc.get("data-path", "") or "")
     if path.endswith(".json"):
-        out.update(json.loads(Path(path).read_text()))
+        out.update(read_json_config(path))
     cls.from_run_config(out)
     out["ss-model"] = model
     return out
+
+
+def read_json_config(path: str | Path) -> dict[str, Any]:
+    """The JSON object of run-config keys at ``data-path``; a ValueError names the file and
+    the problem (line and column of malformed JSON)."""
+    where = f"{path} (run-config key 'data-path')"
+    try:
+        text = Path(path).expanduser().read_text()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{where}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{where}: cannot read it ({type(e).__name__}: {e})") from None
+    if not text.strip():
+        raise ValueError(f"{where}: empty file; expected a JSON object of run-config keys")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where}: malformed JSON at line {e.lineno}, column {e.colno}: "
+                         f"{e.msg}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{where}: expected a JSON object of run-config keys, got "
+                         f"{type(doc).__name__}")
+    return doc
 
 
 def synthetic_system(rc: Mapping[str, Any]) -> lti.LTISystem:
@@ -225,18 +248,43 @@ def load_plant_csv(path: str | Path, group: str = "prefix", nominal_only: bool =
     """
     import csv
 
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    header, body = [h.strip() for h in rows[0]], rows[1:]
+    try:
+        with open(path, newline="") as f:
+            rows = [(n, r) for n, r in enumerate(csv.reader(f), start=1) if any(
+                c.strip() for c in r)]
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise ValueError(f"{path}: not a readable CSV file ({type(e).__name__}: {e})") from e
+    if not rows:
+        raise ValueError(f"{path}: empty file; expected a header row of tag names, then one "
+                         "row per time step")
+    header, body = [h.strip() for h in rows[0][1]], rows[1:]
+    for n, r in body:
+        if len(r) != len(header):
+            raise ValueError(f"{path}: row {n} has {len(r)} fields, the header (row "
+                             f"{rows[0][0]}) has {len(header)}")
     attack = [i for i, h in enumerate(header) if h.lower().startswith("attack")
               or h.lower() == "normal/attack"]
     tags = [i for i, h in enumerate(header) if h.lower() not in NON_TAGS and i not in attack]
+    if not tags:
+        raise ValueError(f"{path}: no tag columns in the header {header[:8]}")
     if nominal_only and attack:
-        body = [r for r in body if all(r[i].strip().lower() in ("0", "0.0", "normal", "")
-                                       for i in attack)]
+        body = [(n, r) for n, r in body if all(
+            r[i].strip().lower() in ("0", "0.0", "normal", "") for i in attack)]
     if len(body) < 3:
         raise ValueError(f"{path}: {len(body)} nominal rows; need at least 3")
-    X = np.array([[float(r[i]) for i in tags] for r in body])
+    X = np.empty((len(body), len(tags)))
+    for k, (n, r) in enumerate(body):
+        for j, i in enumerate(tags):
+            try:
+                X[k, j] = float(r[i])
+            except ValueError:
+                raise ValueError(f"{path}: row {n}, column {i + 1} ({header[i]!r}): cannot "
+                                 f"read {r[i]!r} as a number") from None
+    bad = ~np.isfinite(X)
+    if bad.any():
+        k, j = np.argwhere(bad)[0]
+        raise ValueError(f"{path}: row {body[k][0]}, column {tags[j] + 1} "
+                         f"({header[tags[j]]!r}): {body[k][1][tags[j]]!r} is not finite")
     out: dict[str, tuple[list[str], list[np.ndarray]]] = {}
     for j, i in enumerate(tags):
         if keep_channel(X[:, j]):
