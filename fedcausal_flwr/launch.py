@@ -307,26 +307,82 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path 
             p.wait(timeout=10)
 
 
+def run_output(cfg: Mapping[str, Any]) -> Path:
+    """``<outputs>/<run-name>`` of a run config whose ``run-name`` is set (the ServerApp's
+    :func:`~fedcausal_flwr.server_app.output_dir`)."""
+    return Path(str(cfg.get("outputs", "outputs"))).expanduser().resolve() / str(cfg["run-name"])
+
+
+def report(out: Path, since: float = 0.0) -> int:
+    """Print the outcome of the run whose result.json is in ``out``; 0 only if "completed".
+
+    ``flwr run`` exits 0 even when the ServerApp failed, so this file is the run's verdict. A
+    result.json older than ``since`` (a previous run's) counts as missing.
+    """
+    from fedcausal_flwr.results import is_completed, load_result
+
+    path = out / "result.json"
+    if not path.exists() or path.stat().st_mtime < since:
+        print(f"\nno result.json written by this run in {out}", file=sys.stderr)
+        return 1
+    r = load_result(path)
+    m, status = r.get("metrics", {}), str(r.get("status"))
+    print(f"\n{r.get('algorithm')} {status}: {m.get('rounds', 0)} rounds, "
+          f"{m.get('clients', 0)} clients, {r.get('timing', {}).get('wall_s', 0.0):.1f}s")
+    nums = {k: v for k, v in m.items() if k not in ("rounds", "clients", "clients_discovered")
+            and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if nums:
+        print("  ".join(f"{k}={v:.3g}" for k, v in nums.items()))
+    for err in r.get("errors", []):
+        print(f"error: {err}", file=sys.stderr)
+    if r.get("status_detail"):
+        print(r["status_detail"], file=sys.stderr)
+    pngs = sorted(p.name for p in out.glob("*.png") if p.stat().st_mtime >= since)
+    print(f"saved {path}" + (f" and {', '.join(pngs)}" if pngs else ""))
+    if not is_completed(status):
+        print(f"run not completed: {status}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``simulate`` or ``deploy`` with ``--nodes`` and ``--run-config``."""
+    """CLI: ``simulate`` or ``deploy`` with ``--nodes`` and ``--run-config``.
+
+    Exits 0 only when the run's result.json says ``"completed"``; a failed, stopped or
+    interrupted run, or none written, exits 1 (``flwr run``'s own non-zero code is kept).
+    """
     ap = argparse.ArgumentParser(prog="python -m fedcausal_flwr.launch", description=__doc__)
     ap.add_argument("mode", choices=["simulate", "deploy"])
     ap.add_argument("--nodes", type=int, default=5, help="number of SuperNodes (= clients)")
-    ap.add_argument("--run-config", default="", help="overrides, flwr syntax: 'k=v k2=\"s\"'")
+    ap.add_argument("--run-config", action="append", default=[],
+                    help="overrides, flwr syntax: 'k=v k2=\"s\"'; repeat to add more (later "
+                    "ones win)")
     ap.add_argument("--port", type=int, default=None,
                     help="SuperLink port (default 39091 simulation, 9200 deployment; "
                     "0 picks a free block)")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args(argv)
-    cfg = parse_run_config(args.run_config)
+    cfg: dict[str, Any] = {}
+    for text in args.run_config:
+        cfg.update(parse_run_config(text))
     cfg.setdefault("outputs", "outputs")
-    if args.mode == "simulate":
-        port = free_port_block(SIMULATE_PORTS) if args.port == 0 else args.port or 39091
-        simulate(args.nodes, cfg, timeout=args.timeout, port=port)
-    else:
-        port = free_port_block(deploy_ports(args.nodes)) if args.port == 0 else args.port or 9200
-        deploy(args.nodes, cfg, port=port, timeout=args.timeout)
-    return 0
+    if not cfg.get("run-name"):  # named here, so the launcher knows where result.json lands
+        cfg["run-name"] = f"{cfg.get('algorithm', 'fdbnl')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    since = time.time() - 1.0
+    code = 0
+    try:
+        if args.mode == "simulate":
+            port = free_port_block(SIMULATE_PORTS) if args.port == 0 else args.port or 39091
+            simulate(args.nodes, cfg, timeout=args.timeout, port=port)
+        else:
+            port = (free_port_block(deploy_ports(args.nodes)) if args.port == 0
+                    else args.port or 9200)
+            deploy(args.nodes, cfg, port=port, timeout=args.timeout)
+    except subprocess.CalledProcessError as e:
+        print(f"flwr run exited with code {e.returncode}", file=sys.stderr)
+        code = e.returncode
+    verdict = report(run_output(cfg), since)
+    return code or verdict
 
 
 if __name__ == "__main__":
