@@ -14,7 +14,7 @@ import pytest
 
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.strategies import FDBNL
-from fedcausal_flwr.strategies.base import MAX_ABS, outliers, reply_problem
+from fedcausal_flwr.strategies.replies import MAX_ABS, outliers, reply_problem
 from fedcausal_flwr.testing import (
     ALGORITHMS,
     DISCOVERY_FAULTS,

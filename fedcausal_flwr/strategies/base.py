@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from logging import ERROR, INFO, WARNING
 from typing import Any, ClassVar
@@ -38,11 +38,21 @@ from flwr.serverapp.strategy import Strategy
 
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.settings import RunSettings
+from fedcausal_flwr.strategies.replies import (  # noqa: F401 - re-exported for strategies
+    MAX_ABS,
+    SCREEN_FACTOR,
+    SCREEN_FLOOR,
+    Expected,
+    Shape,
+    Spec,
+    array_bytes,
+    outliers,
+    peak,
+    reply_problem,
+)
+from fedcausal_flwr.strategies.wire import WireLog
 
 Payload = tuple[list[np.ndarray], dict[str, Any]]
-Shape = tuple[int, ...]
-Spec = tuple[tuple[int | None, ...], str]  # (shape, dtype): None matches any length
-Expected = Sequence[Shape | Spec]
 EvaluateFn = Callable[[Mapping[str, Any], list[int]], dict[str, Any]]
 
 
@@ -88,109 +98,6 @@ def parse_info(node: int, reply: Message | None, timeout: float) -> NodeInfo | s
             return f"query.info reply has {key} = {v!r}, not an integer >= 0"
     return NodeInfo(node, int(props["partition-id"]), int(props.get("num-partitions", 0)),
                     props)
-
-
-def array_bytes(arrays: Iterable[np.ndarray]) -> int:
-    """Payload size of a list of arrays in bytes (headers not counted)."""
-    return int(sum(np.asarray(a).nbytes for a in arrays))
-
-
-def _spec(entry: Shape | Spec) -> Spec:
-    """A plain shape means a finite float64 array of that shape."""
-    if len(entry) == 2 and isinstance(entry[0], tuple) and isinstance(entry[1], str):
-        return entry  # type: ignore[return-value]
-    return tuple(entry), "float"  # type: ignore[return-value]
-
-
-def reply_problem(arrays: Sequence[np.ndarray], expected: Expected) -> str | None:
-    """Why a reply's arrays are unusable (count, shape, dtype, precision, finiteness), or None.
-
-    ``expected`` holds a shape per array (a finite float64 array) or a ``(shape, dtype)`` pair
-    whose shape may hold None for any length. The dtype ``"float"`` means float64: every
-    protocol computes in float64, and a float16/float32 reply would silently change the result
-    (its rounding error is far above the float64 tolerance the reference loops are held to),
-    so a lower precision is rejected and named, like an int array.
-    """
-    if len(arrays) != len(expected):
-        return f"expected {len(expected)} arrays, got {len(arrays)}"
-    for i, entry in enumerate(expected):
-        a, (shape, dtype) = arrays[i], _spec(entry)
-        if len(a.shape) != len(shape) or any(w is not None and w != g
-                                             for w, g in zip(shape, a.shape, strict=True)):
-            return f"array {i} has shape {tuple(a.shape)}, expected {tuple(shape)}"
-        if dtype == "float":
-            if a.dtype != np.float64:
-                lower = np.issubdtype(a.dtype, np.floating)
-                return (f"array {i} has dtype {a.dtype}, expected float64"
-                        + (" (precision below float64 is rejected)" if lower else ""))
-            if not np.all(np.isfinite(a)):
-                return f"array {i} has non-finite values"
-        elif a.dtype != np.dtype(dtype):
-            return f"array {i} has dtype {a.dtype}, expected {dtype}"
-    return None
-
-
-#: Largest |x| any float reply may carry: a value whose square overflows float64 (~1.34e154).
-#: Every protocol squares what it receives (a loss, a norm, a Gram matrix), so such a value can
-#: only be a fault; it is the bound of a reply when one reply alone leaves nothing to compare.
-MAX_ABS = float(np.sqrt(np.finfo(np.float64).max))
-#: Magnitude screen (see :func:`outliers`): a reply's array is an outlier when its max |x|
-#: exceeds SCREEN_FACTOR times the median max |x| of the same array in the other replies of the
-#: exchange, floored at SCREEN_FLOOR (so arrays near zero never trip it: nothing below
-#: SCREEN_FACTOR * SCREEN_FLOOR = 1e6 is ever an outlier).
-SCREEN_FACTOR = 1e6
-SCREEN_FLOOR = 1.0
-
-
-def peak(a: np.ndarray) -> float | None:
-    """Max |x| of a float array (0 for an empty one); None for other dtypes (not screened)."""
-    if not np.issubdtype(a.dtype, np.floating):
-        return None
-    return float(np.max(np.abs(a), initial=0.0))
-
-
-def outliers(replies: Mapping[int, Sequence[np.ndarray]], *, bound: float | None = None,
-             factor: float = SCREEN_FACTOR, floor: float = SCREEN_FLOOR) -> dict[int, str]:
-    """Replies whose float arrays are magnitude outliers against the exchange: {cid: why}.
-
-    Two rules, on the max |x| ("peak") of each float array of each reply:
-
-    - **bound**: a peak above ``min(bound, MAX_ABS)`` (``bound``: what the protocol declares
-      for the phase, see :meth:`CausalStrategy.reply_bound`). Works with a single reply.
-    - **robust**: a peak above ``factor * max(floor, median of the same array's peaks in the
-      other replies)`` (replies over the bound excluded). With k replies, one poisoned reply is
-      caught whenever k >= 2; ``ceil(k/2) - 1`` poisoned replies out of k still are (the median
-      of the others stays honest). The rule only looks upward: a reply smaller than the rest
-      is never an outlier.
-
-    Arrays are compared by index, so the replies of one exchange must share their layout
-    (count and meaning; shapes may differ). Non-float arrays (ciphertexts, shares, ints) are
-    not screened.
-    """
-    limit = MAX_ABS if bound is None else min(float(bound), MAX_ABS)
-    peaks = {c: [peak(np.asarray(a)) for a in arrays] for c, arrays in replies.items()}
-    out: dict[int, str] = {}
-    for c, ps in peaks.items():
-        for i, v in enumerate(ps):
-            if v is not None and v > limit:
-                out[c] = f"array {i} has |x| up to {v:.3g}, over the bound {limit:.3g}"
-                break
-    for c, ps in peaks.items():
-        if c in out:
-            continue
-        for i, v in enumerate(ps):
-            if v is None or v <= factor * floor:
-                continue
-            others = [peaks[o][i] for o in peaks
-                      if o != c and o not in out and i < len(peaks[o]) and peaks[o][i] is not None]
-            if not others:
-                continue
-            ref = float(np.median(others))
-            if v > factor * max(floor, ref):
-                out[c] = (f"array {i} has |x| up to {v:.3g}, over {factor:g} x the median "
-                          f"{ref:.3g} of the other {len(others)} replies (magnitude outlier)")
-                break
-    return out
 
 
 def as_arrays(initial_arrays: Any) -> list[np.ndarray]:
@@ -848,68 +755,6 @@ class CausalStrategy(Strategy):
         """Per ``"<phase> <direction>"``: messages, array bytes, shapes seen (see
         :class:`WireLog`)."""
         return self.wire_log.summary()
-
-
-class WireLog:
-    """What crossed the wire, bounded: per-phase summaries, full entries only when auditing.
-
-    ``summary()`` maps ``"<phase> <direction>"`` to ``messages``, ``bytes`` (array payload),
-    ``nodes`` (how many distinct), ``first_round`` / ``last_round`` and ``shapes`` (distinct
-    ``[shape, dtype]`` lists, at most :attr:`MAX_SHAPES` kept, ``shapes_dropped`` counting the
-    rest). With ``audit=True`` every message is also kept in :attr:`entries` as a dict
-    ``{round, phase, direction, node, arrays: [(shape, dtype)], config: [keys]}`` (``config``
-    on messages sent down); memory then grows with the run.
-    """
-
-    MAX_SHAPES = 64
-
-    def __init__(self, audit: bool = False) -> None:
-        self.audit = bool(audit)
-        self.entries: list[dict[str, Any]] = []
-        self._phases: dict[str, dict[str, Any]] = {}
-
-    def add(self, rnd: int, phase: str, direction: str, node: int,
-            arrays: Sequence[Any], config_keys: Iterable[str] | None = None) -> None:
-        """Count one message (``arrays``: numpy arrays or Flower ``Array`` objects)."""
-        specs = [(tuple(int(n) for n in a.shape), str(a.dtype)) for a in arrays]
-        nbytes = sum(int(np.prod(sh)) * np.dtype(dt).itemsize for sh, dt in specs)
-        s = self._phases.setdefault(f"{phase} {direction}", {
-            "messages": 0, "bytes": 0, "first_round": rnd, "last_round": rnd,
-            "shapes": set(), "shapes_dropped": 0, "nodes": set()})
-        s["messages"] += 1
-        s["bytes"] += int(nbytes)
-        s["last_round"] = rnd
-        if len(s["nodes"]) < 10_000:
-            s["nodes"].add(node)
-        key = tuple(specs)
-        if key not in s["shapes"]:
-            if len(s["shapes"]) < self.MAX_SHAPES:
-                s["shapes"].add(key)
-            else:
-                s["shapes_dropped"] += 1
-        if self.audit:
-            entry = {"round": rnd, "phase": phase, "direction": direction, "node": node,
-                     "arrays": specs}
-            if config_keys is not None:
-                entry["config"] = sorted(config_keys)
-            self.entries.append(entry)
-
-    def summary(self) -> dict[str, dict[str, Any]]:
-        """JSON-able per-phase summaries."""
-        return {k: {**v, "nodes": len(v["nodes"]),
-                    "shapes": sorted([[list(sh), dt] for sh, dt in key] for key in v["shapes"])}
-                for k, v in self._phases.items()}
-
-    def __len__(self) -> int:
-        """Messages counted (all phases)."""
-        return sum(v["messages"] for v in self._phases.values())
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        """The full entries (only with ``audit=True``)."""
-        if not self.audit:
-            raise RuntimeError("wire_log keeps full entries only with audit=True; "
-                               "use summary()")
-        return iter(self.entries)
 
 
 def _last_line(text: str) -> str:
