@@ -8,6 +8,9 @@ multiply many small matrices, and a multi-threaded OpenBLAS made the FDBNL serve
 
 import os
 
+# The one place the version is written: pyproject.toml reads it ([tool.hatch.version]).
+__version__ = "0.1.0"
+
 
 def _limit_blas_threads() -> None:
     n = os.environ.get("FEDCAUSAL_BLAS_THREADS", "1")
