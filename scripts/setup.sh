@@ -17,8 +17,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
     # The CPU build of torch first, so no multi-GB CUDA build is pulled in.
     python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
-    python -m pip install -q -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
-    python -c "import fedcausal_flwr, flwr, torch, phe, gmpy2, sklearn" 
+    # [all]: every algorithm's extra (torch for FedIV, phe + gmpy2 for VFedCD, pandas +
+    # networkx for graph outputs), which the tests need; [dev]: pytest, ruff, build.
+    python -m pip install -q -e ".[all,dev]" 2>&1 | grep -v "^WARNING: Location" || true
+    python -c "import fedcausal_flwr, flwr, torch, phe, gmpy2, sklearn, pandas, networkx"
     echo "$want" > "$stamp"
 fi
 export FLWR_HOME="$ROOT/.flwr"

@@ -11,11 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 from fedcausal_flwr.clients.base import CausalClient, Fit, check_shapes
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.core.deepgmm import FedIVSettings
+from fedcausal_flwr.extras import missing_extra
+
+try:
+    import torch
+except ModuleNotFoundError as e:
+    raise missing_extra(e, "FedIV", "fediv", "torch") from e
 
 
 def checked_iv(x: np.ndarray, y: np.ndarray, z: np.ndarray, who: str, split: str

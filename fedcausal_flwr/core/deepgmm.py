@@ -25,10 +25,15 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
-import torch
-from torch import nn
 
+from fedcausal_flwr.extras import missing_extra
 from fedcausal_flwr.settings import RunSettings, setting
+
+try:
+    import torch
+    from torch import nn
+except ModuleNotFoundError as e:
+    raise missing_extra(e, "FedIV", "fediv", "torch") from e
 
 Params = list[np.ndarray]
 DTYPE = torch.float64

@@ -37,9 +37,15 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
-import gmpy2
 import numpy as np
-from phe import paillier
+
+from fedcausal_flwr.extras import missing_extra
+
+try:
+    import gmpy2
+    from phe import paillier
+except ModuleNotFoundError as e:
+    raise missing_extra(e, "VFedCD", "vfedcd", "phe", "gmpy2") from e
 
 DEFAULT_BITS = 2048
 NOISES = ("djn", "full")

@@ -1,0 +1,114 @@
+"""Packaging (issue 10, item 6): extras per algorithm, and the error naming a missing one.
+
+Each check that an import does (not) happen runs in a fresh interpreter, so modules other tests
+loaded do not hide it. A missing package is simulated with ``sys.modules[name] = None``, which
+makes ``import name`` raise ModuleNotFoundError as if it were not installed. The wheel itself is
+built, installed and run in ``tests/test_e2e_wheel.py``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import fedcausal_flwr
+from fedcausal_flwr.extras import EXTRAS, missing_extra
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+HEAVY = ("torch", "phe", "gmpy2", "pandas", "networkx")
+
+
+def _python(code: str) -> str:
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip()
+
+
+@pytest.mark.parametrize("algorithm,strategy,client", [
+    ("fdbnl", "FDBNL", "FDBNLClient"), ("pfdbnl", "PFDBNL", "PFDBNLClient"),
+    ("fedgc", "FedGC", "FedGCClient"), ("fedcf", "FedCF", "FedCFClient"),
+])
+def test_numpy_algorithms_import_no_optional_package(algorithm, strategy, client):
+    loaded = _python(f"""
+import sys
+import fedcausal_flwr.strategies as s, fedcausal_flwr.clients as c
+s.{strategy}; s.{strategy}Settings; c.{client}; c.register
+import fedcausal_flwr.testing, fedcausal_flwr.results
+print([m for m in {HEAVY!r} if m in sys.modules])
+""")
+    assert loaded == "[]", f"{algorithm} imported {loaded}"
+
+
+@pytest.mark.parametrize("blocked,names,message", [
+    ("torch", ("strategies.FedIV", "strategies.FedIVSettings", "clients.FedIVClient"),
+     "FedIV needs torch: pip install 'fedcausal-flwr[fediv]'"),
+    ("phe", ("strategies.VFedCD", "clients.VFedCDClient"),
+     "VFedCD needs phe and gmpy2: pip install 'fedcausal-flwr[vfedcd]'"),
+    ("gmpy2", ("strategies.VFedCD", "clients.VFedCDClient"),
+     "VFedCD needs phe and gmpy2: pip install 'fedcausal-flwr[vfedcd]'"),
+])
+def test_a_missing_extra_is_named(blocked, names, message):
+    out = _python(f"""
+import importlib, sys
+sys.modules[{blocked!r}] = None
+for name in {names!r}:
+    package, attr = name.split(".")
+    try:
+        getattr(importlib.import_module("fedcausal_flwr." + package), attr)
+    except ImportError as e:
+        print(type(e).__name__, e)
+    else:
+        print("imported", name)
+# the numpy algorithms still work without it
+import fedcausal_flwr.strategies as s
+s.FDBNL
+""")
+    assert out.splitlines() == [f"ImportError {message}"] * len(names)
+
+
+def test_other_missing_modules_keep_their_error():
+    error = ModuleNotFoundError("No module named 'sympy'", name="sympy")
+    assert missing_extra(error, "FedIV", "fediv", "torch") is error
+    sub = ModuleNotFoundError("No module named 'torch.nn'", name="torch.nn")
+    assert "pip install 'fedcausal-flwr[fediv]'" in str(missing_extra(sub, "FedIV", "fediv",
+                                                                      "torch"))
+
+
+def _names(requirements: list[str]) -> set[str]:
+    return {r.split("[")[0].split(">")[0].split("<")[0].split("=")[0].strip().lower()
+            for r in requirements}
+
+
+def test_pyproject_extras():
+    project = PYPROJECT["project"]
+    extras = project["optional-dependencies"]
+    # every algorithm has its extra, empty where the core dependencies suffice
+    for algorithm in ("fdbnl", "pfdbnl", "fedgc", "fedcf"):
+        assert extras[algorithm] == []
+    for extra, modules in EXTRAS.items():
+        assert _names(extras[extra]) == set(modules), extra
+    assert not _names(project["dependencies"]) & set(HEAVY)  # none of them is a core one
+    assert extras["all"] == ["fedcausal-flwr[fediv,vfedcd,graphs]"]
+    assert {"pytest", "ruff", "build"} <= _names(extras["dev"])
+    # scripts/setup.sh installs what the tests need
+    assert '".[all,dev]"' in (ROOT / "scripts" / "setup.sh").read_text()
+
+
+def test_metadata_sources():
+    project = PYPROJECT["project"]
+    assert project["dynamic"] == ["version"] and "version" not in project
+    assert PYPROJECT["tool"]["hatch"]["version"]["path"] == "fedcausal_flwr/__init__.py"
+    assert fedcausal_flwr.__version__.count(".") == 2
+    assert (ROOT / "fedcausal_flwr" / "py.typed").is_file()
+    assert "Apache License" in (ROOT / "LICENSE").read_text()
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    readme = (ROOT / project["readme"]).read_text()
+    assert "scripts/" not in readme  # written for a pip user, not for this repository
+    assert "pip install \"fedcausal-flwr[fdbnl]\"" in readme
+    assert {"Homepage", "Documentation", "Issues"} <= set(project["urls"])
