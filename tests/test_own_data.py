@@ -47,8 +47,12 @@ def reference_app(algorithm, data):
 
 
 def check_equal(algorithm, rc, data, node_configs):
+    """The App's own path (its strategy and ClientApp, each node reading its CSV) equals the
+    run on the arrays handed to the clients directly."""
     k = len(node_configs)
-    got = run(algorithm, rc, client_app, k, node_configs)
+    strategy = glue(algorithm).strategy(algorithm, rc)
+    assert strategy.evaluate_fn is None  # the nodes' own data: no built-in truth to score
+    got = strategy.start(grid=InProcessGrid(client_app, k, rc, node_configs))
     ref = run(algorithm, rc, reference_app(algorithm, data), k)
     assert got.status == "completed", got.status
     assert ref.status == "completed", ref.status
@@ -61,7 +65,7 @@ def check_equal(algorithm, rc, data, node_configs):
 def test_dbn_csv_equals_arrays(tmp_path, algorithm):
     rng = np.random.default_rng(0)
     names = ["G1", "G2", "G3", "G4"]
-    rc = {"algorithm": algorithm, "lags": 1, "num-rounds": 4, "lambda-w": 0.05,
+    rc = {"algorithm": algorithm, "data": "node", "lags": 1, "num-rounds": 4, "lambda-w": 0.05,
           "lambda-a": 0.05, **COMMON}
     data, cfgs = {}, {}
     for pid in range(3):
@@ -85,7 +89,8 @@ def test_dbn_csv_equals_arrays(tmp_path, algorithm):
 def test_statespace_csv_equals_arrays(tmp_path, algorithm):
     rng = np.random.default_rng(1)
     T = 60
-    rc = {"algorithm": algorithm, "ss-p": 2, "ss-window": 20, "ss-epochs": 1, **COMMON}
+    rc = {"algorithm": algorithm, "ss-data": "node", "ss-p": 2, "ss-window": 20,
+          "ss-epochs": 1, **COMMON}
     data, cfgs = {}, {}
     for pid, D in enumerate((3, 4)):
         Y = np.cumsum(rng.standard_normal((T, D)), axis=0) * 0.1 + rng.standard_normal((T, D))
@@ -151,7 +156,7 @@ def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
     token = [int.from_bytes(hmac.new(KEY.encode(), i.encode(), hashlib.sha256).digest()[:8],
                             "big", signed=True) for i in ids]
     order = np.argsort(token)
-    rc = {**SMALL["vfedcd"][0], "parts": "3,3", **COMMON}
+    rc = {**SMALL["vfedcd"][0], "data": "node", "parts": "3,3", **COMMON}
     data, cfgs, start = {}, {}, 0
     for pid, d in enumerate(parts):
         cols = np.arange(start, start + d)
@@ -305,3 +310,13 @@ def test_names_reach_a_client_that_takes_them():
 
     assert constructor_kwargs(Named, ["a", "b"]) == {"names": ["a", "b"]}
     assert constructor_kwargs(Unnamed, ["a", "b"]) == {}
+
+
+@pytest.mark.parametrize("algorithm,rc", [
+    ("fdbnl", {"data": "node"}), ("fedgc", {"ss-data": "node"}),
+    ("fediv", {"iv-outcome": "y"}), ("vfedcd", {"data": "node"})])
+def test_a_run_on_node_data_refuses_a_node_without_its_csv(algorithm, rc):
+    rc = {**SMALL[algorithm][0], **rc}
+    grid = InProcessGrid(client_app, 1, rc)
+    with pytest.raises(ValueError, match="has no node config data-path"):
+        glue(algorithm).client(algorithm, grid.contexts[1000])

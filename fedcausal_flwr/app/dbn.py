@@ -89,6 +89,8 @@ def evaluator(rc: Mapping[str, Any], tau_w: float = PFDBNLSettings.tau_w,
     from fedcausal_flwr.data.dbn import ground_truth
 
     kind = str(rc.get("data", "synthetic"))
+    if kind == "node":  # the nodes' own data: no truth to score against
+        return None
     cache: dict[int, Any] = {}
 
     def evaluate(est: Mapping[str, np.ndarray], cids: Sequence[int]) -> dict[str, Any]:

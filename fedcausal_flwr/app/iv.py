@@ -29,7 +29,8 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     from fedcausal_flwr.strategies.fediv import FedIV
 
     s = FedIVSettings.from_run_config(rc)
-    return FedIV(s, evaluate_fn=evaluator(rc))
+    own = IVDataConfig.from_run_config(rc).outcome  # the nodes' own CSVs: no true g
+    return FedIV(s, evaluate_fn=None if own else evaluator(rc))
 
 
 def client(algorithm: str, context: Context):
@@ -47,6 +48,9 @@ def client(algorithm: str, context: Context):
         cls = client_class(algorithm)
         return cls.from_context(context, {"train": train, "val": val, "device": device,
                                           **constructor_kwargs(cls, names)})
+    if IVDataConfig.from_run_config(context.run_config).outcome:
+        raise ValueError(f"client {pid}: the run config names CSV columns (iv-outcome ...) but "
+                         "this SuperNode has no node config data-path (its own CSV)")
     try:
         d = client_data(context.run_config, pid, k)
     except ValueError as e:
@@ -156,5 +160,5 @@ def plot_g(rc: Mapping[str, Any], estimates: Mapping[str, Any], path: str | Path
 
 def save_plots(algorithm: str, rc: Mapping[str, Any], result: Any, out: Path) -> None:  # noqa: ARG001
     """``g_vs_g0.png`` (the paper's Figure 1) beside result.json."""
-    if result.estimates.get("g_params"):
+    if result.estimates.get("g_params") and not IVDataConfig.from_run_config(rc).outcome:
         plot_g(rc, result.estimates, out / "g_vs_g0.png")

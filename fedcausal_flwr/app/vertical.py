@@ -38,9 +38,9 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     from fedcausal_flwr.strategies.vfedcd import VFedCD
 
     s = VFedCDSettings.from_run_config(rc)
-    VerticalData.from_run_config(rc)  # a bad data key fails here too, not on the parties
+    data = VerticalData.from_run_config(rc)  # a bad data key fails here, not on the parties
     PartyConsent.from_run_config(rc)  # and a bad consent key
-    return VFedCD(s, evaluate_fn=evaluator(rc))
+    return VFedCD(s, evaluate_fn=None if data.data == "node" else evaluator(rc))
 
 
 def client(algorithm: str, context: Context):
@@ -131,6 +131,8 @@ def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # no
     """The true graph (named B, for the PNG of learned vs true)."""
     from fedcausal_flwr.data.vertical import pooled_data
 
+    if VerticalData.from_run_config(rc).data == "node":
+        return {}
     return {"B": pooled_data(rc)[1]}
 
 
