@@ -208,7 +208,9 @@ def test_data_defaults_live_in_one_place_and_the_app_declares_them():
     app = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
         "tool"]["flwr"]["app"]["config"]
     want = iv.IVDataConfig().run_config()
-    assert set(want) == {"iv-scenario", "iv-dgp", "iv-n", "iv-n-test", "iv-alpha", "seed"}
+    assert set(want) == {"iv-scenario", "iv-dgp", "iv-n", "iv-n-test", "iv-alpha", "seed",
+                         # node-local CSVs (issue 10): which columns are z, x, y
+                         "iv-instrument", "iv-treatment", "iv-outcome", "iv-val-fraction"}
     for key, value in want.items():
         assert app[key] == value and type(app[key]) is type(value), key
     assert iv.settings({}) == {"scenario": "abs", "dgp": "paper", "n": 20000, "n_test": 20000,

@@ -30,16 +30,38 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):
 
 
 def client(algorithm: str, context: Context):
-    """This node's client on the run config's data set (``data``, ``data-path`` ...)."""
+    """This node's client on the run config's data set (``data``, ``data-path`` ...), or on
+    its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
+    from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
     from fedcausal_flwr.data.dbn import client_data
 
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
+    path = node_data_path(context.node_config, f"client {pid}")
+    if path is not None:
+        Xt, Xlag, names = own_data(path, context, f"client {pid}")
+        cls = client_class(algorithm)
+        return cls.from_context(context, {"Xt": Xt, "Xlag": Xlag,
+                                          **constructor_kwargs(cls, names)})
     try:
         Xt, Xlag = client_data(context.run_config, pid, k)
     except ValueError as e:
         raise ValueError(f"client {pid}: {e}") from e
     return client_class(algorithm).from_context(context, {"Xt": Xt, "Xlag": Xlag})
+
+
+def own_data(path, context: Context, who: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(Xt, Xlag, names)`` of a node's own CSV: rows in time order, one column per variable,
+    lags (run config ``lags``, the model's order) within each segment of the node config's
+    ``segment-column`` (none: one series); the rows of a segment's first lags are dropped."""
+    from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, read_csv, segments
+    from fedcausal_flwr.data.timeseries import lagged_segments
+
+    p = DBNData.from_run_config({"lags": context.run_config.get("lags", DBNData.lags)}).lags
+    seg = str(context.node_config.get(SEGMENT_COLUMN, "") or "") or None
+    table = read_csv(path, who, min_rows=p + 1, segment_column=seg)
+    Xt, Xlag = lagged_segments(segments(table, p + 1, who), p, pad="drop")
+    return Xt, Xlag, table.names
 
 
 def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001
@@ -67,6 +89,8 @@ def evaluator(rc: Mapping[str, Any], tau_w: float = PFDBNLSettings.tau_w,
     from fedcausal_flwr.data.dbn import ground_truth
 
     kind = str(rc.get("data", "synthetic"))
+    if kind == "node":  # the nodes' own data: no truth to score against
+        return None
     cache: dict[int, Any] = {}
 
     def evaluate(est: Mapping[str, np.ndarray], cids: Sequence[int]) -> dict[str, Any]:

@@ -29,16 +29,28 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     from fedcausal_flwr.strategies.fediv import FedIV
 
     s = FedIVSettings.from_run_config(rc)
-    return FedIV(s, evaluate_fn=evaluator(rc))
+    own = IVDataConfig.from_run_config(rc).outcome  # the nodes' own CSVs: no true g
+    return FedIV(s, evaluate_fn=None if own else evaluator(rc))
 
 
 def client(algorithm: str, context: Context):
-    """This node's client on the run config's built-in IV data, on ``iv-device``."""
+    """This node's client on the run config's built-in IV data, or on its own CSV when its
+    node config has ``data-path`` (:func:`own_data`); on ``iv-device``."""
+    from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
     from fedcausal_flwr.data.iv import client_data
 
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
     device = FedIVSettings.from_run_config(context.run_config).device
+    path = node_data_path(context.node_config, f"client {pid}")
+    if path is not None:
+        train, val, names = own_data(path, context.run_config, pid, f"client {pid}")
+        cls = client_class(algorithm)
+        return cls.from_context(context, {"train": train, "val": val, "device": device,
+                                          **constructor_kwargs(cls, names)})
+    if IVDataConfig.from_run_config(context.run_config).outcome:
+        raise ValueError(f"client {pid}: the run config names CSV columns (iv-outcome ...) but "
+                         "this SuperNode has no node config data-path (its own CSV)")
     try:
         d = client_data(context.run_config, pid, k)
     except ValueError as e:
@@ -46,6 +58,41 @@ def client(algorithm: str, context: Context):
     return client_class(algorithm).from_context(context, {
         "train": (d["train"].x, d["train"].y, d["train"].z),
         "val": (d["val"].x, d["val"].y, d["val"].z), "device": device})
+
+
+def own_data(path, rc: Mapping[str, Any], pid: int, who: str):
+    """``(train, val, names)`` of a node's own CSV: ``(x, y, z)`` from the columns the run
+    config names (``iv-treatment``, ``iv-outcome``, ``iv-instrument``; comma-separated, one
+    outcome), rows split into train and validation by
+    :func:`~fedcausal_flwr.data.iv.own_split` (``iv-val-fraction``, seeded by ``seed`` and the
+    partition id). ``names``: treatment, outcome, instrument columns in that order. The
+    values are used as they are (standardize them beforehand if their scales differ)."""
+    from fedcausal_flwr.data.csvdata import read_csv
+    from fedcausal_flwr.data.iv import IVDataConfig, own_split
+
+    c = IVDataConfig.from_run_config(rc)
+    roles = {}
+    for key, value in (("iv-treatment", c.treatment), ("iv-outcome", c.outcome),
+                       ("iv-instrument", c.instrument)):
+        roles[key] = [v.strip() for v in value.split(",") if v.strip()]
+        if not roles[key]:
+            raise ValueError(f"{who}: node-local data for FedIV need the run config's "
+                             f"{key} (comma-separated column names of the CSV)")
+    if len(roles["iv-outcome"]) != 1:
+        raise ValueError(f"{who}: run config iv-outcome = {c.outcome!r}: exactly one column")
+    table = read_csv(path, who, min_rows=2)
+    col = {n: j for j, n in enumerate(table.names)}
+    for key, names in roles.items():
+        for n in names:
+            if n not in col:
+                raise ValueError(f"{table.where(who)}: row 1: no column {n!r} (run config "
+                                 f"{key}); the header has {table.names}")
+    X = table.values
+    x, y, z = (X[:, [col[n] for n in roles[k]]] for k in ("iv-treatment", "iv-outcome",
+                                                           "iv-instrument"))
+    tr, va = own_split(len(X), c, pid)
+    names = roles["iv-treatment"] + roles["iv-outcome"] + roles["iv-instrument"]
+    return (x[tr], y[tr, 0], z[tr]), (x[va], y[va, 0], z[va]), names
 
 
 def evaluator(rc: Mapping[str, Any]
@@ -113,5 +160,5 @@ def plot_g(rc: Mapping[str, Any], estimates: Mapping[str, Any], path: str | Path
 
 def save_plots(algorithm: str, rc: Mapping[str, Any], result: Any, out: Path) -> None:  # noqa: ARG001
     """``g_vs_g0.png`` (the paper's Figure 1) beside result.json."""
-    if result.estimates.get("g_params"):
+    if result.estimates.get("g_params") and not IVDataConfig.from_run_config(rc).outcome:
         plot_g(rc, result.estimates, out / "g_vs_g0.png")

@@ -49,16 +49,47 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):
 
 
 def client(algorithm: str, context: Context):
-    """This node's client on the run config's data (synthetic system, NetSim, plant CSV)."""
+    """This node's client on the run config's data (synthetic system, NetSim, plant CSV), or
+    on its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
+    from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
     from fedcausal_flwr.data.statespace import client_data, merged_config
 
     pid = int(context.node_config.get("partition-id", 0))
+    path = node_data_path(context.node_config, f"client {pid}")
+    if path is not None:
+        c, names = own_data(path, algorithm, context, f"client {pid}")
+        cls = client_class(algorithm)
+        return cls.from_context(context, {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B,
+                                          "u": c.u, **constructor_kwargs(cls, names)})
     try:
         c = client_data(merged_config(context.run_config, algorithm), pid)
     except ValueError as e:
         raise ValueError(f"client {pid}: {e}") from e
     return client_class(algorithm).from_context(
         context, {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u})
+
+
+def own_data(path, algorithm: str, context: Context, who: str
+             ) -> tuple[ss.ClientData, list[str]]:
+    """This client's ``(A_mm, C_mm, K_m, y_m)`` from its own CSV of measurements (one column per
+    channel, rows in time order, the same time steps at every client), identified as for the
+    built-in real data: channels z-scored, then SVD + VAR(1) with ``ss-p`` states
+    (:func:`~fedcausal_flwr.data.statespace.svd_var_client`). No known inputs (``u`` empty).
+    The Kalman filter runs over one continuous series: a ``segment-column`` is refused."""
+    from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, read_csv, zscored
+    from fedcausal_flwr.data.statespace import merged_config, svd_var_client
+
+    if str(context.node_config.get(SEGMENT_COLUMN, "") or ""):
+        raise ValueError(f"{who}: node config {SEGMENT_COLUMN} is not supported by "
+                         f"{algorithm}: its filter runs over one continuous series shared in "
+                         "time by every client")
+    P = int(merged_config(context.run_config, algorithm)["ss-p"])
+    table = read_csv(path, who, min_rows=max(3, P + 2))
+    if len(table.names) < P:
+        raise ValueError(f"{table.where(who)}: row 1: {len(table.names)} variable columns, "
+                         f"fewer than the ss-p = {P} states")
+    c, _ = svd_var_client(zscored(table, who), P, who)
+    return c, table.names
 
 
 def evaluator(full: Mapping[str, Any]

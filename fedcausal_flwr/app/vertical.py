@@ -38,34 +38,101 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     from fedcausal_flwr.strategies.vfedcd import VFedCD
 
     s = VFedCDSettings.from_run_config(rc)
-    VerticalData.from_run_config(rc)  # a bad data key fails here too, not on the parties
+    data = VerticalData.from_run_config(rc)  # a bad data key fails here, not on the parties
     PartyConsent.from_run_config(rc)  # and a bad consent key
-    return VFedCD(s, evaluate_fn=evaluator(rc))
+    return VFedCD(s, evaluate_fn=None if data.data == "node" else evaluator(rc))
 
 
 def client(algorithm: str, context: Context):
-    """This node's party on the run config's data (its block of columns, training rows)."""
+    """This node's party on the run config's data (its block of columns, training rows), or
+    on its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
+    from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
     from fedcausal_flwr.data.vertical import party_data
 
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
-    try:
-        x, _, cols = party_data(context.run_config, pid, k)
-    except ValueError as e:
-        raise ValueError(f"party {pid}: {e}") from e
+    path = node_data_path(context.node_config, f"party {pid}")
+    cls = client_class(algorithm)
+    if path is not None:
+        x, cols, ids, names = own_data(path, context, pid, k)
+        extra = constructor_kwargs(cls, names)
+    else:
+        try:
+            x, _, cols = party_data(context.run_config, pid, k)
+        except ValueError as e:
+            raise ValueError(f"party {pid}: {e}") from e
+        ids, extra = np.arange(len(x)), {}
     consent = PartyConsent.from_run_config(context.run_config)
-    return client_class(algorithm).from_context(
-        context, {"x": x, "columns": cols, "sample_ids": np.arange(len(x)),
+    return cls.from_context(
+        context, {"x": x, "columns": cols, "sample_ids": ids, **extra,
                   "accept_backends": consent.backends, "accept_modes": consent.modes,
                   "min_key_bits": consent.min_key_bits,
                   "consent_from": "the run config (the run submitter's consent, not this "
                                   "party's node config)"})
 
 
+def own_data(path, context: Context, pid: int, k: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """``(x, columns, sample_ids, names)`` of a party's own CSV.
+
+    The CSV has an ID column (node config ``id-column``, default ``id``) and this party's
+    attributes. Alignment: each ID is hashed with HMAC-SHA256 under the key the parties share
+    (node config ``id-key`` or ``$FEDCAUSAL_ID_KEY``); the rows are sorted by that keyed
+    hash, so parties holding the same ID set hold their rows in the same order whatever the
+    order of their files. The party reports only ``n`` and a digest of its ordered keyed hashes
+    (``samples`` in ``query.info``); the strategy's existing agreement check stops a run whose
+    parties disagree (a party with other IDs, a missing row, another key).
+
+    Threat model: the server is honest-but-curious and does not collude with a party; the key
+    stays among the parties (never in the run config, never sent). The server then learns the
+    number of rows and whether the parties' ID sets are equal, nothing about the IDs
+    themselves (it cannot invert or test guesses against HMAC without the key). Parties learn
+    nothing new about each other's IDs. Not covered: a party colluding with the server (it can
+    hand over the key), and parties with different ID sets: rows are not intersected, a
+    mismatch stops the run (drop non-shared IDs beforehand).
+
+    Columns: node config ``columns`` (this party's global attribute indices, e.g. "3,4"), else
+    the run config's ``parts`` (party k holds the k-th block). The attributes are z-scored
+    over the party's rows (the built-in parties' standardisation), all rows train.
+    """
+    from fedcausal_flwr.data import csvdata
+    from fedcausal_flwr.data.vertical import blocks
+
+    who = f"party {pid}"
+    table = csvdata.read_csv(path, who, min_rows=2, id_column=str(
+        context.node_config.get(csvdata.ID_COLUMN, "") or "id"))
+    rows, tokens = csvdata.aligned_by_ids(table, csvdata.id_key(context.node_config, who), who)
+    given = str(context.node_config.get("columns", "") or "").strip()
+    if given:
+        try:
+            cols = np.array([int(c) for c in given.split(",")])
+        except ValueError:
+            raise ValueError(f"{who}: node config columns={given!r}: expected comma-separated "
+                             "attribute indices, e.g. '3,4,5'") from None
+    else:
+        parts = VerticalData.from_run_config(context.run_config).parts
+        if not parts:
+            raise ValueError(f"{who}: own data need this party's attribute indices: node "
+                             "config columns=... or the run config's parts (e.g. '3,2')")
+        sizes = [int(v) for v in parts.split(",")]
+        if len(sizes) != k or not 0 <= pid < k:
+            raise ValueError(f"{who}: run config parts={parts!r} names {len(sizes)} parties "
+                             f"but there are {k}")
+        cols = blocks(sum(sizes), sizes)[pid]
+    if len(cols) != len(table.names):
+        raise ValueError(f"{table.where(who)}: row 1: {len(table.names)} attribute columns "
+                         f"{table.names}, but this party holds {len(cols)} attributes "
+                         f"{cols.tolist()}")
+    x = csvdata.zscored(csvdata.Table(table.path, table.names, rows), who)
+    return x, cols, tokens, table.names
+
+
 def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001
     """The true graph (named B, for the PNG of learned vs true)."""
     from fedcausal_flwr.data.vertical import pooled_data
 
+    if VerticalData.from_run_config(rc).data == "node":
+        return {}
     return {"B": pooled_data(rc)[1]}
 
 

@@ -10,6 +10,8 @@ Keys and defaults: :class:`DBNData` (validated; the App's pyproject declares the
   groups; truth ``[gold standard]`` (None without one). If ``data-path`` contains ``{client}``
   it is a template: client k reads network k + 1 whole (the paper's PFDBNL / FDBNL-d setting)
   and the truth is one gold standard per client.
+- node: every SuperNode reads its own CSV (node config ``data-path``, see
+  :mod:`fedcausal_flwr.data.csvdata`); no truth, the run config names no data.
 - netsim: homogeneous runs split subject ``netsim-subject`` into K chunks; heterogeneous runs
   give client k the whole subject ``netsim-subject + 2k``. Truth: per client, its subject's
   0/1 net, diagonal included.
@@ -30,7 +32,7 @@ from fedcausal_flwr.data.synthetic import client_dbn, truths_dbn
 from fedcausal_flwr.data.timeseries import Pair, lagged, lagged_segments
 from fedcausal_flwr.settings import Settings, setting
 
-DATASETS = ("synthetic", "dream4", "netsim")
+DATASETS = ("synthetic", "dream4", "netsim", "node")
 MAX_D = 2000
 """Upper bound of the synthetic ``d``: a client's lagged moments are (d + p d)^2 floats, 128 MB
 at d = 2000, p = 1 (d = 100000 would need 320 GB and only fail later with a MemoryError)."""
@@ -126,6 +128,9 @@ def client_data(cfg: Mapping, partition_id: int, num_partitions: int) -> Pair:
     name, k, K = c.data, int(partition_id), int(num_partitions)
     _check_partition(k, K)
     p = c.lags
+    if name == "node":
+        raise ValueError("run config data = 'node' but this SuperNode has no node config "
+                         "data-path (its own CSV)")
     if name == "synthetic":
         return client_dbn(c.seed, k, K, c.samples_per_client, **_synthetic_args(c))
     if name == "dream4":
@@ -150,6 +155,8 @@ def ground_truth(cfg: Mapping, num_partitions: int
     """
     c = data_config(cfg)
     K = int(num_partitions)
+    if c.data == "node":
+        return None
     if c.data == "synthetic":
         return truths_dbn(c.seed, K, **_synthetic_args(c))
     if c.data == "dream4":

@@ -128,6 +128,8 @@ class IVDataConfig(Settings):
     ``scenario``: a low-dim g0 (eqs. 25-26) or an image scenario; ``dgp``: the paper's or the
     authors' code's process; ``n``: samples per split (train, val); ``n_test``: test samples
     (0: ``n``); ``alpha``: Dirichlet concentration of the quantity skew; ``seed``: data seed.
+    Node-local CSVs (node config ``data-path``): ``instrument``, ``treatment``, ``outcome``
+    name their columns (comma-separated), ``val_fraction`` of each node's rows validate.
     """
 
     scenario: str = setting("abs", "iv-scenario", choices=LOW_DIM + IMAGE)
@@ -136,6 +138,21 @@ class IVDataConfig(Settings):
     n_test: int = setting(0, "iv-n-test", ge=0)
     alpha: float = setting(0.3, "iv-alpha", gt=0)
     seed: int = setting(0, "seed", ge=0)
+    instrument: str = setting("", "iv-instrument")
+    treatment: str = setting("", "iv-treatment")
+    outcome: str = setting("", "iv-outcome")
+    val_fraction: float = setting(0.5, "iv-val-fraction", gt=0, lt=1)
+
+
+def own_split(n: int, c: IVDataConfig, partition_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Train and validation rows of a node's own ``n`` rows: one seeded permutation (``seed``,
+    the partition id) cut at ``iv-val-fraction``, as the built-in data draw their splits;
+    each part gets at least one row."""
+    if n < 2:
+        raise ValueError(f"{n} rows cannot give a train and a validation split")
+    perm = np.random.default_rng([c.seed, DATA_TAG, int(partition_id)]).permutation(n)
+    n_val = min(n - 1, max(1, int(round(c.val_fraction * n))))
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
 
 def settings(rc: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,8 @@ their defaults are ``FedGCSettings`` / ``FedCFSettings`` in ``core/statespace.py
 ``ss-system-seed``  seed of the system matrices (``seed`` draws the noise)
 ``ss-data``         ``"synthetic"``, ``"netsim"`` (``ss-clients`` groups of regions,
                     ``ss-netsim-subjects`` concatenated, 0: all) or ``"plant-csv"`` (HAI/SWaT
-                    layout, ``ss-group`` = ``"prefix"`` or ``"digit"``); file at ``ss-data-path``.
+                    layout, ``ss-group`` = ``"prefix"`` or ``"digit"``); file at ``ss-data-path``;
+                    or ``"node"``: every SuperNode's own CSV (node config ``data-path``).
                     Real clients identify ``(A_mm, C_mm, K_m)`` by SVD + VAR(1) with P = ``ss-p``.
 """
 
@@ -61,7 +62,8 @@ class FedGCData(Settings):
     system_seed: int = setting(-1, "ss-system-seed", ge=-1)
     shift_cycle: bool = setting(True, "ss-shift-cycle")
     shift_known: bool = setting(True, "ss-shift-known")
-    data: str = setting("synthetic", "ss-data", choices=("synthetic", "netsim", "plant-csv"))
+    data: str = setting("synthetic", "ss-data", choices=("synthetic", "netsim", "plant-csv",
+                                                                "node"))
     data_path: str = setting("", "ss-data-path")
     netsim_subjects: int = setting(0, "ss-netsim-subjects", ge=0)
     group: str = setting("prefix", "ss-group", choices=("prefix", "digit"))
@@ -190,6 +192,9 @@ def real_clients(rc: Mapping[str, Any]) -> list[tuple[str, np.ndarray]]:
         groups = netsim_groups(path, int(rc["ss-clients"]), subjects)
     elif rc["ss-data"] == "plant-csv":
         groups = load_plant_csv(path, str(rc["ss-group"]))
+    elif rc["ss-data"] == "node":
+        raise ValueError("run config ss-data = 'node' but this SuperNode has no node config "
+                         "data-path (its own CSV)")
     else:
         raise ValueError(f"unknown ss-data {rc['ss-data']!r} (synthetic, netsim, plant-csv)")
     return [(name, Y) for name, (_, Y) in groups.items()]

@@ -23,12 +23,13 @@ class VerticalData(Settings):
     """The built-in data a run config describes, with the App's defaults (the one source).
 
     ``data``: "synthetic" (the ANM above) or "sachs" (``data-path``: its directory);
+    "node": each party reads its own CSV (node config ``data-path``; no truth);
     ``d`` attributes, ``edges`` edges (0: the paper's E = 4d; at most d(d-1)/2), ``n`` samples
     and ``data_seed`` of the synthetic set; ``parts``: party sizes, e.g. "5,5,5" (default: K
     contiguous near-equal blocks); ``test_fraction``: the last rows held out for testing.
     """
 
-    data: str = setting("synthetic", "data", choices=("synthetic", "sachs"))
+    data: str = setting("synthetic", "data", choices=("synthetic", "sachs", "node"))
     data_path: str = setting("", "data-path")
     d: int = setting(10, "d", ge=1)
     edges: int = setting(0, "edges", ge=0)
@@ -122,6 +123,9 @@ def blocks(d: int, parts: int | Sequence[int]) -> list[np.ndarray]:
 def pooled_data(rc: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """The pooled data (n x d) and true graph (d x d) that the run config describes."""
     c = VerticalData.from_run_config(rc)
+    if c.data == "node":
+        raise ValueError("run config data = 'node' but this party has no node config "
+                         "data-path (its own CSV)")
     if c.data == "sachs":
         X, A, _ = sachs(c.data_path)
         return X, A

@@ -1,0 +1,322 @@
+"""Node-local data (issue 10 item 1): each SuperNode names its own CSV with
+``--node-config data-path=...``; the run equals the one on the same arrays handed to the
+clients directly, and every bad file is refused naming the node, file, row and column."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+
+import numpy as np
+import pytest
+from flwr.clientapp import ClientApp
+
+import fedcausal_flwr.strategies as strategies
+from fedcausal_flwr.app import STRATEGIES, glue, settings_class
+from fedcausal_flwr.client_app import app as client_app
+from fedcausal_flwr.clients import register
+from fedcausal_flwr.data.csvdata import read_csv
+from fedcausal_flwr.data.statespace import svd_var_client
+from fedcausal_flwr.data.timeseries import lagged_segments
+from fedcausal_flwr.testing import SMALL, InProcessGrid, same_result
+
+COMMON = {"min-nodes": 2, "node-wait-s": 5.0, "round-timeout-s": 30.0, "seed": 1}
+
+
+def write(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return str(path)
+
+
+def run(algorithm, rc, app, k, node_configs=None):
+    """One in-process run without the built-in evaluator (own data: no known truth)."""
+    s = settings_class(algorithm).from_run_config(rc)
+    strategy = getattr(strategies, STRATEGIES[algorithm])(s)
+    return strategy.start(grid=InProcessGrid(app, k, rc, node_configs))
+
+
+def reference_app(algorithm, data):
+    """A user's ClientApp handing each node its arrays directly."""
+    app = ClientApp()
+    register(app, algorithm, lambda ctx: data[int(ctx.node_config["partition-id"])])
+    return app
+
+
+def check_equal(algorithm, rc, data, node_configs):
+    """The App's own path (its strategy and ClientApp, each node reading its CSV) equals the
+    run on the arrays handed to the clients directly."""
+    k = len(node_configs)
+    strategy = glue(algorithm).strategy(algorithm, rc)
+    assert strategy.evaluate_fn is None  # the nodes' own data: no built-in truth to score
+    got = strategy.start(grid=InProcessGrid(client_app, k, rc, node_configs))
+    ref = run(algorithm, rc, reference_app(algorithm, data), k)
+    assert got.status == "completed", got.status
+    assert ref.status == "completed", ref.status
+    assert same_result(got, ref)
+    return got
+
+
+# ---- time series: FDBNL / PFDBNL -----------------------------------------------------
+@pytest.mark.parametrize("algorithm", ["fdbnl", "pfdbnl"])
+def test_dbn_csv_equals_arrays(tmp_path, algorithm):
+    rng = np.random.default_rng(0)
+    names = ["G1", "G2", "G3", "G4"]
+    rc = {"algorithm": algorithm, "data": "node", "lags": 1, "num-rounds": 4, "lambda-w": 0.05,
+          "lambda-a": 0.05, **COMMON}
+    data, cfgs = {}, {}
+    for pid in range(3):
+        X = rng.standard_normal((30, 4))
+        if pid == 1:  # two replicates: lags never cross from one to the other
+            seg = ["r1"] * 12 + ["r2"] * 18
+            path = write(tmp_path / f"n{pid}.csv", ["rep", *names],
+                         [[s, *x] for s, x in zip(seg, X, strict=True)])
+            cfgs[pid] = {"data-path": path, "segment-column": "rep"}
+            Xt, Xlag = lagged_segments([X[:12], X[12:]], 1, pad="drop")
+        else:
+            cfgs[pid] = {"data-path": write(tmp_path / f"n{pid}.csv", names, X.tolist())}
+            Xt, Xlag = lagged_segments([X], 1, pad="drop")
+        data[pid] = {"Xt": Xt, "Xlag": Xlag}
+    got = check_equal(algorithm, rc, data, cfgs)
+    assert np.shape(got.estimates["W"]) == (4, 4)
+
+
+# ---- state space: FedGC / FedCF --------------------------------------------------------
+@pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
+def test_statespace_csv_equals_arrays(tmp_path, algorithm):
+    rng = np.random.default_rng(1)
+    T = 60
+    rc = {"algorithm": algorithm, "ss-data": "node", "ss-p": 2, "ss-window": 20,
+          "ss-epochs": 1, **COMMON}
+    data, cfgs = {}, {}
+    for pid, D in enumerate((3, 4)):
+        Y = np.cumsum(rng.standard_normal((T, D)), axis=0) * 0.1 + rng.standard_normal((T, D))
+        names = [f"c{pid}_{j}" for j in range(D)]
+        cfgs[pid] = {"data-path": write(tmp_path / f"n{pid}.csv", names, Y.tolist())}
+        c, _ = svd_var_client((Y - Y.mean(0)) / Y.std(0), 2)
+        data[pid] = {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u}
+    check_equal(algorithm, rc, data, cfgs)
+
+
+def test_statespace_refuses_a_segment_column(tmp_path):
+    path = write(tmp_path / "a.csv", ["s", "x", "y", "z"], [["a", 1, 2, 3]] * 5)
+    rc = {"algorithm": "fedgc", **COMMON}
+    ctx = InProcessGrid(client_app, 1, rc, {0: {"data-path": path, "segment-column": "s"}})
+    with pytest.raises(ValueError, match="client 0: node config segment-column is not"):
+        glue("fedgc").client("fedgc", ctx.contexts[1000])
+
+
+# ---- FedIV ---------------------------------------------------------------------------
+def test_fediv_csv_equals_arrays(tmp_path):
+    from fedcausal_flwr.data.iv import IVDataConfig, own_split
+
+    rng = np.random.default_rng(2)
+    rc = {**SMALL["fediv"][0], "num-rounds": 2, "iv-instrument": "z1,z2",
+          "iv-treatment": "x", "iv-outcome": "y", **COMMON}
+    data, cfgs = {}, {}
+    for pid, n in enumerate((80, 120, 60)):
+        z = rng.uniform(-1, 1, (n, 2))
+        e = 0.3 * rng.standard_normal(n)
+        x = z.sum(1) / 2 + e
+        y = np.abs(x) + e
+        other = rng.standard_normal(n)  # a column no role names
+        cfgs[pid] = {"data-path": write(tmp_path / f"n{pid}.csv", ["y", "other", "z1", "x",
+                                                                    "z2"],
+                                        np.column_stack([y, other, z[:, 0], x, z[:, 1]]))}
+        tr, va = own_split(n, IVDataConfig.from_run_config(rc), pid)
+        data[pid] = {"train": (x[tr, None], y[tr], z[tr]), "val": (x[va, None], y[va], z[va]),
+                     "device": "cpu"}
+    check_equal("fediv", rc, data, cfgs)
+
+
+def test_fediv_needs_the_role_columns(tmp_path):
+    path = write(tmp_path / "a.csv", ["z", "x", "y"], [[1, 2, 3], [2, 3, 4], [3, 1, 2]])
+    rc = {**SMALL["fediv"][0], "iv-instrument": "z", "iv-treatment": "x", "iv-outcome": "w"}
+    grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path}})
+    with pytest.raises(ValueError, match=r"client 0: data-path .*a\.csv: row 1: no column "
+                                         r"'w' \(run config iv-outcome\)"):
+        glue("fediv").client("fediv", grid.contexts[1000])
+    grid = InProcessGrid(client_app, 1, {**rc, "iv-outcome": ""}, {0: {"data-path": path}})
+    with pytest.raises(ValueError, match="need the run config's iv-outcome"):
+        glue("fediv").client("fediv", grid.contexts[1000])
+
+
+# ---- VFedCD --------------------------------------------------------------------------
+KEY = "shared-by-the-parties-only"
+
+
+def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
+    rng = np.random.default_rng(3)
+    n, parts = 20, (3, 3)
+    X = rng.standard_normal((n, sum(parts)))
+    ids = [f"patient-{i:03d}" for i in range(n)]
+    token = [int.from_bytes(hmac.new(KEY.encode(), i.encode(), hashlib.sha256).digest()[:8],
+                            "big", signed=True) for i in ids]
+    order = np.argsort(token)
+    rc = {**SMALL["vfedcd"][0], "data": "node", "parts": "3,3", **COMMON}
+    data, cfgs, start = {}, {}, 0
+    for pid, d in enumerate(parts):
+        cols = np.arange(start, start + d)
+        rows = rng.permutation(n) if pid else np.arange(n)  # party 1's file in another order
+        cfgs[pid] = {"data-path": write(tmp_path / f"p{pid}.csv",
+                                        ["id", *[f"v{c}" for c in cols]],
+                                        [[ids[r], *X[r, cols]] for r in rows]),
+                     "id-key": KEY}
+        x = X[order][:, cols]
+        data[pid] = {"x": (x - x.mean(0)) / x.std(0), "columns": cols,
+                     "sample_ids": np.asarray(token, dtype=np.int64)[order],
+                     "accept_backends": "mock", "min_key_bits": 256}
+        start += d
+    check_equal("vfedcd", rc, data, cfgs)
+    grid = InProcessGrid(client_app, 2, rc, cfgs)
+    s = settings_class("vfedcd").from_run_config(rc)
+    strategies.VFedCD(s).start(grid=grid)
+    wire = repr([m.content for m in grid.sent + grid.received])
+    assert not any(i in wire for i in ids) and KEY not in wire
+
+
+@pytest.mark.parametrize("change,words", [
+    ({"id-key": "another key"}, "samples"),  # another key: other hashes, other digest
+    ({"drop": True}, "'n'"),  # a party without one of the IDs
+])
+def test_vfedcd_parties_with_other_ids_stop_the_run(tmp_path, change, words):
+    rng = np.random.default_rng(4)
+    n = 12
+    X = rng.standard_normal((n, 4))
+    ids = [str(i) for i in range(n)]
+    cfgs = {}
+    for pid in range(2):
+        rows = range(n - 1) if pid == 1 and change.get("drop") else range(n)
+        cfgs[pid] = {"data-path": write(tmp_path / f"p{pid}.csv", ["id", "a", "b"],
+                                        [[ids[r], *X[r, 2 * pid:2 * pid + 2]] for r in rows]),
+                     "id-key": KEY}
+    if "id-key" in change:
+        cfgs[1]["id-key"] = change["id-key"]
+    rc = {**SMALL["vfedcd"][0], "parts": "2,2", **COMMON}
+    res = run("vfedcd", rc, client_app, 2, cfgs)
+    assert res.status.startswith("stopped"), res.status
+    assert words in res.status + " ".join(res.metrics.get("dropped", []))
+
+
+def test_vfedcd_needs_the_shared_key(tmp_path, monkeypatch):
+    monkeypatch.delenv("FEDCAUSAL_ID_KEY", raising=False)
+    path = write(tmp_path / "p.csv", ["id", "a"], [["x", 1], ["y", 2]])
+    grid = InProcessGrid(client_app, 1, SMALL["vfedcd"][0], {0: {"data-path": path}})
+    with pytest.raises(ValueError, match="party 0: own data with sample IDs need the key"):
+        glue("vfedcd").client("vfedcd", grid.contexts[1000])
+
+
+# ---- node config ---------------------------------------------------------------------
+def test_node_data_path_must_be_a_csv_and_wins_over_the_run_config(tmp_path):
+    rc = {"algorithm": "fdbnl", "data": "dream4", "data-path": "/nowhere/x.tsv", **COMMON}
+    grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": str(tmp_path / "x.tsv")}})
+    with pytest.raises(ValueError, match=r"client 0: node config data-path=.* must name a "
+                                         r"\.csv"):
+        glue("fdbnl").client("fdbnl", grid.contexts[1000])
+    path = write(tmp_path / "ok.csv", ["a", "b"], [[1, 2], [2, 1], [0, 3]])
+    grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path}})
+    c = glue("fdbnl").client("fdbnl", grid.contexts[1000])  # the run config's file unread
+    assert (c.n, c.d, c.p) == (2, 2, 1)
+
+
+# ---- bad CSVs: node, file, row and column named ----------------------------------------
+BAD = {
+    "nan": ("a,b\n1,2\n3,nan\n", r"row 3, column 2 \('b'\): 'nan' is not a finite number"),
+    "empty-cell": ("a,b\n1,2\n,4\n", r"row 3, column 1 \('a'\): empty cell"),
+    "text": ("a,b\n1,2\n3,abc\n", r"row 3, column 2 \('b'\): cannot read 'abc' as a number"),
+    "too-few-rows": ("a,b\n1,2\n", "too few rows: 1 data rows after the header; need at "
+                                   "least 2"),
+    "duplicated-name": ("a,b,a\n1,2,3\n4,5,6\n", r"row 1, column 3 \('a'\): duplicated "
+                                                 r"variable name \(also column 1\)"),
+    "missing-name": ("a,,c\n1,2,3\n4,5,6\n", "row 1, column 2: missing variable name"),
+    "extra-field": ("a,b\n1,2\n3,4,5\n", "row 3, column 3: a value without a variable name"),
+    "short-row": ("a,b,c\n1,2,3\n4,5\n", r"row 3, column 3 \('c'\): missing value"),
+    "empty-file": ("", "empty file; expected a header row of variable names"),
+    "blank-file": ("\n\n", "empty file"),
+    "inf": ("a,b\n1,inf\n3,4\n", r"row 2, column 2 \('b'\): 'inf' is not a finite"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_csv_names_node_file_row_and_column(tmp_path, case):
+    text, words = BAD[case]
+    path = tmp_path / f"{case}.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=rf"^client 2: data-path {path}: {words}"):
+        read_csv(path, "client 2")
+
+
+@pytest.mark.parametrize("algorithm", ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"])
+def test_a_bad_csv_fails_on_its_node_for_every_algorithm(tmp_path, algorithm):
+    path = tmp_path / "bad.csv"
+    text = "a,b,c\n1,2,3\n4,oops,6\n1,1,1\n2,2,2\n"
+    if algorithm == "vfedcd":  # its ID column comes first: the bad cell is then column 3
+        ids = ["id", *"xyzw"]
+        text = "".join(f"{i},{line}\n" for i, line in zip(ids, text.split(), strict=True))
+    path.write_text(text)
+    rc = {**(SMALL[algorithm][0]), "iv-instrument": "a", "iv-treatment": "b",
+          "iv-outcome": "c", "parts": "3"}
+    grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": str(path), "id-key": KEY}})
+    who = "party" if algorithm == "vfedcd" else "client"
+    col = 3 if algorithm == "vfedcd" else 2
+    with pytest.raises(ValueError, match=rf"{who} 0: data-path {path}: row 3, column {col} "
+                                         r"\('b'\): cannot read 'oops'"):
+        glue(algorithm).client(algorithm, grid.contexts[1000])
+
+
+def test_segment_errors_name_the_row(tmp_path):
+    path = write(tmp_path / "s.csv", ["rep", "a"], [["r1", 1], ["r2", 2], ["r1", 3]])
+    with pytest.raises(ValueError, match=r"client 0: data-path .*: row 4, column 1 \('rep'\): "
+                                         "segment 'r1' resumes"):
+        read_csv(path, "client 0", segment_column="rep")
+    path = write(tmp_path / "t.csv", ["rep", "a"], [["r1", 1], ["r1", 2], ["r2", 3]])
+    rc = {"algorithm": "fdbnl", "lags": 1, **COMMON}
+    grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path, "segment-column": "rep"}})
+    with pytest.raises(ValueError, match=r"row 4: too few rows: segment 'r2' has 1 rows"):
+        glue("fdbnl").client("fdbnl", grid.contexts[1000])
+    grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path, "segment-column": "x"}})
+    with pytest.raises(ValueError, match=r"row 1: no column named 'x' \(node config "
+                                         "segment-column\\)"):
+        glue("fdbnl").client("fdbnl", grid.contexts[1000])
+
+
+def test_duplicated_ids_are_named(tmp_path):
+    path = write(tmp_path / "d.csv", ["id", "a"], [["p1", 1], ["p2", 2], ["p1", 3]])
+    with pytest.raises(ValueError, match=r"row 4, column 1 \('id'\): duplicated ID 'p1' "
+                                         r"\(also row 2\)"):
+        read_csv(path, "party 1", id_column="id")
+
+
+def test_names_come_back_in_header_order(tmp_path):
+    path = write(tmp_path / "n.csv", ["rep", "x3", "x1"], [["a", 1, 2], ["a", 3, 4]])
+    t = read_csv(path, "client 0", segment_column="rep")
+    assert t.names == ["x3", "x1"] and t.segments == ["a", "a"]
+    np.testing.assert_array_equal(t.values, [[1, 2], [3, 4]])
+
+
+def test_names_reach_a_client_that_takes_them():
+    from fedcausal_flwr.data.csvdata import constructor_kwargs
+
+    class Named:
+        def __init__(self, x, names=None):
+            pass
+
+    class Unnamed:
+        def __init__(self, x):
+            pass
+
+    assert constructor_kwargs(Named, ["a", "b"]) == {"names": ["a", "b"]}
+    assert constructor_kwargs(Unnamed, ["a", "b"]) == {}
+
+
+@pytest.mark.parametrize("algorithm,rc", [
+    ("fdbnl", {"data": "node"}), ("fedgc", {"ss-data": "node"}),
+    ("fediv", {"iv-outcome": "y"}), ("vfedcd", {"data": "node"})])
+def test_a_run_on_node_data_refuses_a_node_without_its_csv(algorithm, rc):
+    rc = {**SMALL[algorithm][0], **rc}
+    grid = InProcessGrid(client_app, 1, rc)
+    with pytest.raises(ValueError, match="has no node config data-path"):
+        glue(algorithm).client(algorithm, grid.contexts[1000])
