@@ -31,15 +31,17 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):
 
 def client(algorithm: str, context: Context):
     """This node's client on the run config's data set (``data``, ``data-path`` ...)."""
-    from fedcausal_flwr.data.dbn import client_data
+    from fedcausal_flwr.data.dbn import client_data, variable_names
 
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
     try:
         Xt, Xlag = client_data(context.run_config, pid, k)
+        names = variable_names(context.run_config, pid, Xt.shape[1])
     except ValueError as e:
         raise ValueError(f"client {pid}: {e}") from e
-    return client_class(algorithm).from_context(context, {"Xt": Xt, "Xlag": Xlag})
+    return client_class(algorithm).from_context(context, {"Xt": Xt, "Xlag": Xlag,
+                                                          "names": names})
 
 
 def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001

@@ -45,19 +45,21 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
 
 def client(algorithm: str, context: Context):
     """This node's party on the run config's data (its block of columns, training rows)."""
-    from fedcausal_flwr.data.vertical import party_data
+    from fedcausal_flwr.data.vertical import VerticalData, party_data, sachs
 
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
     try:
         x, _, cols = party_data(context.run_config, pid, k)
+        c = VerticalData.from_run_config(context.run_config)
+        names = ([sachs(c.data_path)[2][i] for i in cols] if c.data == "sachs" else None)
     except ValueError as e:
         raise ValueError(f"party {pid}: {e}") from e
     consent = PartyConsent.from_run_config(context.run_config)
     return client_class(algorithm).from_context(
         context, {"x": x, "columns": cols, "sample_ids": np.arange(len(x)),
                   "accept_backends": consent.backends, "accept_modes": consent.modes,
-                  "min_key_bits": consent.min_key_bits,
+                  "min_key_bits": consent.min_key_bits, "names": names,
                   "consent_from": "the run config (the run submitter's consent, not this "
                                   "party's node config)"})
 
