@@ -254,3 +254,18 @@ def test_plot_ticks_carry_the_names(tmp_path, monkeypatch):
     save_with_plots(named_result(), tmp_path)
     assert (["a", "b", "c"], ["a", "b", "c"]) in seen
     assert (tmp_path / "graphs.png").stat().st_size > 1000
+
+
+def test_to_pandas_builds_one_labelled_frame_per_layer(monkeypatch):
+    """The DataFrame construction itself, with a stand-in module where pandas is absent."""
+    import sys
+    import types
+
+    fake = types.ModuleType("pandas")
+    fake.DataFrame = lambda data, index, columns: ("frame", np.asarray(data).tolist(),
+                                                   index, columns)
+    monkeypatch.setitem(sys.modules, "pandas", fake)
+    frames = named_result().to_pandas()
+    assert list(frames) == ["W", "A1", "A2"]
+    assert frames["A2"][2] == frames["A2"][3] == ["a", "b", "c"]
+    assert frames["A2"][1][1][2] == -0.6 and frames["A1"][1][0][1] == 0.3
