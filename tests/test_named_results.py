@@ -269,3 +269,38 @@ def test_to_pandas_builds_one_labelled_frame_per_layer(monkeypatch):
     assert list(frames) == ["W", "A1", "A2"]
     assert frames["A2"][2] == frames["A2"][3] == ["a", "b", "c"]
     assert frames["A2"][1][1][2] == -0.6 and frames["A1"][1][0][1] == 0.3
+
+
+def vfedcd_user_run(names_of):
+    from fedcausal_flwr.app import vertical
+    from fedcausal_flwr.data.vertical import party_data
+
+    app = ClientApp()
+
+    def make(ctx):
+        pid = int(ctx.node_config["partition-id"])
+        x, _, cols = party_data(VFD, pid, 3)
+        return {"x": x, "columns": cols, "sample_ids": np.arange(len(x)),
+                "names": names_of(pid, cols), "accept_backends": "mock", "min_key_bits": 256}
+
+    register(app, "vfedcd", make)
+    return vertical.strategy("vfedcd", VFD).start(grid=InProcessGrid(app, 3))
+
+
+def test_vfedcd_parties_name_their_columns_and_the_server_orders_them():
+    result = vfedcd_user_run(lambda pid, cols: [f"gene{c}" for c in cols])
+    assert result.status == "completed", result.status
+    assert result.names["B"] == [f"gene{i}" for i in range(6)]
+    clash = vfedcd_user_run(lambda pid, cols: [f"g{j}" for j in range(len(cols))])
+    assert clash.status.startswith("stopped") and "'g0'" in clash.status
+    assert "party 0 and party 1" in clash.status
+
+
+def test_built_in_loaders_name_their_variables(tmp_path):
+    from fedcausal_flwr.data.dbn import variable_names
+
+    tsv = tmp_path / "insilico_size10_1_timeseries.tsv"
+    tsv.write_text('"Time"\t"G1"\t"G2"\t"G3"\n\n0\t0.1\t0.2\t0.3\n50\t0.2\t0.3\t0.4\n')
+    assert variable_names({"data": "dream4", "data-path": str(tsv)}, 0, 3) == ["G1", "G2", "G3"]
+    assert variable_names({"data": "netsim", "data-path": str(tsv)}, 0, 2) == ["R1", "R2"]
+    assert variable_names(DBN, 0, 4) is None  # synthetic: the clients' x0..
