@@ -27,9 +27,33 @@ def _saved(plt, fig, path: str | Path, title: str) -> Path:
     return Path(path)
 
 
+MAX_TICKS = 30
+"""Label every row and column with its name up to this many; beyond, indices only."""
+
+
+def _ticks(ax, mat: np.ndarray, labels: tuple[Sequence[str], Sequence[str]] | None) -> None:
+    """Name the rows and columns of a heatmap when they are few enough to read."""
+    if labels is None:
+        return
+    rows, cols = labels
+    n, m = mat.shape
+    if len(rows) != n or len(cols) != m or max(n, m) > MAX_TICKS:
+        return
+    small = 8 if max(n, m) <= 12 else 6
+    ax.set_yticks(range(n), [str(r) for r in rows], fontsize=small)
+    ax.set_xticks(range(m), [str(c) for c in cols], fontsize=small, rotation=90)
+
+
 def plot_graphs(estimates: Mapping[str, Any], truth: Mapping[str, Any], path: str | Path,
-                title: str = "") -> Path:
-    """Heatmaps of each 2-D estimate (top) above its ground truth (bottom) when known."""
+                title: str = "",
+                labels: Mapping[str, tuple[Sequence[str], Sequence[str]] | None] | None = None
+                ) -> Path:
+    """Heatmaps of each 2-D estimate (top) above its ground truth (bottom) when known.
+
+    ``labels``: ``{estimate: (row names, column names)}``; rows and columns are named on the
+    axes when there are at most :data:`MAX_TICKS` of them (``RunResult.labels`` gives them).
+    """
+    labels = labels or {}
     plt = _pyplot()
     names = [k for k, v in estimates.items() if np.ndim(v) == 2]
     rows = 2 if any(k in truth for k in names) else 1
@@ -47,6 +71,7 @@ def plot_graphs(estimates: Mapping[str, Any], truth: Mapping[str, Any], path: st
                 ax.axis("off")
                 continue
             im = ax.imshow(mat, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+            _ticks(ax, mat, labels.get(name))
             ax.set_title(label)
             ax.set_xlabel("to")
             ax.set_ylabel("from")

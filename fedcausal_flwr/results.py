@@ -22,6 +22,7 @@ the run finished normally (:func:`is_completed`).
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -29,7 +30,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -63,6 +64,12 @@ class RunResult:
     ground truth for plots; ``status`` is ``"completed"`` or says why the run stopped early
     (the module docstring lists every value); ``errors`` holds problems after the run that did
     not change its outcome (a plot that failed); ``process`` says which process writes it.
+
+    ``names`` labels the estimates: ``{estimate: labels}`` where labels is one list (rows and
+    columns) or ``{"rows": [...], "cols": [...]}``; ``variables`` (and per algorithm
+    ``states``, ``inputs``, ``measurements``, ``x``, ``z``, ``y``) name what the data hold.
+    Labelled views: :meth:`edges` (pure Python), :meth:`to_pandas`, :meth:`to_networkx`,
+    :meth:`threshold`; FedIV: :meth:`predict`. Read a saved run with :meth:`load`.
     """
 
     algorithm: str
@@ -76,6 +83,8 @@ class RunResult:
     evaluations: dict[int, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     process: dict[str, Any] = field(default_factory=lambda: process_info())
+    names: dict[str, Any] = field(default_factory=dict)
+    status_detail: str = ""
 
     # ---- Flower's ``Result`` interface -----------------------------------------------------
     @property
@@ -112,8 +121,10 @@ class RunResult:
             "algorithm": self.algorithm, "status": self.status, "config": self.config,
             "metrics": self.metrics, "history": self.history, "estimates": self.estimates,
             "timing": self.timing, "truth": self.truth, "errors": self.errors,
+            "names": self.names,
             "process": {**self.process, "heartbeat": time.time(),
                         "stale_after_s": stale_after(self.history)},
+            **({"status_detail": self.status_detail} if self.status_detail else {}),
         })
 
     def save(self, directory: str | Path) -> Path:
@@ -125,6 +136,224 @@ class RunResult:
         tmp.write_text(json.dumps(self.to_dict(), indent=1))
         tmp.replace(path)
         return path
+
+
+    # ---- reading and labelled views --------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path, stale_after_s: float | None = None) -> RunResult:
+        """A saved ``result.json`` (its directory or the file) as a :class:`RunResult`.
+
+        Numeric matrices come back as numpy arrays; the status is read as
+        :func:`load_result` reads it (``"interrupted"``, with ``status_detail``, when the
+        file says running but its writer is gone). ``names`` saved as one list (shared by
+        every graph estimate) is kept as it is; :meth:`labels` reads both forms.
+        """
+        doc = load_result(path, stale_after_s)
+        est = {k: _as_array(v) for k, v in (doc.get("estimates") or {}).items()}
+        truth = {k: _as_array(v) for k, v in (doc.get("truth") or {}).items()}
+        return cls(str(doc.get("algorithm", "")), doc.get("config") or {},
+                   metrics=doc.get("metrics") or {}, history=doc.get("history") or [],
+                   estimates=est, timing=doc.get("timing") or {}, truth=truth,
+                   status=str(doc.get("status", "")), errors=list(doc.get("errors") or []),
+                   process=doc.get("process") or {}, names=doc.get("names") or {},
+                   status_detail=str(doc.get("status_detail", "")))
+
+    def labels(self, estimate: str) -> tuple[list[str], list[str]] | None:
+        """``(row labels, column labels)`` of a 2-D estimate (of each matrix of a stacked
+        one, e.g. PFDBNL's ``W_local``), or None when the result has no names for it."""
+        names = self.names
+        if isinstance(names, list):
+            return (list(names), list(names)) if estimate in _graph_keys(self) else None
+        lab = names.get(estimate) if isinstance(names, dict) else None
+        if isinstance(lab, list):
+            return list(lab), list(lab)
+        if isinstance(lab, dict) and "rows" in lab and "cols" in lab:
+            return list(lab["rows"]), list(lab["cols"])
+        return None
+
+    def variables(self) -> list[str]:
+        """The node labels of the learned graph (the variables, or FedGC/FedCF's states)."""
+        layers = self.layers()
+        if not layers:
+            return []
+        seen: dict[str, None] = {}
+        for layer in layers:
+            seen.update(dict.fromkeys(layer.sources))
+            seen.update(dict.fromkeys(layer.targets))
+        return list(seen)
+
+    def layers(self, client: int | None = None) -> list[Layer]:
+        """The learned graph as labelled adjacency layers, each oriented ``[source, target]``
+        (rows cause, columns effect) with its lag: DBNs ``W`` (lag 0) and ``A1``..``Ap``;
+        VFedCD ``B``; FedGC/FedCF ``A_hat`` (lag 1, transposed from the state-space
+        convention ``x_t = A x_{t-1}``) and FedCF's ``B_hat`` (inputs -> states, lag 1).
+        ``client``: PFDBNL's personalized graph of that client id."""
+        return _layers(self, client)
+
+    def edges(self, tau: float = 0.0, client: int | None = None
+              ) -> list[tuple[str, str, float, int]]:
+        """``(source, target, weight, lag)`` of every entry with ``|weight| > tau`` (pure
+        Python: no pandas or networkx needed). Self-loops at lag 0 are left out."""
+        out = []
+        for layer in self.layers(client):
+            for i, s in enumerate(layer.sources):
+                for j, t in enumerate(layer.targets):
+                    w = float(layer.matrix[i, j])
+                    if abs(w) > tau and np.isfinite(w) and not (layer.lag == 0 and s == t):
+                        out.append((s, t, w, layer.lag))
+        return out
+
+    def to_pandas(self, client: int | None = None) -> dict[str, Any]:
+        """``{layer: DataFrame}`` of :meth:`layers`: index = sources (cause), columns =
+        targets (effect); DBNs: ``"W"`` (lag 0), ``"A1"``..``"Ap"``. Needs pandas
+        (``pip install pandas``)."""
+        pd = _optional("pandas")
+        return {layer.name: pd.DataFrame(layer.matrix, index=list(layer.sources),
+                                         columns=list(layer.targets))
+                for layer in self.layers(client)}
+
+    def to_networkx(self, tau: float = 0.0, client: int | None = None,
+                    multigraph: bool = False) -> Any:
+        """The learned graph as a networkx ``DiGraph`` over the variable names (every
+        variable is a node, edges from :meth:`edges`), with edge attributes ``weight`` and
+        ``lag``. A DiGraph holds one edge per pair: where several lags connect the same pair
+        it keeps the strongest as ``weight``/``lag`` and all of them in ``weights``
+        (``{lag: weight}``); ``multigraph=True`` gives a ``MultiDiGraph`` with one edge per
+        lag (key = lag) instead. Needs networkx (``pip install networkx``)."""
+        nx = _optional("networkx")
+        G = nx.MultiDiGraph() if multigraph else nx.DiGraph()
+        G.graph.update({"algorithm": self.algorithm, "tau": tau})
+        G.add_nodes_from(self.variables())
+        for s, t, w, lag in self.edges(tau, client):
+            if multigraph:
+                G.add_edge(s, t, key=lag, weight=w, lag=lag)
+            elif G.has_edge(s, t):
+                e = G.edges[s, t]
+                e["weights"][lag] = w
+                if abs(w) > abs(e["weight"]):
+                    e.update(weight=w, lag=lag)
+            else:
+                G.add_edge(s, t, weight=w, lag=lag, weights={lag: w})
+        return G
+
+    def threshold(self, tau: float) -> RunResult:
+        """A copy whose graph estimates (those :meth:`layers` reads, and their personalized
+        and thresholded variants) have every entry with ``|x| < tau`` set to 0; everything
+        else (FedIV's network parameters, client ids) is kept as it is."""
+        if not float(tau) >= 0:
+            raise ValueError(f"threshold: tau = {tau!r}, need a number >= 0")
+        out = copy.deepcopy(self)
+        for key in _graph_keys(self):
+            a = np.array(out.estimates[key], dtype=float)
+            a[np.abs(a) < tau] = 0.0
+            out.estimates[key] = a
+        return out
+
+    def predict(self, x: Any, selected: bool = True) -> np.ndarray:
+        """FedIV: the learned g at ``x`` (see ``fedcausal_flwr.strategies.FedIV.predict``)."""
+        if self.algorithm != "fediv":
+            raise ValueError(f"predict is FedIV's (a learned function g); this is a "
+                             f"{self.algorithm!r} result, a graph: see edges()/to_pandas()")
+        from fedcausal_flwr.strategies.fediv import _predict
+
+        return _predict(self, x, selected)
+
+
+class Layer(NamedTuple):
+    """One labelled adjacency of a learned graph: ``matrix[i, j]`` is the weight of the edge
+    ``sources[i] -> targets[j]`` at ``lag``."""
+
+    name: str
+    lag: int
+    matrix: np.ndarray
+    sources: list[str]
+    targets: list[str]
+
+
+GRAPH_KEYS = {"fdbnl": ("W", "A"), "pfdbnl": ("W", "A"), "vfedcd": ("B",),
+              "fedgc": ("A_hat",), "fedcf": ("A_hat", "B_hat")}
+"""The estimates each algorithm's graph is made of (others are variants of them)."""
+
+
+def _graph_keys(r: RunResult) -> list[str]:
+    """Every numeric graph estimate of ``r``: the graph keys and their variants
+    (``W_thresholded``, ``W_local``, ``A_full``, ``dag`` ...)."""
+    base = GRAPH_KEYS.get(r.algorithm, ())
+    extra = {"fedgc": ("A_full",), "fedcf": ("A_full",), "vfedcd": ("dag",)}.get(r.algorithm,
+                                                                                  ())
+    return [k for k, v in r.estimates.items()
+            if (k in base or k in extra or any(k.startswith(b + "_") for b in base))
+            and np.asarray(v).dtype.kind in "biuf" and np.ndim(v) >= 2]
+
+
+def _labels_or_default(r: RunResult, key: str, shape: tuple[int, ...]
+                       ) -> tuple[list[str], list[str]]:
+    lab = r.labels(key)
+    n, m = shape[-2], shape[-1]
+    if lab is None or len(lab[0]) != n or len(lab[1]) != m:
+        return [f"x{i}" for i in range(n)], [f"x{j}" for j in range(m)]
+    return lab
+
+
+def _layers(r: RunResult, client: int | None) -> list[Layer]:
+    est, alg = r.estimates, r.algorithm
+    if alg == "fediv":
+        raise ValueError("FedIV learns a function g, not a graph: use predict(x)")
+    if alg not in GRAPH_KEYS:
+        raise ValueError(f"no graph layout known for algorithm {alg!r}")
+    if client is not None and alg != "pfdbnl":
+        raise ValueError(f"client={client}: only PFDBNL learns a graph per client")
+    out: list[Layer] = []
+    if alg in ("fdbnl", "pfdbnl"):
+        if "W" not in est:
+            return []
+        W, A = np.asarray(est["W"], dtype=float), np.asarray(est["A"], dtype=float)
+        if client is not None:
+            ids = [int(c) for c in np.ravel(est.get("client_ids", []))]
+            if client not in ids:
+                raise ValueError(f"client {client} is not among this run's clients {ids}")
+            i = ids.index(client)
+            W = np.asarray(est["W_local"], dtype=float)[i]
+            A = np.asarray(est["A_local"], dtype=float)[i]
+        v, _ = _labels_or_default(r, "W", W.shape)
+        d = W.shape[0]
+        out.append(Layer("W", 0, W, v, v))
+        for k in range(1, A.shape[0] // d + 1 if d else 1):
+            out.append(Layer(f"A{k}", k, A[(k - 1) * d:k * d], v, v))
+    elif alg == "vfedcd":
+        if "B" in est:
+            B = np.asarray(est["B"], dtype=float)
+            v, _ = _labels_or_default(r, "B", B.shape)
+            out.append(Layer("B", 0, B, v, v))
+    else:
+        if "A_hat" in est:
+            A = np.asarray(est["A_hat"], dtype=float)
+            rows, cols = _labels_or_default(r, "A_hat", A.shape)
+            out.append(Layer("A_hat", 1, A.T, cols, rows))
+        if alg == "fedcf" and np.size(est.get("B_hat", [])):
+            B = np.asarray(est["B_hat"], dtype=float)
+            rows, cols = _labels_or_default(r, "B_hat", B.shape)
+            out.append(Layer("B_hat", 1, B.T, cols, rows))
+    return out
+
+
+def _optional(module: str) -> Any:
+    """Import an optional dependency, or an ImportError saying how to install it."""
+    from importlib import import_module
+
+    try:
+        return import_module(module)
+    except ImportError as e:
+        raise ImportError(f"this needs {module}, which fedcausal-flwr does not install by "
+                          f"itself: pip install {module} (or pip install "
+                          f"'fedcausal-flwr[results]'); RunResult.edges() needs nothing") from e
+
+
+def _as_array(value: Any) -> Any:
+    """A loaded estimate: a numpy array when it is a rectangular numeric list."""
+    if isinstance(value, list) and value and _numeric(value):
+        return np.asarray(value)
+    return value
 
 
 def _numeric(value: list) -> bool:

@@ -25,6 +25,11 @@ def output_dir(rc: dict[str, Any], algorithm: str) -> Path:
     return Path(str(rc.get("outputs", "outputs"))).expanduser().resolve() / name
 
 
+GRAPHS_SHOWN = ("W", "A", "B", "A_hat")
+"""Estimates drawn in graphs.png (DBNs' W and A, VFedCD's B, FedGC/FedCF's A_hat), their
+rows and columns named when the result has names (``RunResult.labels``)."""
+
+
 def save_with_plots(result: RunResult, out: Path) -> Path:
     """Write result.json, then the PNGs of learned vs true graphs and of the history.
 
@@ -34,14 +39,16 @@ def save_with_plots(result: RunResult, out: Path) -> Path:
     from fedcausal_flwr.plots import plot_graphs, plot_history
 
     path = result.save(out)
-    shown = {k: v for k, v in result.estimates.items() if k in ("W", "A")}
+    shown = {k: v for k, v in result.estimates.items() if k in GRAPHS_SHOWN}
     truth = {k: v for k, v in result.truth.items() if k in shown}
+    labels = {k: result.labels(k) for k in shown}
     keys = [k for k in ("h", "primal_residual", "shd_w", "shd_a", "auroc", "loss")
             if result.history and k in result.history[-1]]
     plots = []
     if shown:
         plots.append(("graphs.png", lambda: plot_graphs(
-            shown, truth, out / "graphs.png", title=f"{result.algorithm}: learned vs true")))
+            shown, truth, out / "graphs.png", title=f"{result.algorithm}: learned vs true",
+            labels=labels)))
     if result.history:
         plots.append(("history.png", lambda: plot_history(
             result.history, keys, out / "history.png", title=result.algorithm)))

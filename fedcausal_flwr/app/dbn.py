@@ -33,7 +33,7 @@ def client(algorithm: str, context: Context):
     """This node's client on the run config's data set (``data``, ``data-path`` ...), or on
     its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
-    from fedcausal_flwr.data.dbn import client_data
+    from fedcausal_flwr.data.dbn import client_data, variable_names
 
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
@@ -45,9 +45,11 @@ def client(algorithm: str, context: Context):
                                           **constructor_kwargs(cls, names)})
     try:
         Xt, Xlag = client_data(context.run_config, pid, k)
+        names = variable_names(context.run_config, pid, Xt.shape[1])
     except ValueError as e:
         raise ValueError(f"client {pid}: {e}") from e
-    return client_class(algorithm).from_context(context, {"Xt": Xt, "Xlag": Xlag})
+    return client_class(algorithm).from_context(context, {"Xt": Xt, "Xlag": Xlag,
+                                                          "names": names})
 
 
 def own_data(path, context: Context, who: str) -> tuple[np.ndarray, np.ndarray, list[str]]:

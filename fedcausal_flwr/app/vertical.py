@@ -47,7 +47,7 @@ def client(algorithm: str, context: Context):
     """This node's party on the run config's data (its block of columns, training rows), or
     on its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
-    from fedcausal_flwr.data.vertical import party_data
+    from fedcausal_flwr.data.vertical import VerticalData, party_data, sachs
 
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
@@ -59,9 +59,11 @@ def client(algorithm: str, context: Context):
     else:
         try:
             x, _, cols = party_data(context.run_config, pid, k)
+            c = VerticalData.from_run_config(context.run_config)
+            names = [sachs(c.data_path)[2][i] for i in cols] if c.data == "sachs" else None
         except ValueError as e:
             raise ValueError(f"party {pid}: {e}") from e
-        ids, extra = np.arange(len(x)), {}
+        ids, extra = np.arange(len(x)), {"names": names}
     consent = PartyConsent.from_run_config(context.run_config)
     return cls.from_context(
         context, {"x": x, "columns": cols, "sample_ids": ids, **extra,

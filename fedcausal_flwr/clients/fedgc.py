@@ -14,6 +14,7 @@ A user's own ClientApp: ``register(app, "fedgc", lambda ctx: {"A": A_mm, "C": C_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,6 +23,7 @@ from flwr.app import ArrayRecord, Context, RecordDict
 from fedcausal_flwr.clients.base import CausalClient, Fit
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.core.statespace import FedGCSettings, StateSpaceSettings
+from fedcausal_flwr.names import checked_names, joined
 
 
 class FedGCClient(CausalClient):
@@ -37,6 +39,10 @@ class FedGCClient(CausalClient):
         Known inputs ``u_m`` (T x U) of the local filter and their ``B_mm`` (P x U).
     state : RecordDict, optional
         Where ``theta_m`` persists between messages (the node's ``context.state``).
+    names : sequence of str, optional
+        Labels of this client's D measurements (the columns of ``y``; default ``y0, y1,
+        ...``). Clients measure different things, so they need not agree; the server
+        records each client's names and labels the learned states ``c<client>.s<i>``.
     """
 
     phases: ClassVar[dict[str, str]] = {"ss_setup": "setup", "ss_window": "window"}
@@ -45,12 +51,14 @@ class FedGCClient(CausalClient):
     def __init__(self, A: np.ndarray, C: np.ndarray, K: np.ndarray, y: np.ndarray,
                  B: np.ndarray | None = None, u: np.ndarray | None = None,
                  partition_id: int = 0, num_partitions: int = 1,
-                 state: RecordDict | None = None) -> None:
+                 state: RecordDict | None = None,
+                 names: Sequence[str] | None = None) -> None:
         self.who = f"client {partition_id}"
         T, p = np.shape(y)[0], np.shape(A)[0]
         B = np.zeros((p, 0)) if B is None else B
         u = np.zeros((T, 0)) if u is None else u
         self.data = ss.checked_client(A, B, C, K, y, u, self.who)
+        self.names = checked_names(names, self.data.dims[2], self.who, "y", "measurements")
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.state = state if state is not None else RecordDict()
 
@@ -91,10 +99,11 @@ class FedGCClient(CausalClient):
 
     # ---- phases ----------------------------------------------------------------------------
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
-        """Who this client is and its sizes (no data)."""
+        """Who this client is, its sizes and its measurement names (no data)."""
         p, u, d = self.data.dims
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
-                "t": int(self.data.y.shape[0]), "p": p, "u": u, "d": d}
+                "t": int(self.data.y.shape[0]), "p": p, "u": u, "d": d,
+                "names": joined(self.names)}
 
     def setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``ss_setup``: the local blocks."""

@@ -8,6 +8,7 @@ the device it trains on) and nothing else. A user's own ClientApp:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ try:
     import torch
 except ModuleNotFoundError as e:
     raise missing_extra(e, "FedIV", "fediv", "torch") from e
+from fedcausal_flwr.names import checked_names, joined
 
 
 def checked_iv(x: np.ndarray, y: np.ndarray, z: np.ndarray, who: str, split: str
@@ -43,6 +45,38 @@ def checked_iv(x: np.ndarray, y: np.ndarray, z: np.ndarray, who: str, split: str
     return x, y, z
 
 
+def iv_names(names: Sequence[str] | Mapping[str, Any] | None, dx: int, dz: int,
+             who: str = "client") -> tuple[list[str], str, list[str]]:
+    """``(x names, y name, z names)`` from a client's ``names``.
+
+    ``names`` is ``{"x": [...], "y": "...", "z": [...]}`` (any part may be left out), or a
+    flat sequence: the x columns then the z columns (``dx + dz`` names), or x, y, z
+    (``dx + 1 + dz`` names, the order of a CSV with columns x..., y, z...). Defaults:
+    ``x0..``, ``y``, ``z0..``.
+    """
+    if names is None:
+        return checked_names(None, dx, who, "x"), "y", checked_names(None, dz, who, "z")
+    if isinstance(names, Mapping):
+        unknown = sorted(set(names) - {"x", "y", "z"})
+        if unknown:
+            raise ValueError(f"{who}: names has keys {unknown}; use 'x', 'y', 'z'")
+        xs, y, zs = names.get("x"), names.get("y", "y"), names.get("z")
+    else:
+        flat = list(names) if not isinstance(names, str) else names
+        if isinstance(flat, str) or len(flat) not in (dx + dz, dx + 1 + dz):
+            raise ValueError(f"{who}: {len(flat)} names; need {dx} x and {dz} z names "
+                             f"({dx + dz}), or x, y and z names ({dx + 1 + dz})")
+        y = flat[dx] if len(flat) == dx + 1 + dz else "y"
+        xs, zs = flat[:dx], flat[len(flat) - dz:]
+    xs = checked_names(xs, dx, who, "x", "x columns")
+    zs = checked_names(zs, dz, who, "z", "z columns")
+    (y,) = checked_names([y], 1, who, "y", "outcome")
+    both = sorted(set(xs) & set(zs))
+    if both:
+        raise ValueError(f"{who}: names {both} are both x and z columns")
+    return xs, y, zs
+
+
 def shape_tag(shape: tuple[int, ...]) -> str:
     """A per-sample shape as a wire-safe string, e.g. ``"1x8x8"``."""
     return "x".join(str(s) for s in shape)
@@ -63,13 +97,17 @@ class FedIVClient(CausalClient):
     ``train.local``: ``[theta..., tau...]`` -> ``[dtheta..., dtau..., psi_sum, C_sum, [U]]``,
     where ``psi_sum, C_sum`` are the validation sums of the incoming global theta.
     ``train.validate``: ``[theta...]`` -> ``[psi_sum, C_sum]``.
+    ``names`` labels the columns of x (treatment), y (outcome) and z (instruments), see
+    :func:`iv_names`; they are informational (g is a function of x) and every node must
+    report the same ones.
     """
 
     phases = {"local": "local_step", "validate": "validate"}
 
     def __init__(self, train: tuple[np.ndarray, np.ndarray, np.ndarray],
                  val: tuple[np.ndarray, np.ndarray, np.ndarray], partition_id: int = 0,
-                 num_partitions: int = 1, device: str = "auto") -> None:
+                 num_partitions: int = 1, device: str = "auto",
+                 names: Sequence[str] | Mapping[str, Any] | None = None) -> None:
         self.who = f"client {partition_id}"
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.device = dg.device_of(device)
@@ -78,14 +116,18 @@ class FedIVClient(CausalClient):
         if tr[0].shape[1:] != va[0].shape[1:] or tr[2].shape[1:] != va[2].shape[1:]:
             raise ValueError(f"{self.who}: train and validation inputs differ in shape")
         self.x_shape, self.z_shape = tuple(tr[0].shape[1:]), tuple(tr[2].shape[1:])
+        self.x_names, self.y_name, self.z_names = iv_names(
+            names, int(np.prod(self.x_shape)), int(np.prod(self.z_shape)), self.who)
         self.train, self.val = dg.batch(*tr, self.device), dg.batch(*va, self.device)
         self._z_val = va[2]
 
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
-        """Who this client is, its sample counts and input shapes (no data)."""
+        """Who this client is, its sample counts, input shapes and column names (no data):
+        ``"names"`` is the x names then the z names, ``"y-name"`` the outcome's."""
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
                 "n": self.train.n, "n-val": self.val.n, "x-shape": shape_tag(self.x_shape),
-                "z-shape": shape_tag(self.z_shape)}
+                "z-shape": shape_tag(self.z_shape),
+                "names": joined(self.x_names + self.z_names), "y-name": self.y_name}
 
     def _nets(self) -> tuple[torch.nn.Module, torch.nn.Module]:
         return dg.networks(self.x_shape, self.z_shape, 0, self.device)

@@ -41,6 +41,7 @@ from fedcausal_flwr.clients.base import CausalClient, Fit
 from fedcausal_flwr.core import vfedcd as core
 from fedcausal_flwr.core.vfedcd import PartyConsent, VFedCDSettings
 from fedcausal_flwr.data.vertical import checked_party
+from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.secure import dispatch
 from fedcausal_flwr.secure.shares import Mock
 from fedcausal_flwr.secure.shares import backend as make_backend
@@ -74,6 +75,9 @@ class VFedCDClient(CausalClient):
         Smallest Paillier key this party accepts (default 2048).
     consent_from : str
         Who gave the arguments above, for the log (the App's glue passes the run config).
+    names : sequence of str, optional
+        Labels of this party's columns, in the order of ``x`` (default ``x<global index>``);
+        the server assembles the global list in the order of the attributes' global indices.
     """
 
     phases = {f"vfedcd_{p}": p for p in ("keys", "setup", "forward", "share", "decode",
@@ -86,7 +90,8 @@ class VFedCDClient(CausalClient):
                  accept_backends: str | Sequence[str] | None = None,
                  accept_modes: str | Sequence[str] | None = None,
                  min_key_bits: int | None = None,
-                 consent_from: str = "the ClientApp's arguments") -> None:
+                 consent_from: str = "the ClientApp's arguments",
+                 names: Sequence[str] | None = None) -> None:
         self.who = f"party {partition_id}"
         self.consent, self.consent_from = self._consent(
             {"vfedcd-accept-backends": accept_backends, "vfedcd-accept-modes": accept_modes,
@@ -96,6 +101,8 @@ class VFedCDClient(CausalClient):
         if len(self.columns) != self.x.shape[1]:
             raise ValueError(f"{self.who}: {len(self.columns)} column ids for "
                              f"{self.x.shape[1]} columns")
+        self.names = (checked_names(names, len(self.columns), self.who) if names is not None
+                      else [f"x{c}" for c in self.columns])
         if len(sample_ids) != len(self.x):
             raise ValueError(f"{self.who}: {len(sample_ids)} sample ids for {len(self.x)} rows")
         self.ids = np.asarray(sample_ids)
@@ -148,7 +155,7 @@ class VFedCDClient(CausalClient):
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
                 "n": int(len(self.x)), "samples": sample_digest(self.ids),
                 "columns": ",".join(str(c) for c in self.columns),
-                **self.consent.as_properties()}
+                "names": joined(self.names), **self.consent.as_properties()}
 
     # ---- state ------------------------------------------------------------------------
     def _settings(self, config: dict[str, Any]) -> VFedCDSettings:

@@ -146,6 +146,24 @@ def client_data(cfg: Mapping, partition_id: int, num_partitions: int) -> Pair:
     return netsim_chunks(ts[subject], K, p)[k]
 
 
+def variable_names(cfg: Mapping, partition_id: int, d: int) -> list[str] | None:
+    """The names of the d variables of client ``partition_id``'s data, where the data set
+    has them: DREAM4's gene names (its header line only is read), NetSim's regions
+    ``R1``..``Rd``; None for synthetic data (the clients' default ``x0``..``x{d-1}``)."""
+    from fedcausal_flwr.data.dream4 import _fields
+
+    c = data_config(cfg)
+    if c.data == "dream4":
+        path = _data_path(c, int(partition_id)) if _per_client_files(c) else _data_path(c)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            header = next((ln for ln in f if ln.strip()), "")
+        genes = [h for h in _fields(header) if h.lower() != "time"]
+        return genes if len(genes) == d else None
+    if c.data == "netsim":
+        return [f"R{i + 1}" for i in range(int(d))]
+    return None
+
+
 def ground_truth(cfg: Mapping, num_partitions: int
                  ) -> list[tuple[np.ndarray, np.ndarray]] | list[np.ndarray] | None:
     """Truth for evaluation.

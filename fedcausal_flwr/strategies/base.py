@@ -36,6 +36,7 @@ from flwr.common.logger import log
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
+from fedcausal_flwr.names import default_names, split
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.settings import RunSettings
 from fedcausal_flwr.strategies.replies import (  # noqa: F401 - re-exported for strategies
@@ -144,6 +145,9 @@ class CausalStrategy(Strategy):
     round_label = "round"
     screen_factor: ClassVar[float] = SCREEN_FACTOR
     screen_floor: ClassVar[float] = SCREEN_FLOOR
+    #: Properties a node may leave out (e.g. a user's own NumPyClient that states no variable
+    #: names); a node that reports one must report the federation's value.
+    optional_props: ClassVar[tuple[str, ...]] = ("names", "y-name")
 
     def __init__(self, settings: RunSettings | None = None, *,
                  evaluate_fn: EvaluateFn | None = None,
@@ -263,12 +267,29 @@ class CausalStrategy(Strategy):
         return True
 
     def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
-        """Properties every node must agree on (default: majority of d and p)."""
+        """Properties every node must agree on (default: majority of d and p, then the
+        majority of the variable names among the nodes with that d and p)."""
         keys = [k for k in ("d", "p") if all(k in i.props for i in infos)]
         if not keys:
-            return {}
+            return majority_props(infos, ("names",))
         common = Counter(tuple(i.props[k] for k in keys) for i in infos).most_common(1)[0][0]
-        return dict(zip(keys, common, strict=True))
+        want = dict(zip(keys, common, strict=True))
+        agree = [i for i in infos if all(i.props[k] == v for k, v in want.items())]
+        return {**want, **majority_props(agree, ("names",))}
+
+    def agreed_names(self, d: int, prefix: str = "x") -> list[str]:
+        """The variable names the kept nodes reported (they agree), else ``x0, x1, ...``."""
+        for info in self.nodes.values():
+            names = split(info.props.get("names"))
+            if names is not None and len(names) == d:
+                return names
+        return default_names(d, prefix)
+
+    def result_names(self) -> dict[str, Any]:
+        """Labels of the estimates for ``RunResult.names``: ``{estimate: labels}``, where
+        labels is one list (rows and columns) or ``{"rows": [...], "cols": [...]}``; other
+        keys (``variables``, ...) describe the data. Default: none."""
+        return {}
 
     # ---- machinery ---------------------------------------------------------------------
     def _send(self, grid: Grid, node_cfg: Mapping[int, RecordDict], message_type: str
@@ -412,7 +433,8 @@ class CausalStrategy(Strategy):
         want = self.expected_props(list(infos.values()))
         nodes: dict[int, NodeInfo] = {}
         for info in sorted(infos.values(), key=lambda i: (i.cid, i.node_id)):
-            bad = {k: info.props.get(k) for k, v in want.items() if info.props.get(k) != v}
+            bad = {k: info.props.get(k) for k, v in want.items() if info.props.get(k) != v
+                   and not (k in self.optional_props and k not in info.props)}
             who = f"client {info.cid} (node {info.node_id})"
             if bad:
                 self.drop(who, f"reports {bad}, the federation has {want}")
@@ -654,6 +676,7 @@ class CausalStrategy(Strategy):
                 _progress(rec, self.progress_keys))
         if self.checkpoint is not None:
             result.estimates = self.estimates()
+            result.names = self.result_names()
             result.status = "running"
             self.checkpoint(result)
 
@@ -731,6 +754,7 @@ class CausalStrategy(Strategy):
         try:
             if self.nodes and self._round:
                 result.estimates = self.estimates()
+                result.names = self.result_names()
                 if self.evaluate_fn is not None:
                     result.metrics.update(self.evaluate_fn(result.estimates,
                                                            sorted(self.nodes)))
@@ -755,6 +779,17 @@ class CausalStrategy(Strategy):
         """Per ``"<phase> <direction>"``: messages, array bytes, shapes seen (see
         :class:`WireLog`)."""
         return self.wire_log.summary()
+
+
+def majority_props(infos: Sequence[NodeInfo], keys: Sequence[str]) -> dict[str, Any]:
+    """The most common value of each of ``keys`` among the nodes that report it (ties: the
+    lowest partition id's), for optional properties such as the variable names."""
+    out = {}
+    for k in keys:
+        have = sorted((i for i in infos if k in i.props), key=lambda i: (i.cid, i.node_id))
+        if have:
+            out[k] = Counter(i.props[k] for i in have).most_common(1)[0][0]
+    return out
 
 
 def _last_line(text: str) -> str:

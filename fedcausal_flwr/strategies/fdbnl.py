@@ -9,6 +9,7 @@ import numpy as np
 
 from fedcausal_flwr.core import dbn
 from fedcausal_flwr.core.dbn import FDBNLSettings
+from fedcausal_flwr.names import lagged_names
 from fedcausal_flwr.strategies.base import CausalStrategy, NodeInfo, Payload, Shape
 
 __all__ = ["FDBNL", "FDBNLSettings"]
@@ -54,6 +55,7 @@ class FDBNL(CausalStrategy):
         """W = A = 0 for the agreed d, p."""
         info = next(iter(nodes.values())).props
         self.d, self.p = int(info["d"]), int(info["p"])
+        self.variables = self.agreed_names(self.d)
         self.state = dbn.initial_state(self.d, self.p, self.settings)
         self.rng = np.random.default_rng(self.settings.seed)
 
@@ -96,6 +98,21 @@ class FDBNL(CausalStrategy):
         W, A, s = self.state.W, self.state.A, self.settings
         return {"W": W, "A": A, "W_thresholded": dbn.threshold(W, s.tau_w),
                 "A_thresholded": dbn.threshold(A, s.tau_a)}
+
+    def result_names(self) -> dict[str, Any]:
+        """W (and W_k) rows and columns are the d variables; A's rows are ``name(t-k)`` for
+        lag k = 1..p, its columns the variables."""
+        if self.state is None:
+            return {}
+        v = self.variables
+        lag = {"rows": lagged_names(v, self.p), "cols": list(v)}
+        out: dict[str, Any] = {"variables": list(v)}
+        for key in self.estimates():
+            if key.startswith("W"):
+                out[key] = list(v)
+            elif key.startswith("A"):
+                out[key] = lag
+        return out
 
     def done(self) -> bool:
         """h(W) <= h_tol or the settings' round budget is spent."""

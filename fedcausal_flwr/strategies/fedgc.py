@@ -37,6 +37,7 @@ import numpy as np
 
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.core.statespace import FedGCSettings
+from fedcausal_flwr.names import split
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.strategies.base import CausalStrategy, NodeInfo, ProtocolStopped, Shape
 
@@ -204,6 +205,23 @@ class FedGC(CausalStrategy):
         super()._finish(result, t0)  # resets metrics to the final evaluation
         if self.settings.dp:
             result.metrics["privacy"] = self.privacy(len(result.history))
+
+    def result_names(self) -> dict[str, Any]:
+        """The learned matrices are over the clients' latent states: ``c<client>.s<i>``
+        (inputs ``c<client>.u<i>``); ``measurements`` keeps each client's own names of its
+        measurements (``y`` columns), by client id. ``A_hat[i, j]`` is the effect of state
+        j at t-1 on state i at t (rows are targets)."""
+        if not self.cids:
+            return {}
+        states = [f"c{c}.s{j}" for i, c in enumerate(self.cids) for j in range(self.P[i])]
+        out: dict[str, Any] = {"states": states, "A_hat": states, "A_full": states}
+        if any(self.U):
+            inputs = [f"c{c}.u{j}" for i, c in enumerate(self.cids) for j in range(self.U[i])]
+            out.update({"inputs": inputs, "B_hat": {"rows": states, "cols": inputs}})
+        meas = {str(c): split(self.nodes[c].props.get("names")) for c in self.cids
+                if c in self.nodes}
+        out["measurements"] = {c: m for c, m in meas.items() if m is not None}
+        return out
 
     def estimates(self) -> dict[str, np.ndarray]:
         """Learned off-diagonal blocks, the full estimate with the known diagonal blocks."""

@@ -20,6 +20,7 @@ import numpy as np
 
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.core.deepgmm import FedIVSettings
+from fedcausal_flwr.names import default_names, split
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.strategies.base import CausalStrategy, NodeInfo, TooFewReplies
 
@@ -35,6 +36,32 @@ def client_config(s: FedIVSettings) -> dict[str, Any]:
     keys = {name: key for key, name in s.keys().items()}
     return {keys.get(name, name): (list(v) if isinstance(v := getattr(s, name), tuple) else v)
             for name in s.client_fields}
+
+
+def _predict(result: Any, x: Any, selected: bool = True) -> np.ndarray:
+    """:meth:`FedIV.predict`."""
+    from pathlib import Path
+
+    if isinstance(result, (str, Path)):
+        result = RunResult.load(result)
+    est = result.estimates if isinstance(result, RunResult) else dict(result["estimates"])
+    algorithm = result.algorithm if isinstance(result, RunResult) else result.get("algorithm")
+    if algorithm != "fediv":
+        raise ValueError(f"predict needs a FedIV result, got algorithm {algorithm!r}")
+    key = "g_params_selected" if selected else "g_params"
+    if not est.get(key) or "x_shape" not in est:
+        raise ValueError(f"this FedIV result holds no learned g ({key!r} or 'x_shape' "
+                         "missing: the run stopped before its first round, or an older "
+                         "result.json)")
+    x_shape = tuple(int(v) for v in np.ravel(est["x_shape"]))
+    z_shape = tuple(int(v) for v in np.ravel(est.get("z_shape", [1])))
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == len(x_shape) and x_shape == (1,):
+        x = x.reshape(-1, 1)
+    if x.shape[1:] != x_shape:
+        raise ValueError(f"x has per-row shape {x.shape[1:]}, the learned g takes {x_shape}")
+    g, _ = dg.networks(x_shape, z_shape, 0)
+    return dg.g_values(g, [np.asarray(a, dtype=np.float64) for a in est[key]], x)
 
 
 def _shape(tag: str) -> tuple[int, ...]:
@@ -72,12 +99,16 @@ class FedIV(CausalStrategy):
         """Clients must agree on the input shapes of x and z."""
         from collections import Counter
 
+        from fedcausal_flwr.strategies.base import majority_props
+
         keys = ("x-shape", "z-shape")
         ok = [i for i in infos if all(k in i.props for k in keys)]
         if not ok:
             return {}
         common = Counter(tuple(i.props[k] for k in keys) for i in ok).most_common(1)[0][0]
-        return dict(zip(keys, common, strict=True))
+        want = dict(zip(keys, common, strict=True))
+        agree = [i for i in ok if all(i.props[k] == v for k, v in want.items())]
+        return {**want, **majority_props(agree, ("names", "y-name"))}
 
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
         """Initial g and f from the seed; SGDA clients smaller than a minibatch are dropped."""
@@ -91,7 +122,8 @@ class FedIV(CausalStrategy):
                 raise TooFewReplies(f"{len(self.nodes)} clients with a full minibatch, "
                                     f"min-nodes={self.min_nodes}")
         info = next(iter(self.nodes.values())).props
-        g, f = dg.networks(_shape(info["x-shape"]), _shape(info["z-shape"]), s.seed)
+        self.x_shape, self.z_shape = _shape(info["x-shape"]), _shape(info["z-shape"])
+        g, f = dg.networks(self.x_shape, self.z_shape, s.seed)
         self.theta_shapes, self.tau_shapes = dg.shapes(g), dg.shapes(f)
         self.state = dg.FedState(dg.get_params(g), dg.get_params(f))
         self.weights = dg.client_weights({c: int(i.props["n"]) for c, i in self.nodes.items()},
@@ -177,4 +209,26 @@ class FedIV(CausalStrategy):
             return {}
         best = st.best_theta or st.theta
         return {"g_params": st.theta, "f_params": st.tau, "g_params_selected": best,
-                "selected_round": st.best_round, "rounds": st.round}
+                "selected_round": st.best_round, "rounds": st.round,
+                "x_shape": list(self.x_shape), "z_shape": list(self.z_shape)}
+
+    def result_names(self) -> dict[str, Any]:
+        """Names of the columns of x, z and of y (informational: g is a function of x)."""
+        if self.state is None:
+            return {}
+        dx, dz = int(np.prod(self.x_shape)), int(np.prod(self.z_shape))
+        xs, zs, y = default_names(dx, "x"), default_names(dz, "z"), "y"
+        for info in self.nodes.values():
+            both = split(info.props.get("names"))
+            if both is not None and len(both) == dx + dz:
+                xs, zs, y = both[:dx], both[dx:], str(info.props.get("y-name", "y"))
+                break
+        return {"x": xs, "z": zs, "y": y}
+
+    @staticmethod
+    def predict(result: Any, x: Any, selected: bool = True) -> np.ndarray:
+        """The learned g at ``x``: one value per row (``x``: n x dx, or n values when
+        dx = 1; images n x C x H x W). ``result``: a :class:`RunResult` or a loaded
+        result.json (dict or path). ``selected`` (default): g of the round the federated
+        validation selected; False: g of the last round."""
+        return _predict(result, x, selected)

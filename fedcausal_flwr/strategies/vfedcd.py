@@ -113,6 +113,15 @@ class VFedCD(CausalStrategy):
                     raise ProtocolStopped(f"attribute {c} is held by party {seen[int(c)]} and "
                                           f"party {cid}; parties must hold disjoint attributes")
                 seen[int(c)] = cid
+        named: dict[str, int] = {}
+        for cid, info in sorted(nodes.items()):
+            names = str(info.props.get("names", "")).split(",") if info.props.get("names") \
+                else []
+            for n in names:
+                if n in named:
+                    raise ProtocolStopped(f"attribute name {n!r} is used by party {named[n]} "
+                                          f"and party {cid}; names must be distinct")
+                named[n] = cid
         refused = []
         for cid, info in sorted(nodes.items()):
             try:
@@ -133,6 +142,14 @@ class VFedCD(CausalStrategy):
         self.cols = [np.array([int(c) for c in str(nodes[m].props["columns"]).split(",")])
                      for m in range(self.K)]
         self.sizes = [len(c) for c in self.cols]
+        d = sum(self.sizes)
+        self.variables = [f"x{i}" for i in range(d)]
+        for m in range(self.K):  # each party names its own columns; global index order
+            names = str(nodes[m].props.get("names") or "").split(",")
+            if len(names) == len(self.cols[m]) and all(names):
+                for c, n in zip(self.cols[m], names, strict=True):
+                    if 0 <= c < d:
+                        self.variables[c] = n
         self.n = int(nodes[0].props["n"])
         self.ctv = dispatch.CTV(self.sizes, self.settings)
 
@@ -272,6 +289,12 @@ class VFedCD(CausalStrategy):
         B = np.zeros_like(self.B)
         B[np.ix_(order, order)] = self.B
         return {"B": B, "dag": core.dag_at_threshold(B, self.settings.tau)}
+
+    def result_names(self) -> dict[str, Any]:
+        """B and its DAG are over the d attributes in their global order (each party named
+        its own columns)."""
+        v = list(getattr(self, "variables", []))
+        return {"variables": v, "B": v, "dag": v} if v else {}
 
     def estimates(self) -> dict[str, np.ndarray]:
         """:meth:`graph` once the run completed; nothing from a stopped or running protocol."""
