@@ -449,7 +449,8 @@ def main(argv: list[str] | None = None) -> int:
     """CLI: ``simulate`` or ``deploy`` with ``--nodes`` and ``--run-config``.
 
     Exits 0 only when the run's result.json says ``"completed"``; a failed, stopped or
-    interrupted run, or none written, exits 1 (``flwr run``'s own non-zero code is kept).
+    interrupted run, or none written, exits 1 (``flwr run``'s own non-zero code is kept); no
+    Flower App to run (see :func:`find_app_dir`) exits 2.
     """
     ap = argparse.ArgumentParser(prog="python -m fedcausal_flwr.launch", description=__doc__)
     ap.add_argument("mode", choices=["simulate", "deploy"])
