@@ -1,8 +1,15 @@
 """Start the App under real Flower: ``flwr run`` simulation, or a loopback deployment.
 
-Both stop everything they started (the simulation's detached local SuperLink; the deployment's
-SuperLink and SuperNodes), also on failure. Run as
-``python -m fedcausal_flwr.launch simulate --nodes 5 --run-config 'algorithm="pfdbnl"'``.
+Both stop everything they started, and only that (the simulation's detached local SuperLink,
+matched by its port and ``FLWR_HOME``; the deployment's SuperLink and SuperNodes, by the PIDs
+``Popen`` returned), also on failure. Ports are drawn free unless ``--port`` is given, so other
+Flower work on the machine (a SuperLink on a default port) is left alone. ``FLWR_HOME`` is
+respected; only when it is unset does ``./.flwr`` serve. The deployment uses TLS (a local CA
+and SuperLink certificate, created once per deployment directory) and SuperNode
+authentication (a registered key per SuperNode) unless ``--insecure`` is given. Run as
+``python -m fedcausal_flwr.launch simulate --nodes 5 --run-config 'algorithm="pfdbnl"'``
+(``--app DIR`` names the Flower App; default: the current directory if it is one, else this
+package's source checkout).
 """
 
 from __future__ import annotations
@@ -22,9 +29,51 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-APP_DIR = Path(__file__).resolve().parents[1]
+APP_DIR = Path(__file__).resolve().parents[1]  # the App's pyproject in a source checkout
 PATH_KEYS = ("outputs", "data-path")
 SIMULATE_PORTS = 3  # local SuperLink: HTTP API on port, control API address port + 2
+
+
+class AppDirError(ValueError):
+    """No Flower App directory (a folder whose pyproject.toml has ``[tool.flwr.app]``)."""
+
+
+def is_app_dir(path: Path) -> bool:
+    """Whether ``path`` holds a pyproject.toml with a ``[tool.flwr.app]`` table."""
+    try:
+        doc = tomllib.loads((Path(path) / "pyproject.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(doc.get("tool", {}).get("flwr", {}).get("app"), dict)
+
+
+def find_app_dir(app_dir: Path | str | None = None) -> Path:
+    """The Flower App directory ``flwr run`` gets.
+
+    ``app_dir`` if given (it must be an App); else the current directory if it is one; else
+    this package's source checkout (:data:`APP_DIR`). An installed wheel has no App around it
+    (``APP_DIR`` is then site-packages): that raises :class:`AppDirError` naming what to pass.
+    """
+    if app_dir is not None:
+        path = Path(app_dir).expanduser().resolve()
+        if not is_app_dir(path):
+            raise AppDirError(f"{path} is not a Flower App directory: it needs a pyproject.toml "
+                              "with a [tool.flwr.app] table")
+        return path
+    for path in (Path.cwd(), APP_DIR):
+        if is_app_dir(path):
+            return path.resolve()
+    raise AppDirError(
+        f"no Flower App found: neither the current directory ({Path.cwd()}) nor {APP_DIR} has "
+        "a pyproject.toml with [tool.flwr.app]. Pass --app DIR (Python: app_dir=DIR), the "
+        "folder of your App's pyproject.toml (e.g. a copy of one of the project's examples/), "
+        "or run from that folder.")
+
+
+def default_flwr_home() -> Path:
+    """``$FLWR_HOME`` when set (never overridden), else ``./.flwr``."""
+    home = os.environ.get("FLWR_HOME")
+    return Path(home).expanduser().resolve() if home else (Path.cwd() / ".flwr").resolve()
 
 
 def deploy_ports(num_supernodes: int) -> int:
@@ -81,12 +130,6 @@ def flwr_env(flwr_home: Path) -> dict[str, str]:
             "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
             "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0", "PYTHONUNBUFFERED": "1",
             "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
-
-
-def _pids(pattern: str) -> set[int]:
-    """PIDs whose command line matches ``pattern`` (for checks only; never to pick victims)."""
-    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
-    return {int(p) for p in out.split()} - {os.getpid()}
 
 
 def _cmdlines() -> dict[int, list[str]]:
@@ -211,17 +254,22 @@ def _flwr() -> str:
     return str(exe) if exe.exists() else (shutil.which("flwr") or "flwr")
 
 
-def simulate(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path = APP_DIR,
-             flwr_home: Path | None = None, timeout: float = 3600, cpus: int = 1,
-             port: int = 39091) -> subprocess.CompletedProcess:
+def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
+             app_dir: Path | str | None = None, flwr_home: Path | None = None,
+             timeout: float = 3600, cpus: int = 1,
+             port: int | None = None) -> subprocess.CompletedProcess:
     """``flwr run <app> local --stream`` with N SuperNodes; stops the SuperLink it started.
 
     The local simulation SuperLink listens on ``port`` (control API address ``port + 2``;
-    :data:`SIMULATE_PORTS` in all), so runs with different ports can go on side by side. The
-    ports must be free: ``flwr run`` would otherwise use whatever SuperLink answers there.
-    Only that SuperLink (matched by port and ``flwr_home``) is stopped afterwards.
+    :data:`SIMULATE_PORTS` in all; ``None``: a free block, not Flower's default 39091), so
+    runs with different ports can go on side by side. The ports must be free: ``flwr run``
+    would otherwise use whatever SuperLink answers there. Only that SuperLink (matched by port
+    and ``flwr_home``) is stopped afterwards. ``flwr_home`` defaults to
+    :func:`default_flwr_home`; ``app_dir`` to :func:`find_app_dir`.
     """
-    home = Path(flwr_home or app_dir / ".flwr").resolve()
+    app_dir = find_app_dir(app_dir)
+    port = free_port_block(SIMULATE_PORTS) if not port else port
+    home = Path(flwr_home or default_flwr_home()).resolve()
     env = {**flwr_env(home),
            "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(port),
            "FLWR_LOCAL_CONTROL_API_PORT": str(port + 2)}
@@ -241,32 +289,74 @@ class Deployment:
     """What :func:`deploy` started, handed to its ``on_start`` hook.
 
     ``supernodes[i]`` is partition i's latest SuperNode process (its own process group);
-    ``start_supernode(i)`` starts another SuperNode for partition i on the same port (e.g.
-    after stopping the first), which ``deploy`` stops at the end like the others.
+    ``start_supernode(i)`` starts another SuperNode for partition i (e.g. after stopping the
+    first; with node authentication under a new, registered key, so it gets a new node id),
+    which ``deploy`` stops at the end like the others. ``start_supernode(i, register=False)``
+    starts one whose key the SuperLink does not know (a secure SuperLink refuses it: the
+    SuperNode exits with code 305). ``certs`` are the TLS files (``None`` when insecure).
     """
 
     port: int
     workdir: Path
     supernodes: dict[int, subprocess.Popen]
-    start_supernode: Callable[[int], subprocess.Popen]
+    start_supernode: Callable[..., subprocess.Popen]
+    secure: bool = True
+    certs: dict[str, Path] | None = None
 
 
-def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path = APP_DIR,
-           workdir: Path | None = None, port: int = 9200, timeout: float = 3600,
+def superlink_args(port: int, certs: Mapping[str, Path] | None) -> list[str]:
+    """``flower-superlink`` flags: TLS + SuperNode authentication, or ``--insecure``."""
+    sec = (["--insecure"] if certs is None else
+           ["--ssl-ca-certfile", str(certs["ca"]), "--ssl-certfile", str(certs["cert"]),
+            "--ssl-keyfile", str(certs["key"]), "--enable-supernode-auth"])
+    return [*sec, "--port", str(port), "--disable-runtime-dependency-installation"]
+
+
+def supernode_args(superlink: str, port: int, node_config: str, ca: Path | None,
+                   key: Path | None) -> list[str]:
+    """``flower-supernode`` flags: the CA and auth key, or ``--insecure`` when ``ca`` is None."""
+    sec = (["--insecure"] if ca is None else
+           ["--root-certificates", str(ca)]
+           + (["--auth-supernode-private-key", str(key)] if key is not None else []))
+    return [*sec, "--superlink", superlink, "--port", str(port), "--node-config", node_config]
+
+
+def connection_toml(name: str, address: str, ca: Path | None) -> str:
+    """A ``$FLWR_HOME/config.toml`` whose default connection ``name`` is the SuperLink."""
+    sec = "insecure = true" if ca is None else f"root-certificates = {toml_value(str(ca))}"
+    return (f'[superlink]\ndefault = "{name}"\n\n'
+            f'[superlink.{name}]\naddress = "{address}"\n{sec}\n')
+
+
+def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
+           app_dir: Path | str | None = None, workdir: Path | None = None,
+           port: int | None = None, timeout: float = 3600, insecure: bool = False,
            on_start: Callable[[Deployment], None] | None = None
            ) -> subprocess.CompletedProcess:
     """A real deployment on loopback: one SuperLink, one SuperNode per client, ``flwr run``.
 
     SuperLink on ``port``, SuperNodes on ``port + 1 + i`` with ``partition-id = i``
-    (:func:`deploy_ports` in all, which must be free). Logs go to ``workdir``. Everything
-    started here (and only that: by PID) is stopped before returning. ``on_start``, if given,
-    gets the :class:`Deployment` just before ``flwr run`` starts (fault tests stop and restart
-    SuperNodes from a thread it starts).
+    (:func:`deploy_ports` in all, which must be free; ``None``: a free block). Logs, per-process
+    ``FLWR_HOME`` folders, ``certs/`` and ``keys/`` go to ``workdir`` (default
+    ``<FLWR_HOME or ./.flwr>/deployment``; certificates and keys are kept and reused). Unless
+    ``insecure``, the SuperLink serves TLS with a certificate from a local CA and admits only
+    SuperNodes whose public key was registered (``flwr supernode register``) before they
+    start. Everything started here (and only that: by PID) is stopped before returning.
+    ``on_start``, if given, gets the :class:`Deployment` just before ``flwr run`` starts
+    (fault tests stop and restart SuperNodes from a thread it starts).
     """
-    workdir = Path(workdir or app_dir / ".flwr" / "deployment").resolve()
+    from fedcausal_flwr import tls
+
+    app_dir = find_app_dir(app_dir)
+    port = free_port_block(deploy_ports(num_supernodes)) if not port else port
+    workdir = Path(workdir or default_flwr_home() / "deployment").resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     bindir = Path(sys.executable).parent
     procs: list[subprocess.Popen] = []
+    certs = None if insecure else tls.make_certificates(workdir / "certs")
+    ca = None if certs is None else certs["ca"]
+    cli_home = workdir / "cli"
+    cli_env = flwr_env(cli_home)
 
     def spawn(name: str, cmd: list[str]) -> None:
         log = open(workdir / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
@@ -274,33 +364,43 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *, app_dir: Path 
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       start_new_session=True))
 
+    def registered_key(name: str) -> Path:
+        key, pub = tls.make_node_key(workdir / "keys" / name)
+        r = subprocess.run([_flwr(), "supernode", "register", str(pub), "loopback"],
+                           env=cli_env, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(f"flwr supernode register {pub} failed ({r.returncode}): "
+                               f"{r.stdout}{r.stderr}")
+        return key
+
     supernodes: dict[int, subprocess.Popen] = {}
 
-    def supernode(i: int) -> subprocess.Popen:
+    def supernode(i: int, register: bool = True) -> subprocess.Popen:
         name = f"supernode{i}" + (f"-{len(procs)}" if i in supernodes else "")  # a restart
-        spawn(name, [str(bindir / "flower-supernode"), "--insecure",
-                     "--superlink", f"127.0.0.1:{port}", "--port", str(port + 1 + i),
-                     "--node-config", f"partition-id={i} num-partitions={num_supernodes}"])
+        key = None
+        if certs is not None:
+            key = (registered_key(name) if register
+                   else tls.make_node_key(workdir / "keys" / f"{name}-unregistered")[0])
+        spawn(name, [str(bindir / "flower-supernode"),
+                     *supernode_args(f"127.0.0.1:{port}", port + 1 + i,
+                                     f"partition-id={i} num-partitions={num_supernodes}",
+                                     ca, key)])
         supernodes[i] = procs[-1]
         return procs[-1]
 
     _check_free(range(port, port + deploy_ports(num_supernodes)), "deploy")
     try:
-        spawn("superlink", [str(bindir / "flower-superlink"), "--insecure", "--port", str(port),
-                            "--disable-runtime-dependency-installation"])
+        spawn("superlink", [str(bindir / "flower-superlink"), *superlink_args(port, certs)])
         _wait_for_port(port, procs[0])
+        (cli_home / "config.toml").write_text(
+            connection_toml("loopback", f"127.0.0.1:{port}", ca))
         for i in range(num_supernodes):
             supernode(i)
-        cli_home = workdir / "cli"
-        env = flwr_env(cli_home)
-        (cli_home / "config.toml").write_text(
-            '[superlink]\ndefault = "loopback"\n\n'
-            f'[superlink.loopback]\naddress = "127.0.0.1:{port}"\ninsecure = true\n')
         cmd = [_flwr(), "run", str(app_dir), "loopback", "--stream",
                "--run-config", run_config_arg(run_config)]
         if on_start is not None:
-            on_start(Deployment(port, workdir, supernodes, supernode))
-        return subprocess.run(cmd, env=env, timeout=timeout, check=True)
+            on_start(Deployment(port, workdir, supernodes, supernode, certs is not None, certs))
+        return subprocess.run(cmd, env=cli_env, timeout=timeout, check=True)
     finally:
         _kill({p.pid for p in reversed(procs)})
         for p in procs:
@@ -349,7 +449,8 @@ def main(argv: list[str] | None = None) -> int:
     """CLI: ``simulate`` or ``deploy`` with ``--nodes`` and ``--run-config``.
 
     Exits 0 only when the run's result.json says ``"completed"``; a failed, stopped or
-    interrupted run, or none written, exits 1 (``flwr run``'s own non-zero code is kept).
+    interrupted run, or none written, exits 1 (``flwr run``'s own non-zero code is kept); no
+    Flower App to run (see :func:`find_app_dir`) exits 2.
     """
     ap = argparse.ArgumentParser(prog="python -m fedcausal_flwr.launch", description=__doc__)
     ap.add_argument("mode", choices=["simulate", "deploy"])
@@ -358,10 +459,23 @@ def main(argv: list[str] | None = None) -> int:
                     help="overrides, flwr syntax: 'k=v k2=\"s\"'; repeat to add more (later "
                     "ones win)")
     ap.add_argument("--port", type=int, default=None,
-                    help="SuperLink port (default 39091 simulation, 9200 deployment; "
-                    "0 picks a free block)")
+                    help="first port of the block the run takes (simulation: 3 from it; "
+                    "deployment: SuperLink, then one per SuperNode); default or 0: a free block")
+    ap.add_argument("--app", type=Path, default=None,
+                    help="the Flower App directory (its pyproject.toml has [tool.flwr.app]); "
+                    "default: the current directory if it is one, else the source checkout")
+    ap.add_argument("--workdir", type=Path, default=None,
+                    help="deploy: logs, node homes, certs/ and keys/ (kept and reused); "
+                    "default <FLWR_HOME or ./.flwr>/deployment")
+    ap.add_argument("--insecure", action="store_true",
+                    help="deploy without TLS and without SuperNode authentication")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args(argv)
+    try:
+        app_dir = find_app_dir(args.app)
+    except AppDirError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     cfg: dict[str, Any] = {}
     for text in args.run_config:
         cfg.update(parse_run_config(text))
@@ -372,12 +486,10 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     try:
         if args.mode == "simulate":
-            port = free_port_block(SIMULATE_PORTS) if args.port == 0 else args.port or 39091
-            simulate(args.nodes, cfg, timeout=args.timeout, port=port)
+            simulate(args.nodes, cfg, app_dir=app_dir, timeout=args.timeout, port=args.port)
         else:
-            port = (free_port_block(deploy_ports(args.nodes)) if args.port == 0
-                    else args.port or 9200)
-            deploy(args.nodes, cfg, port=port, timeout=args.timeout)
+            deploy(args.nodes, cfg, app_dir=app_dir, workdir=args.workdir, port=args.port,
+                   timeout=args.timeout, insecure=args.insecure)
     except subprocess.CalledProcessError as e:
         print(f"flwr run exited with code {e.returncode}", file=sys.stderr)
         code = e.returncode

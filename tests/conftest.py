@@ -6,6 +6,8 @@ marked ``e2e`` (real ``flwr run`` simulations and loopback deployments).
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,7 +59,9 @@ def flower_pids_on(port: int, n: int = 1) -> set[int]:
     Only a check that a run left nothing behind; tests never stop processes by pattern.
     """
     ports = "|".join(str(p) for p in range(port, port + n))
-    return launch._pids(rf"(flower|flwr)-\S+ .*(--port |127\.0\.0\.1:)({ports})( |$)")
+    pattern = re.compile(rf"(flower|flwr)-\S+ .*(--port |127\.0\.0\.1:)({ports})( |$)")
+    return {pid for pid, argv in launch._cmdlines().items()  # /proc, no pgrep
+            if pid != os.getpid() and pattern.search(" ".join(argv))}
 
 
 @pytest.fixture

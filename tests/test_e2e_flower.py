@@ -54,9 +54,13 @@ def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids,
 
 
 def test_loopback_deployment_equals_reference(tmp_path, free_ports, flower_pids):
+    """The ``--insecure`` deployment; test_e2e_deploy_secure.py runs the same config with TLS
+    and node authentication (the default) against the same reference."""
     rc = {**RC, "algorithm": "fdbnl", "num-rounds": 3, "outputs": str(tmp_path),
           "run-name": "deploy"}
     port = free_ports(launch.deploy_ports(2))
-    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=port, timeout=600)
+    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=port, timeout=600,
+                  insecure=True)
+    assert "insecure = true" in (tmp_path / "deployment" / "cli" / "config.toml").read_text()
     check_against_reference(load_result(tmp_path / "deploy"), 2)
     assert not flower_pids(port, launch.deploy_ports(2))
