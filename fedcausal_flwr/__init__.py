@@ -7,9 +7,12 @@ multiply many small matrices, and a multi-threaded OpenBLAS made the FDBNL serve
 """
 
 import os
+from importlib import metadata
 
-# The one place the version is written: pyproject.toml reads it ([tool.hatch.version]).
-__version__ = "0.1.0"
+try:  # the one place the version is written is pyproject.toml (a Flower App needs it there)
+    __version__ = metadata.version("fedcausal-flwr")
+except metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 
 def _limit_blas_threads() -> None:
