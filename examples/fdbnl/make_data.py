@@ -15,7 +15,7 @@ out = Path(__file__).resolve().parent / "data"
 out.mkdir(exist_ok=True)
 for site in range(4):
     x = np.zeros((100, 5))
-    for t in range(1, 80):
+    for t in range(1, len(x)):
         x[t] = (x[t - 1] @ A + rng.standard_normal(5)) @ M
     rows = [",".join(NAMES)] + [",".join(f"{v:.4f}" for v in r) for r in x]
     (out / f"site{site}.csv").write_text("\n".join(rows) + "\n")
