@@ -479,8 +479,17 @@ def main(argv: list[str] | None = None) -> int:
                     "default <FLWR_HOME or ./.flwr>/deployment")
     ap.add_argument("--insecure", action="store_true",
                     help="deploy without TLS and without SuperNode authentication")
+    ap.add_argument("--node-data", type=Path, action="append", default=[], metavar="CSV",
+                    help="deploy: the own CSV of SuperNode i (its node config data-path), "
+                    "given once per node in partition order; sets --nodes")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args(argv)
+    if args.node_data and args.mode != "deploy":
+        ap.error("--node-data needs deploy: a simulation's nodes share one node config")
+    nodes = {i: {"data-path": str(f.expanduser().resolve())}
+             for i, f in enumerate(args.node_data)}
+    if nodes:
+        args.nodes = len(nodes)
     try:
         app_dir = find_app_dir(args.app)
     except AppDirError as e:
@@ -499,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
             simulate(args.nodes, cfg, app_dir=app_dir, timeout=args.timeout, port=args.port)
         else:
             deploy(args.nodes, cfg, app_dir=app_dir, workdir=args.workdir, port=args.port,
-                   timeout=args.timeout, insecure=args.insecure)
+                   timeout=args.timeout, insecure=args.insecure, node_configs=nodes)
     except subprocess.CalledProcessError as e:
         print(f"flwr run exited with code {e.returncode}", file=sys.stderr)
         code = e.returncode

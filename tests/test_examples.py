@@ -96,3 +96,20 @@ def test_example_runs(example, tmp_path):
     result = run_example(example, tmp_path, **FAST.get(example, {}))
     assert result.status == "completed", (result.status, result.errors)
     assert result.metrics["clients"] == len(csvs(example))
+
+
+def test_launcher_points_each_supernode_at_its_own_csv(monkeypatch, tmp_path):
+    """``launch deploy --node-data CSV ...`` (the examples' README command): node i gets
+    ``data-path`` of the i-th file in its ``--node-config``, and --nodes follows the files."""
+    from fedcausal_flwr import launch
+
+    seen = {}
+    monkeypatch.setattr(launch, "deploy", lambda n, cfg, **kw: seen.update(n=n, **kw))
+    files = csvs("fdbnl")
+    launch.main(["deploy", "--app", str(EXAMPLES / "fdbnl"), "--run-config",
+                 f'outputs="{tmp_path}"', *[a for f in files for a in ("--node-data", str(f))]])
+    assert seen["n"] == 4 and seen["insecure"] is False
+    assert seen["node_configs"] == {i: {"data-path": str(f)} for i, f in enumerate(files)}
+    arg = launch.node_config_arg(2, 4, seen["node_configs"][2])
+    assert launch.parse_run_config(arg) == {"partition-id": 2, "num-partitions": 4,
+                                            "data-path": str(files[2])}
