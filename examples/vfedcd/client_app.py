@@ -2,21 +2,14 @@
 column); parties align rows by keyed hashes of the IDs under the key they share (node config
 ``id-key`` or ``$FEDCAUSAL_ID_KEY``, never told to the server)."""
 
-from pathlib import Path
-
 from flwr.app import Context
 from flwr.clientapp import ClientApp
 
 from fedcausal_flwr.clients import register
 from fedcausal_flwr.data import node_data
 
-HERE = Path(__file__).resolve().parent
-
 
 def make(context: Context) -> dict:
-    if not context.node_config.get("data-path"):  # plain simulation: the bundled demo CSV
-        pid = int(context.node_config.get("partition-id", 0))
-        context.node_config["data-path"] = str(HERE / "data" / f"party{pid}.csv")
     data = node_data("vfedcd", context)
     # this party's own consent (its node config): default Paillier with >= 2048-bit keys
     nc = context.node_config
