@@ -113,3 +113,20 @@ def test_launcher_points_each_supernode_at_its_own_csv(monkeypatch, tmp_path):
     arg = launch.node_config_arg(2, 4, seen["node_configs"][2])
     assert launch.parse_run_config(arg) == {"partition-id": 2, "num-partitions": 4,
                                             "data-path": str(files[2])}
+
+
+def test_public_readers_name_what_is_missing():
+    from fedcausal_flwr.data import lagged, node_csv, node_data, read_csv
+
+    ctx = Context(1, 0, {"partition-id": 2, "num-partitions": 4}, RecordDict(), {})
+    with pytest.raises(ValueError, match="client 2: this SuperNode has no node config data-path"):
+        node_csv(ctx)
+    with pytest.raises(ValueError, match="client 2: this SuperNode has no node config data-path"):
+        node_data("fdbnl", ctx)
+    ctx.node_config["data-path"] = str(csvs("fdbnl")[0])
+    with pytest.raises(ValueError, match="unknown algorithm 'nope'"):
+        node_data("nope", ctx)
+    table = read_csv(csvs("fdbnl")[0], "client 0")
+    Xt, Xlag = lagged(table, lags=2)
+    assert Xt.shape == (len(table.values) - 2, 5) and Xlag.shape == (len(Xt), 10)
+    assert node_data("fdbnl", ctx)["names"] == table.names
