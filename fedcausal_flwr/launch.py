@@ -321,6 +321,12 @@ def supernode_args(superlink: str, port: int, node_config: str, ca: Path | None,
     return [*sec, "--superlink", superlink, "--port", str(port), "--node-config", node_config]
 
 
+def node_config_arg(i: int, num_supernodes: int, extra: Mapping[str, Any]) -> str:
+    """The ``--node-config`` of SuperNode ``i``: its partition, then ``extra`` in TOML syntax."""
+    cfg = {"partition-id": i, "num-partitions": num_supernodes, **dict(extra)}
+    return " ".join(f"{k}={toml_value(v)}" for k, v in cfg.items())
+
+
 def connection_toml(name: str, address: str, ca: Path | None) -> str:
     """A ``$FLWR_HOME/config.toml`` whose default connection ``name`` is the SuperLink."""
     sec = "insecure = true" if ca is None else f"root-certificates = {toml_value(str(ca))}"
@@ -331,7 +337,8 @@ def connection_toml(name: str, address: str, ca: Path | None) -> str:
 def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
            app_dir: Path | str | None = None, workdir: Path | None = None,
            port: int | None = None, timeout: float = 3600, insecure: bool = False,
-           on_start: Callable[[Deployment], None] | None = None
+           on_start: Callable[[Deployment], None] | None = None,
+           node_configs: Mapping[int, Mapping[str, Any]] | None = None
            ) -> subprocess.CompletedProcess:
     """A real deployment on loopback: one SuperLink, one SuperNode per client, ``flwr run``.
 
@@ -343,7 +350,9 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
     SuperNodes whose public key was registered (``flwr supernode register``) before they
     start. Everything started here (and only that: by PID) is stopped before returning.
     ``on_start``, if given, gets the :class:`Deployment` just before ``flwr run`` starts
-    (fault tests stop and restart SuperNodes from a thread it starts).
+    (fault tests stop and restart SuperNodes from a thread it starts). ``node_configs``: extra
+    ``--node-config`` entries per SuperNode index (e.g. ``{0: {"data-path": "/d/site0.csv"}}``,
+    each node's own data), after ``partition-id`` and ``num-partitions``.
     """
     from fedcausal_flwr import tls
 
@@ -383,7 +392,8 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
                    else tls.make_node_key(workdir / "keys" / f"{name}-unregistered")[0])
         spawn(name, [str(bindir / "flower-supernode"),
                      *supernode_args(f"127.0.0.1:{port}", port + 1 + i,
-                                     f"partition-id={i} num-partitions={num_supernodes}",
+                                     node_config_arg(i, num_supernodes,
+                                                     (node_configs or {}).get(i, {})),
                                      ca, key)])
         supernodes[i] = procs[-1]
         return procs[-1]
@@ -469,8 +479,17 @@ def main(argv: list[str] | None = None) -> int:
                     "default <FLWR_HOME or ./.flwr>/deployment")
     ap.add_argument("--insecure", action="store_true",
                     help="deploy without TLS and without SuperNode authentication")
+    ap.add_argument("--node-data", type=Path, action="append", default=[], metavar="CSV",
+                    help="deploy: the own CSV of SuperNode i (its node config data-path), "
+                    "given once per node in partition order; sets --nodes")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args(argv)
+    if args.node_data and args.mode != "deploy":
+        ap.error("--node-data needs deploy: a simulation's nodes share one node config")
+    nodes = {i: {"data-path": str(f.expanduser().resolve())}
+             for i, f in enumerate(args.node_data)}
+    if nodes:
+        args.nodes = len(nodes)
     try:
         app_dir = find_app_dir(args.app)
     except AppDirError as e:
@@ -489,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
             simulate(args.nodes, cfg, app_dir=app_dir, timeout=args.timeout, port=args.port)
         else:
             deploy(args.nodes, cfg, app_dir=app_dir, workdir=args.workdir, port=args.port,
-                   timeout=args.timeout, insecure=args.insecure)
+                   timeout=args.timeout, insecure=args.insecure, node_configs=nodes)
     except subprocess.CalledProcessError as e:
         print(f"flwr run exited with code {e.returncode}", file=sys.stderr)
         code = e.returncode

@@ -1,0 +1,17 @@
+"""PFDBNL ClientApp: each SuperNode reads its own CSV (node config ``data-path``)."""
+
+from flwr.app import Context
+from flwr.clientapp import ClientApp
+
+from fedcausal_flwr.clients import register
+from fedcausal_flwr.data import lagged, node_csv
+
+
+def make(context: Context) -> dict:
+    table = node_csv(context)        # node config data-path; header = variable names
+    Xt, Xlag = lagged(table, lags=int(context.run_config["lags"]))
+    return {"Xt": Xt, "Xlag": Xlag, "names": table.names}
+
+
+app = ClientApp()
+register(app, "pfdbnl", make)

@@ -1,0 +1,23 @@
+"""Write data/party0.csv (id, age, bmi, glucose) and data/party1.csv (id, insulin, risk): two
+parties holding different columns of the same 60 people, rows in different orders (run once)."""
+
+from pathlib import Path
+
+import numpy as np
+
+rng = np.random.default_rng(0)
+n = 60
+ids = [f"p{i:03d}" for i in range(n)]
+age = rng.standard_normal(n)
+bmi = 0.6 * age + 0.5 * rng.standard_normal(n)
+glucose = 0.7 * bmi + 0.5 * rng.standard_normal(n)
+insulin = 0.8 * glucose + 0.4 * rng.standard_normal(n)
+risk = 0.5 * insulin + 0.5 * age + 0.4 * rng.standard_normal(n)
+out = Path(__file__).resolve().parent / "data"
+out.mkdir(exist_ok=True)
+for k, cols in enumerate([{"age": age, "bmi": bmi, "glucose": glucose},
+                          {"insulin": insulin, "risk": risk}]):
+    order = rng.permutation(n)  # each party's own row order: aligned by keyed ID hashes
+    rows = [",".join(["id", *cols])] + [",".join([ids[i], *(f"{c[i]:.4f}" for c in
+                                                             cols.values())]) for i in order]
+    (out / f"party{k}.csv").write_text("\n".join(rows) + "\n")

@@ -1,0 +1,19 @@
+"""VFedCD ServerApp: one causal graph over the columns the parties hold between them."""
+
+from pathlib import Path
+
+from flwr.app import Context
+from flwr.serverapp import Grid, ServerApp
+
+from fedcausal_flwr.strategies import VFedCD, VFedCDSettings
+
+app = ServerApp()
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    rc = context.run_config
+    settings = VFedCDSettings.from_run_config(rc)  # num-epochs, he-backend, key-bits ...
+    result = VFedCD(settings).start(grid=grid)
+    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))
+    print(f"VFedCD {result.status}: {out}")

@@ -1,0 +1,94 @@
+"""Public readers of a node's own CSV, for a user's own ClientApp.
+
+``make(context)`` of :func:`fedcausal_flwr.clients.register` returns a node's data as the
+client's arguments; these functions build them from the CSV the SuperNode names with
+``--node-config data-path=...`` (layout and error messages: :mod:`fedcausal_flwr.data.csvdata`)::
+
+    from fedcausal_flwr.data import node_data
+    register(app, "fdbnl", lambda context: node_data("fdbnl", context))
+
+or step by step for the time-series algorithms::
+
+    from fedcausal_flwr.data import lagged, node_csv
+    table = node_csv(context)                      # Table: .names, .values
+    Xt, Xlag = lagged(table, lags=1)
+    return {"Xt": Xt, "Xlag": Xlag, "names": table.names}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from flwr.app import Context
+
+from fedcausal_flwr.data.csvdata import Table, node_data_path, read_csv, segments
+
+__all__ = ["Table", "read_csv", "node_csv", "lagged", "node_data"]
+
+
+def _who(context: Context, party: bool = False) -> str:
+    return f"{'party' if party else 'client'} {int(context.node_config.get('partition-id', 0))}"
+
+
+def node_csv(context: Context, *, min_rows: int = 2, segment_column: str | None = None,
+             id_column: str | None = None) -> Table:
+    """The checked CSV of this node's node config ``data-path`` (a ValueError naming node,
+    file, row and column on a bad file; also when the node config has no ``data-path``).
+    ``segment_column`` defaults to the node config's ``segment-column``."""
+    who = _who(context)
+    path = node_data_path(context.node_config, who)
+    if path is None:
+        raise ValueError(f"{who}: this SuperNode has no node config data-path (its own CSV): "
+                         "start it with --node-config 'data-path=\"/path/to/file.csv\"'")
+    seg = segment_column or str(context.node_config.get("segment-column", "") or "") or None
+    return read_csv(path, who, min_rows=min_rows, segment_column=seg, id_column=id_column)
+
+
+def lagged(table: Table, lags: int = 1, who: str = "client") -> tuple[np.ndarray, np.ndarray]:
+    """``(Xt, Xlag)`` of a time-series table: rows t and their ``lags`` predecessors
+    ``[x_{t-1}, ..., x_{t-p}]``, within each segment (the first ``lags`` rows of a segment are
+    dropped). The arguments FDBNL/PFDBNL clients take."""
+    from fedcausal_flwr.data.timeseries import lagged_segments
+
+    return lagged_segments(segments(table, lags + 1, who), lags, pad="drop")
+
+
+def node_data(algorithm: str, context: Context) -> dict[str, Any]:
+    """This node's client arguments (variable names included) from its own CSV, exactly as
+    the App's own ClientApp builds them: any of ``fdbnl``, ``pfdbnl`` (run config ``lags``),
+    ``fedgc``, ``fedcf`` (``ss-p``), ``fediv`` (``iv-treatment``, ``iv-outcome``,
+    ``iv-instrument``), ``vfedcd`` (node config ``id-key`` or ``$FEDCAUSAL_ID_KEY``,
+    ``columns`` or run config ``parts``). See the README's "Your own data" section."""
+    algorithm = algorithm.strip().lower()
+    who = _who(context)
+    path = node_data_path(context.node_config, who)
+    if path is None:
+        node_csv(context)  # raises the message naming the missing data-path
+    if algorithm in ("fdbnl", "pfdbnl"):
+        from fedcausal_flwr.app.dbn import own_data
+
+        Xt, Xlag, names = own_data(path, context, who)
+        return {"Xt": Xt, "Xlag": Xlag, "names": names}
+    if algorithm in ("fedgc", "fedcf"):
+        from fedcausal_flwr.app.statespace import own_data
+
+        c, names = own_data(path, algorithm, context, who)
+        return {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u, "names": names}
+    if algorithm == "fediv":
+        from fedcausal_flwr.app.iv import own_data
+        from fedcausal_flwr.strategies import FedIVSettings
+
+        pid = int(context.node_config.get("partition-id", 0))
+        train, val, names = own_data(path, context.run_config, pid, who)
+        return {"train": train, "val": val, "names": names,
+                "device": FedIVSettings.from_run_config(context.run_config).device}
+    if algorithm == "vfedcd":
+        from fedcausal_flwr.app.vertical import own_data
+
+        pid = int(context.node_config.get("partition-id", 0))
+        k = int(context.node_config.get("num-partitions", 1))
+        x, cols, ids, names = own_data(path, context, pid, k)
+        return {"x": x, "columns": cols, "sample_ids": ids, "names": names}
+    raise ValueError(f"{who}: unknown algorithm {algorithm!r}; expected one of fdbnl, pfdbnl, "
+                     "fedgc, fedcf, fediv, vfedcd")

@@ -1,0 +1,132 @@
+"""Every examples/<algorithm> project runs through the in-process grid, as a user would run it.
+
+Each example is imported by path (its own server_app.py / client_app.py, only the public API)
+with its own pyproject's run config; each partition's node config names its CSV
+(``data-path``), as ``--node-config`` does on a SuperNode.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from flwr.app import Context, RecordDict
+
+from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.testing import InProcessGrid
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ALGORITHMS = ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"]
+
+
+def load(example: str, module: str):
+    """``examples/<example>/<module>.py`` as a fresh module (examples share file names)."""
+    path = EXAMPLES / example / f"{module}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{example}_{module}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run_config(example: str) -> dict:
+    doc = tomllib.loads((EXAMPLES / example / "pyproject.toml").read_text())
+    return dict(doc["tool"]["flwr"]["app"]["config"])
+
+
+def csvs(example: str) -> list[Path]:
+    return sorted((EXAMPLES / example / "data").glob("*.csv"))
+
+
+def run_example(example: str, tmp_path: Path, **changes) -> RunResult:
+    rc = {**run_config(example), "outputs": str(tmp_path), **changes}
+    files = csvs(example)
+    nodes = {i: {"data-path": str(f), **node_extra(example)} for i, f in enumerate(files)}
+    grid = InProcessGrid(load(example, "client_app").app, len(files), rc, nodes)
+    load(example, "server_app").app(grid, Context(1, 0, {}, RecordDict(), rc))
+    return RunResult.load(tmp_path / str(rc["run-name"]))
+
+
+def node_extra(example: str) -> dict:
+    if example != "vfedcd":
+        return {}
+    # the parties' shared ID key; and their consent to the test-only mock backend (fast tier)
+    return {"id-key": "examples-shared-secret", "accept-backends": "mock", "min-key-bits": 256}
+
+
+#: fast-tier changes of an example's own run config (VFedCD: real Paillier takes minutes)
+FAST = {"vfedcd": {"he-backend": "mock", "key-bits": 256, "insecure-test-keys": True}}
+
+
+def test_every_algorithm_has_an_example_project():
+    for alg in ALGORITHMS:
+        folder = EXAMPLES / alg
+        doc = tomllib.loads((folder / "pyproject.toml").read_text())
+        comps = doc["tool"]["flwr"]["app"]["components"]
+        assert comps == {"serverapp": "server_app:app", "clientapp": "client_app:app"}, alg
+        assert doc["tool"]["flwr"]["app"]["publisher"], alg
+        assert (folder / "README.md").is_file() and (folder / "make_data.py").is_file(), alg
+        assert len(csvs(alg)) >= 2 and all(f.stat().st_size < 16_000 for f in csvs(alg)), alg
+        for module in ("server_app", "client_app"):  # the public API only
+            text = (folder / f"{module}.py").read_text()
+            for internal in ("fedcausal_flwr.app", "fedcausal_flwr.core", ".csvdata",
+                             "fedcausal_flwr.data.", "fedcausal_flwr.strategies."):
+                assert internal not in text, (alg, module, internal)
+
+
+def test_fdbnl_example_gives_a_named_graph(tmp_path):
+    result = run_example("fdbnl", tmp_path)
+    assert result.status == "completed" and result.metrics["clients"] == 4
+    names = csvs("fdbnl")[0].read_text().splitlines()[0].split(",")
+    g = result.to_networkx(tau=0.2)
+    assert sorted(g.nodes) == sorted(names)
+    # exactly the graph make_data.py planted: W (lag 0) and A (lag 1)
+    assert {(s, t, lag) for s, t, _, lag in result.edges(tau=0.2)} == {
+        ("temperature", "pressure", 0), ("pressure", "rain", 0),
+        ("temperature", "humidity", 1), ("humidity", "rain", 1), ("pressure", "wind", 1),
+        ("wind", "rain", 1)}
+    assert all(s in names and t in names for s, t in g.edges)
+
+
+@pytest.mark.parametrize("example", ["pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"])
+def test_example_runs(example, tmp_path):
+    result = run_example(example, tmp_path, **FAST.get(example, {}))
+    assert result.status == "completed", (result.status, result.errors)
+    assert result.metrics["clients"] == len(csvs(example))
+
+
+def test_launcher_points_each_supernode_at_its_own_csv(monkeypatch, tmp_path):
+    """``launch deploy --node-data CSV ...`` (the examples' README command): node i gets
+    ``data-path`` of the i-th file in its ``--node-config``, and --nodes follows the files."""
+    from fedcausal_flwr import launch
+
+    seen = {}
+    monkeypatch.setattr(launch, "deploy", lambda n, cfg, **kw: seen.update(n=n, **kw))
+    files = csvs("fdbnl")
+    launch.main(["deploy", "--app", str(EXAMPLES / "fdbnl"), "--run-config",
+                 f'outputs="{tmp_path}"', *[a for f in files for a in ("--node-data", str(f))]])
+    assert seen["n"] == 4 and seen["insecure"] is False
+    assert seen["node_configs"] == {i: {"data-path": str(f)} for i, f in enumerate(files)}
+    arg = launch.node_config_arg(2, 4, seen["node_configs"][2])
+    assert launch.parse_run_config(arg) == {"partition-id": 2, "num-partitions": 4,
+                                            "data-path": str(files[2])}
+
+
+def test_public_readers_name_what_is_missing():
+    from fedcausal_flwr.data import lagged, node_csv, node_data, read_csv
+
+    ctx = Context(1, 0, {"partition-id": 2, "num-partitions": 4}, RecordDict(), {})
+    with pytest.raises(ValueError, match="client 2: this SuperNode has no node config data-path"):
+        node_csv(ctx)
+    with pytest.raises(ValueError, match="client 2: this SuperNode has no node config data-path"):
+        node_data("fdbnl", ctx)
+    ctx.node_config["data-path"] = str(csvs("fdbnl")[0])
+    with pytest.raises(ValueError, match="unknown algorithm 'nope'"):
+        node_data("nope", ctx)
+    table = read_csv(csvs("fdbnl")[0], "client 0")
+    Xt, Xlag = lagged(table, lags=2)
+    assert Xt.shape == (len(table.values) - 2, 5) and Xlag.shape == (len(Xt), 10)
+    assert node_data("fdbnl", ctx)["names"] == table.names
