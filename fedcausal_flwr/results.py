@@ -346,7 +346,7 @@ def _optional(module: str) -> Any:
     except ImportError as e:
         raise ImportError(f"this needs {module}, which fedcausal-flwr does not install by "
                           f"itself: pip install {module} (or pip install "
-                          f"'fedcausal-flwr[results]'); RunResult.edges() needs nothing") from e
+                          f"'fedcausal-flwr[graphs]'); RunResult.edges() needs nothing") from e
 
 
 def _as_array(value: Any) -> Any:
