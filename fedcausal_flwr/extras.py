@@ -1,6 +1,7 @@
 """Optional dependencies: which extra installs what an algorithm needs beyond the core.
 
-torch is FedIV's alone and phe + gmpy2 VFedCD's alone, so ``pip install fedcausal-flwr[fdbnl]``
+torch is FedIV's alone and phe + gmpy2 those of VFedCD's real Paillier keys alone (its
+plaintext ``mock`` backend needs neither), so ``pip install fedcausal-flwr[fdbnl]``
 (or ``[fedgc]``, ``[fedcf]``, ``[pfdbnl]``) installs neither. A module that needs one imports it as
 
     try:

@@ -19,11 +19,14 @@ protocol: it passes them on and names the logical (rows, cols) shape where it mu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedcausal_flwr.secure import paillier
+if TYPE_CHECKING:
+    from fedcausal_flwr.secure import paillier
+
+DEFAULT_BITS = 2048  # Paillier modulus bits (``paillier.DEFAULT_BITS``; no phe import here)
 
 TWO63 = np.uint64(1 << 63)
 
@@ -130,8 +133,11 @@ class Paillier(Mock):
     encryption of the mask under another party's key) and decryptions.
     """
 
-    def __init__(self, n_length: int = paillier.DEFAULT_BITS, pack: bool = False,
+    def __init__(self, n_length: int = DEFAULT_BITS, pack: bool = False,
                  noise: str = "djn") -> None:
+        global paillier
+        from fedcausal_flwr.secure import paillier  # phe + gmpy2: the vfedcd extra
+
         if noise not in paillier.NOISES:
             raise ValueError(f"noise {noise!r} is not one of {paillier.NOISES}")
         self.n_length, self.pack, self.noise = int(n_length), bool(pack), noise
@@ -213,8 +219,8 @@ class Paillier(Mock):
 BACKENDS = ("paillier", "paillier-packed", "mock")
 
 
-def backend(name: str, n_length: int = paillier.DEFAULT_BITS) -> Mock:
-    """``paillier``, ``paillier-packed`` or ``mock``."""
+def backend(name: str, n_length: int = DEFAULT_BITS) -> Mock:
+    """``paillier``, ``paillier-packed`` or ``mock`` (the only one that needs no phe/gmpy2)."""
     if name in ("paillier", "paillier-packed"):
         return Paillier(n_length, pack=name == "paillier-packed")
     if name == "mock":

@@ -74,6 +74,8 @@ class VFedCD(CausalStrategy):
 
     def __init__(self, settings: VFedCDSettings | None = None, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
+        if self.settings.secure:  # a Paillier backend needs the vfedcd extra: say so now
+            he_codec(self.settings.he_backend, self.settings.key_bits)
         self.complete = False
         self.B: np.ndarray | None = None
 
