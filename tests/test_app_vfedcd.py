@@ -129,7 +129,8 @@ def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments():
 
 def faulty_client_app() -> ClientApp:
     """The App's parties with test-only faults from node_config: ``columns`` (another column
-    set), ``sample-perm-seed`` (rows permuted), ``drop-rows``, ``corrupt`` (a NaN)."""
+    set), ``sample-perm-seed`` (rows permuted), ``drop-rows``, ``id-offset`` (other sample
+    ids), ``corrupt`` (a NaN)."""
     app = ClientApp()
 
     def make(context: Context) -> dict:
@@ -145,6 +146,8 @@ def faulty_client_app() -> ClientApp:
             x, ids = x[perm], ids[perm]
         if nc.get("drop-rows"):
             x, ids = x[:-int(nc["drop-rows"])], ids[:-int(nc["drop-rows"])]
+        if "id-offset" in nc:
+            ids = ids + int(nc["id-offset"])
         if "corrupt" in nc:
             x = x.copy()
             x[0, 0] = np.nan
@@ -154,8 +157,7 @@ def faulty_client_app() -> ClientApp:
 
 
 @pytest.mark.parametrize("node_configs,words", [
-    ({1: {"drop-rows": 1}}, ["client 1", "'n'"]),
-    ({2: {"sample-perm-seed": 3}}, ["client 2", "samples"]),
+    ({1: {"id-offset": 1000}}, ["share 0 sample ids", "party 0 16, party 1 16, party 2 16"]),
     ({1: {"columns": "1,2"}}, ["attribute 1", "party 0", "party 1"]),
     ({0: {"corrupt": 1}}, ["party 0", "non-finite"]),
 ])
@@ -165,6 +167,33 @@ def test_bad_input_stops_naming_the_party_and_reports_no_graph(node_configs, wor
     for w in words:
         assert w in result.status, result.status
     assert result.estimates == {} and "shd" not in result.metrics
+
+
+def test_parties_align_on_their_shared_ids():
+    """Party 1 lacks the last sample, party 2 holds its rows in another order: every party
+    trains on the shared ids in the server's order, exactly as if each held only those rows
+    in the same order; the ids that cross the wire are the parties' own, nothing else."""
+    app = faulty_client_app()
+    res, grid = run(RC, app=app, node_configs={1: {"drop-rows": 1}, 2: {"sample-perm-seed": 3}})
+    same, _ = run(RC, app=app, node_configs={k: {"drop-rows": 1} for k in range(3)})
+    every, _ = run(RC, app=app)
+    assert res.status == same.status == every.status == "completed"
+    assert np.array_equal(res.estimates["B"], same.estimates["B"])
+    assert not np.array_equal(res.estimates["B"], every.estimates["B"])  # 15 rows, not 16
+    first = [m for m in grid.sent if m.metadata.message_type.endswith("vfedcd_plain_setup")
+             or m.metadata.message_type.endswith("vfedcd_keys")]
+    assert len(first) == 3 and all(list(m.content["config"]["shared-ids"]) == list(range(15))
+                                   for m in first)
+
+
+def test_a_party_refuses_ids_it_does_not_hold():
+    from fedcausal_flwr.clients.vfedcd import shared_rows
+
+    ids = np.array([7, 3, 5])
+    assert shared_rows(ids, [3, 7], "party 0").tolist() == [1, 0]
+    for lie in ([3, 4], [3], [3, 7, 9]):
+        with pytest.raises(ValueError, match="party 0: the server's shared sample IDs"):
+            shared_rows(ids, lie, "party 0")
 
 
 def test_a_party_dropping_out_mid_run_stops_without_a_final_graph():

@@ -96,6 +96,9 @@ def test_example_runs(example, tmp_path):
     result = run_example(example, tmp_path, **FAST.get(example, {}))
     assert result.status == "completed", (result.status, result.errors)
     assert result.metrics["clients"] == len(csvs(example))
+    if example == "vfedcd":  # 60 people per party, 54 shared (make_data.py)
+        assert result.metrics["samples"] == {"shared": 54,
+                                             "unused": {"party 0": 6, "party 1": 6}}
 
 
 def test_launcher_points_each_supernode_at_its_own_csv(monkeypatch, tmp_path):

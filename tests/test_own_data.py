@@ -178,27 +178,35 @@ def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
     assert not any(i in wire for i in ids) and KEY not in wire
 
 
-@pytest.mark.parametrize("change,words", [
-    ({"id-key": "another key"}, "samples"),  # another key: other hashes, other digest
-    ({"drop": True}, "'n'"),  # a party without one of the IDs
-])
-def test_vfedcd_parties_with_other_ids_stop_the_run(tmp_path, change, words):
-    rng = np.random.default_rng(4)
-    n = 12
-    X = rng.standard_normal((n, 4))
-    ids = [str(i) for i in range(n)]
-    cfgs = {}
-    for pid in range(2):
-        rows = range(n - 1) if pid == 1 and change.get("drop") else range(n)
-        cfgs[pid] = {"data-path": write(tmp_path / f"p{pid}.csv", ["id", "a", "b"],
-                                        [[ids[r], *X[r, 2 * pid:2 * pid + 2]] for r in rows]),
-                     "id-key": KEY}
-    if "id-key" in change:
-        cfgs[1]["id-key"] = change["id-key"]
+def _vertical_files(tmp_path, n: int, rows_of, key_of=lambda pid: KEY) -> dict:
+    """Two parties' CSVs (id, a, b) of one 12 x 4 sample; party pid holds ``rows_of(pid)``."""
+    X = np.random.default_rng(4).standard_normal((12, 4))
+    return {pid: {"data-path": write(tmp_path / f"p{pid}.csv", ["id", f"a{pid}", f"b{pid}"],
+                                     [[str(r), *X[r, 2 * pid:2 * pid + 2]]
+                                      for r in rows_of(pid)]),
+                  "id-key": key_of(pid)} for pid in range(2)}
+
+
+def test_vfedcd_parties_align_on_the_ids_they_share(tmp_path):
+    """Party 1 lacks ID 11 and lists its rows backwards: the run trains on the 11 shared IDs,
+    standardized over them, exactly as if both files held only those rows."""
     rc = {**SMALL["vfedcd"][0], "parts": "2,2", **COMMON}
-    res = run("vfedcd", rc, client_app, 2, cfgs)
-    assert res.status.startswith("stopped"), res.status
-    assert words in res.status + " ".join(res.metrics.get("dropped", []))
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    ragged = _vertical_files(tmp_path / "a", 12,
+                             lambda pid: range(10, -1, -1) if pid else range(12))
+    shared = _vertical_files(tmp_path / "b", 12, lambda pid: range(11))
+    res, same = (run("vfedcd", rc, client_app, 2, c) for c in (ragged, shared))
+    assert res.status == same.status == "completed", res.status
+    assert np.array_equal(res.estimates["B"], same.estimates["B"])
+
+
+def test_vfedcd_parties_without_shared_ids_stop_the_run(tmp_path):
+    """Another key: other keyed hashes, no ID in common; the run stops saying so."""
+    cfgs = _vertical_files(tmp_path, 12, lambda pid: range(12),
+                           key_of=lambda pid: "another key" if pid else KEY)
+    res = run("vfedcd", {**SMALL["vfedcd"][0], "parts": "2,2", **COMMON}, client_app, 2, cfgs)
+    assert res.status.startswith("stopped") and "share 0 sample ids" in res.status, res.status
+    assert "same id-key" in res.status
 
 
 def test_vfedcd_needs_the_shared_key(tmp_path, monkeypatch):

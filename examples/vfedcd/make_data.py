@@ -1,12 +1,13 @@
 """Write data/party0.csv (id, age, bmi, glucose) and data/party1.csv (id, insulin, risk): two
-parties holding different columns of the same 60 people, rows in different orders (run once)."""
+parties holding different columns of 60 people each, 54 of them the same, rows in different
+orders (run once). VFedCD trains on the 54 shared people."""
 
 from pathlib import Path
 
 import numpy as np
 
 rng = np.random.default_rng(0)
-n = 60
+n = 66  # p000-p065: party 0 holds p000-p059, party 1 p006-p065
 ids = [f"p{i:03d}" for i in range(n)]
 age = rng.standard_normal(n)
 bmi = 0.6 * age + 0.5 * rng.standard_normal(n)
@@ -17,7 +18,8 @@ out = Path(__file__).resolve().parent / "data"
 out.mkdir(exist_ok=True)
 for k, cols in enumerate([{"age": age, "bmi": bmi, "glucose": glucose},
                           {"insulin": insulin, "risk": risk}]):
-    order = rng.permutation(n)  # each party's own row order: aligned by keyed ID hashes
+    held = np.arange(60) + 6 * k
+    order = rng.permutation(held)  # each party's own row order: aligned by keyed ID hashes
     rows = [",".join(["id", *cols])] + [",".join([ids[i], *(f"{c[i]:.4f}" for c in
                                                              cols.values())]) for i in order]
     (out / f"party{k}.csv").write_text("\n".join(rows) + "\n")

@@ -55,7 +55,7 @@ def client(algorithm: str, context: Context):
     cls = client_class(algorithm)
     if path is not None:
         x, cols, ids, names = own_data(path, context, pid, k)
-        extra = constructor_kwargs(cls, names)
+        extra = {**constructor_kwargs(cls, names), "standardize": True}
     else:
         try:
             x, _, cols = party_data(context.run_config, pid, k)
@@ -75,27 +75,29 @@ def client(algorithm: str, context: Context):
 
 def own_data(path, context: Context, pid: int, k: int
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """``(x, columns, sample_ids, names)`` of a party's own CSV.
+    """``(x, columns, sample_ids, names)`` of a party's own CSV (x raw: the client z-scores
+    it over the shared rows, ``standardize=True``).
 
     The CSV has an ID column (node config ``id-column``, default ``id``) and this party's
     attributes. Alignment: each ID is hashed with HMAC-SHA256 under the key the parties share
-    (node config ``id-key`` or ``$FEDCAUSAL_ID_KEY``); the rows are sorted by that keyed
-    hash, so parties holding the same ID set hold their rows in the same order whatever the
-    order of their files. The party reports only ``n`` and a digest of its ordered keyed hashes
-    (``samples`` in ``query.info``); the strategy's existing agreement check stops a run whose
-    parties disagree (a party with other IDs, a missing row, another key).
+    (node config ``id-key`` or ``$FEDCAUSAL_ID_KEY``), 8 bytes of it as an int64 pseudonym.
+    The party reports its pseudonyms at discovery (``ids`` in ``query.info``); the server
+    intersects the parties' sets and sends the sorted intersection with the first phase; each
+    party keeps its rows of those pseudonyms in that order. Rows outside the intersection are
+    not used; fewer than 2 shared IDs (e.g. another key at one party) stop the run.
 
     Threat model: the server is honest-but-curious and does not collude with a party; the key
-    stays among the parties (never in the run config, never sent). The server then learns the
-    number of rows and whether the parties' ID sets are equal, nothing about the IDs
-    themselves (it cannot invert or test guesses against HMAC without the key). Parties learn
-    nothing new about each other's IDs. Not covered: a party colluding with the server (it can
-    hand over the key), and parties with different ID sets: rows are not intersected, a
-    mismatch stops the run (drop non-shared IDs beforehand).
+    stays among the parties (never in the run config, never sent). The server learns each
+    party's number of rows and which pseudonyms the parties share (the sizes of the sets and
+    of their intersection), nothing about the IDs themselves: it cannot invert HMAC or test a
+    guessed ID without the key. A party learns which of its own IDs all parties hold (what
+    alignment needs), nothing about the others' IDs outside the intersection. Not covered: a
+    party colluding with the server (it can hand over the key, and the server then tests
+    guesses against every party's pseudonyms), and a server that sends different parties
+    different intersections (it would only break the training, not learn more).
 
     Columns: node config ``columns`` (this party's global attribute indices, e.g. "3,4"), else
-    the run config's ``parts`` (party k holds the k-th block). The attributes are z-scored
-    over the party's rows (the built-in parties' standardisation), all rows train.
+    the run config's ``parts`` (party k holds the k-th block). All shared rows train.
     """
     from fedcausal_flwr.data import csvdata
     from fedcausal_flwr.data.vertical import blocks
@@ -125,8 +127,8 @@ def own_data(path, context: Context, pid: int, k: int
         raise ValueError(f"{table.where(who)}: row 1: {len(table.names)} attribute columns "
                          f"{table.names}, but this party holds {len(cols)} attributes "
                          f"{cols.tolist()}")
-    x = csvdata.zscored(csvdata.Table(table.path, table.names, rows), who)
-    return x, cols, tokens, table.names
+    csvdata.zscored(csvdata.Table(table.path, table.names, rows), who)  # no constant column
+    return rows, cols, tokens, table.names
 
 
 def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001

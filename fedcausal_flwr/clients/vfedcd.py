@@ -27,7 +27,6 @@ run is logged once per run as a WARNING.
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 from collections.abc import Sequence
 from logging import WARNING
@@ -49,9 +48,19 @@ from fedcausal_flwr.secure.shares import backend as make_backend
 STATE_KEY = "vfedcd"
 
 
-def sample_digest(ids: np.ndarray) -> str:
-    """A digest of the aligned sample ids (same value at every party, or misaligned)."""
-    return hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).hexdigest()[:16]
+def shared_rows(ids: np.ndarray, shared: Sequence[int], who: str) -> np.ndarray:
+    """Row of each shared ID in ``ids``, in the order of ``shared`` (the server's sorted
+    intersection); a ValueError when the server names an ID this party does not hold."""
+    ids = np.asarray(ids, dtype=np.int64)
+    shared = np.asarray(shared, dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    pos = np.searchsorted(ids, shared, sorter=order)
+    pos = np.minimum(pos, len(ids) - 1)
+    rows = order[pos]
+    if len(shared) < 2 or not np.array_equal(ids[rows], shared):
+        raise ValueError(f"{who}: the server's shared sample IDs are not a subset of this "
+                         f"party's {len(ids)} IDs (or fewer than 2); refusing to align")
+    return rows
 
 
 class VFedCDClient(CausalClient):
@@ -64,7 +73,9 @@ class VFedCDClient(CausalClient):
     columns : array of int
         Global attribute index of each column of ``x`` (disjoint across parties).
     sample_ids : array of int
-        Id of each row; every party must hold the same ids in the same order.
+        Id of each row (int64, distinct; own CSVs: keyed hashes of the IDs). The server
+        intersects the parties' ids at discovery; each party then trains on the rows of the
+        shared ids, in the server's (sorted) order, whatever the order of ``x``.
     context : Context, optional
         The node's context, whose ``state`` keeps the protocol state between messages; its
         ``node_config`` consent keys win over the arguments below.
@@ -78,6 +89,9 @@ class VFedCDClient(CausalClient):
     names : sequence of str, optional
         Labels of this party's columns, in the order of ``x`` (default ``x<global index>``);
         the server assembles the global list in the order of the attributes' global indices.
+    standardize : bool
+        z-score each column over the shared rows (own CSVs; the built-in parties arrive
+        standardized over their training rows).
     """
 
     phases = {f"vfedcd_{p}": p for p in ("keys", "setup", "forward", "share", "decode",
@@ -91,7 +105,7 @@ class VFedCDClient(CausalClient):
                  accept_modes: str | Sequence[str] | None = None,
                  min_key_bits: int | None = None,
                  consent_from: str = "the ClientApp's arguments",
-                 names: Sequence[str] | None = None) -> None:
+                 names: Sequence[str] | None = None, standardize: bool = False) -> None:
         self.who = f"party {partition_id}"
         self.consent, self.consent_from = self._consent(
             {"vfedcd-accept-backends": accept_backends, "vfedcd-accept-modes": accept_modes,
@@ -105,12 +119,36 @@ class VFedCDClient(CausalClient):
                       else [f"x{c}" for c in self.columns])
         if len(sample_ids) != len(self.x):
             raise ValueError(f"{self.who}: {len(sample_ids)} sample ids for {len(self.x)} rows")
-        self.ids = np.asarray(sample_ids)
+        self.ids = np.asarray(sample_ids, dtype=np.int64)
+        if len(np.unique(self.ids)) != len(self.ids):
+            raise ValueError(f"{self.who}: sample ids are not distinct")
+        self.standardize = bool(standardize)
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.context = context
         self._state: dict[str, Any] = {}
         if context is not None and STATE_KEY in context.state.config_records:
             self._state = pickle.loads(context.state[STATE_KEY]["blob"])
+        self.x_all = self.x
+        if "rows" in self._state:
+            self.x = self._aligned(self._state["rows"])
+
+    def _aligned(self, rows: np.ndarray) -> np.ndarray:
+        """This party's rows of the shared ids, z-scored over them if ``standardize``."""
+        x = self.x_all[rows]
+        if not self.standardize:
+            return x
+        sd = x.std(axis=0)
+        if np.any(sd == 0):
+            j = int(np.flatnonzero(sd == 0)[0])
+            raise ValueError(f"{self.who}: column {self.names[j]!r} is constant over the "
+                             f"{len(x)} shared samples; it carries no information")
+        return (x - x.mean(axis=0)) / sd
+
+    def _align(self, config: dict[str, Any]) -> np.ndarray:
+        """First phase: keep the rows of the server's shared ids (kept in the state)."""
+        rows = shared_rows(self.ids, config[dispatch.SHARED_IDS], self.who)
+        self.x = self._aligned(rows)
+        return rows
 
     def _consent(self, given: dict[str, Any], source: str, context: Context | None
                  ) -> tuple[PartyConsent, dict[str, str]]:
@@ -151,9 +189,10 @@ class VFedCDClient(CausalClient):
         return {"context": context}
 
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
-        """Who this party is: sample count and digest, its column ids (no data)."""
+        """Who this party is: its sample ids (keyed hashes for own CSVs), its column ids and
+        names, its consent (no data)."""
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
-                "n": int(len(self.x)), "samples": sample_digest(self.ids),
+                "n": int(len(self.x)), "ids": [int(i) for i in self.ids],
                 "columns": ",".join(str(c) for c in self.columns),
                 "names": joined(self.names), **self.consent.as_properties()}
 
@@ -209,9 +248,10 @@ class VFedCDClient(CausalClient):
         """``train.vfedcd_keys``: the shared settings in; a fresh public key out."""
         s = VFedCDSettings.from_party_config(config)
         self._accept(s)
+        rows = self._align(config)
         backend = self._backend(s)
         pk, sk = backend.keypair()
-        self._state = {"settings": s, "keys": (pk, sk)}
+        self._state = {"settings": s, "keys": (pk, sk), "rows": rows}
         return [backend.public_array(pk)], len(self.x), self._save()
 
     def setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
@@ -224,7 +264,7 @@ class VFedCDClient(CausalClient):
         peers = [i for i in range(K) if i != me]
         party = dispatch.Party(me, self.x, sizes, s, self._backend(s), self._state["keys"])
         box, graph = party.setup(dict(zip(peers, parameters, strict=True)))
-        self._state = {"settings": s, "party": party}
+        self._state = {"settings": s, "party": party, "rows": self._state["rows"]}
         out = dispatch.pack(box, peers, dispatch.peer_names("frag", K))
         return out + [graph[f"B.t{t}"] for t in range(K)], len(self.x), self._save()
 
@@ -273,9 +313,10 @@ class VFedCDClient(CausalClient):
         """``train.vfedcd_plain_setup``: the shared settings in; graph fragments out."""
         s = VFedCDSettings.from_party_config(config)
         self._accept(s)
+        rows = self._align(config)
         me, sizes = self._setup_sizes(config)
         party = dispatch.PlainParty(me, self.x, sizes, s)
-        self._state = {"settings": s, "party": party}
+        self._state = {"settings": s, "party": party, "rows": rows}
         return party.graph_fragments(), len(self.x), self._save()
 
     def plain_forward(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:

@@ -89,6 +89,6 @@ def node_data(algorithm: str, context: Context) -> dict[str, Any]:
         pid = int(context.node_config.get("partition-id", 0))
         k = int(context.node_config.get("num-partitions", 1))
         x, cols, ids, names = own_data(path, context, pid, k)
-        return {"x": x, "columns": cols, "sample_ids": ids, "names": names}
+        return {"x": x, "columns": cols, "sample_ids": ids, "names": names, "standardize": True}
     raise ValueError(f"{who}: unknown algorithm {algorithm!r}; expected one of fdbnl, pfdbnl, "
                      "fedgc, fedcf, fediv, vfedcd")

@@ -34,6 +34,9 @@ from fedcausal_flwr.secure.shares import Mock, forward_masks, holder_share, ring
 
 Outbox = dict[int, dict[str, np.ndarray]]  # destination party -> name -> array
 
+#: the first phase's config key: the sorted sample ids every party holds (the alignment)
+SHARED_IDS = "shared-ids"
+
 
 class Party:
     """Party ``me`` of the secure dispatch protocol."""

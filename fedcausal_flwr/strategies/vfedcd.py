@@ -1,15 +1,18 @@
 """VFedCD strategy: the ServerApp is the CTV and the relay of every party-to-party message.
 
-Parties are SuperNodes holding disjoint column blocks of the same aligned samples. The server
-sends every party the settings they must share (:meth:`VFedCDSettings.party_config`, with the
-first phase), then per mini-batch step five phases run (``train.vfedcd_forward/share/decode/
-gradient/update``, the secure dispatch of :mod:`fedcausal_flwr.secure.dispatch`); the server
-only routes ciphertexts (uint8 rows of the owner's key width, or uint64 under the ``mock``
-backend) and masked uint64 shares, and reads the graph fragments ``B_t^k`` (d x d_t) for the
-CTV step. Every party is needed: a party that fails, disagrees or replies with a wrong array
-stops the run, and no graph is reported. A party keeps its key pair and fragments in
-``context.state``, so a restarted SuperNode cannot rejoin (``rejoinable = False``): a party
-that leaves the SuperLink stops the run, named.
+Parties are SuperNodes holding disjoint column blocks of the same samples. At discovery each
+party reports its sample ids (own CSVs: keyed hashes, see :mod:`fedcausal_flwr.app.vertical`);
+the server intersects them and sends the sorted shared ids with the first phase; every party
+trains on its rows of those ids, in that order (rows outside the intersection stay unused).
+The server sends every party the settings they must share
+(:meth:`VFedCDSettings.party_config`, with the first phase), then per mini-batch step five
+phases run (``train.vfedcd_forward/share/decode/gradient/update``, the secure dispatch of
+:mod:`fedcausal_flwr.secure.dispatch`); the server only routes ciphertexts (uint8 rows of the
+owner's key width, or uint64 under the ``mock`` backend) and masked uint64 shares, and reads
+the graph fragments ``B_t^k`` (d x d_t) for the CTV step. Every party is needed: a party that
+fails, disagrees or replies with a wrong array stops the run, and no graph is reported. A
+party keeps its key pair and fragments in ``context.state``, so a restarted SuperNode cannot
+rejoin (``rejoinable = False``): a party that leaves the SuperLink stops the run, named.
 
 In the ablation modes "framework" and "ctv" (Table 3) three plain phases run per step
 (``train.vfedcd_plain_forward/decode/update``): features ``H_kt`` and their gradients travel
@@ -28,10 +31,9 @@ One round is one epoch; ``start(num_rounds=...)`` bounds the epochs (default: th
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from functools import partial
-from logging import WARNING
+from functools import partial, reduce
+from logging import INFO, WARNING
 from typing import Any
 
 import numpy as np
@@ -84,9 +86,8 @@ class VFedCD(CausalStrategy):
         self.complete, self.B = False, None
 
     def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
-        """Every party must hold the same samples in the same order (count and digest)."""
-        return {k: Counter(i.props.get(k) for i in infos).most_common(1)[0][0]
-                for k in ("n", "samples")}
+        """Nothing to agree on: the parties' sample ids are intersected in :meth:`discover`."""
+        return {}
 
     def summary(self) -> None:
         """The settings, and a WARNING for whatever would cross the wire unprotected."""
@@ -136,7 +137,26 @@ class VFedCD(CausalStrategy):
         if refused:
             raise ProtocolStopped(f"{'; '.join(refused)} (each party's node config states what "
                                   "it accepts)")
+        self.shared = self._shared_ids(nodes)
         return nodes
+
+    def _shared_ids(self, nodes: Mapping[int, NodeInfo]) -> np.ndarray:
+        """The sorted sample ids every party holds (private set intersection on the parties'
+        keyed hashes: the server sees pseudonyms, never an ID); fewer than 2 stop the run."""
+        held = {cid: np.asarray(info.props.get("ids", []), dtype=np.int64)
+                for cid, info in sorted(nodes.items())}
+        shared = reduce(np.intersect1d, held.values())
+        counts = ", ".join(f"party {cid} {len(v)}" for cid, v in held.items())
+        if len(shared) < 2:
+            raise ProtocolStopped(
+                f"the parties share {len(shared)} sample ids ({counts}); need at least 2 "
+                "(own CSVs: do all parties use the same id-key and ID column?)")
+        dropped = {cid: len(v) - len(shared) for cid, v in held.items() if len(v) > len(shared)}
+        log(INFO, "VFedCD: %d samples shared by all parties (%s)%s", len(shared), counts,
+            "; rows outside the intersection are not used: " + ", ".join(
+                f"party {cid} drops {k}" for cid, k in dropped.items()) if dropped else "")
+        self.dropped_rows = dropped
+        return shared
 
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
         """Party m is partition id m; sizes, columns and n from their properties."""
@@ -152,7 +172,7 @@ class VFedCD(CausalStrategy):
                 for c, n in zip(self.cols[m], names, strict=True):
                     if 0 <= c < d:
                         self.variables[c] = n
-        self.n = int(nodes[0].props["n"])
+        self.n = len(self.shared)
         self.ctv = dispatch.CTV(self.sizes, self.settings)
 
     def done(self) -> bool:
@@ -185,9 +205,15 @@ class VFedCD(CausalStrategy):
         return {**self.settings.party_config(), "sizes": ",".join(map(str, self.sizes)),
                 "index": m}
 
+    def _first_config(self, m: int) -> dict[str, Any]:
+        """The first phase's: the setup config and the shared sample ids (sorted)."""
+        return {**self._setup_config(m), dispatch.SHARED_IDS: [int(i) for i in self.shared]}
+
     # ---- the protocol ---------------------------------------------------------------------
     def run_rounds(self, grid: Grid, result: RunResult) -> None:
         """The secure dispatch (mode "vfedcd") or the plain framework (the ablations)."""
+        result.metrics["samples"] = {"shared": self.n, "unused": {
+            f"party {cid}": k for cid, k in self.dropped_rows.items()}}
         if self.settings.secure:
             self._run_secure(grid, result)
         else:
@@ -220,7 +246,7 @@ class VFedCD(CausalStrategy):
         d = sum(sz)
         ask = partial(self.exchange, grid, every=True)  # every party is needed
         graph_specs = {m: [((d, sz[t]), "float") for t in range(K)] for m in range(K)}
-        rep = ask("vfedcd_plain_setup", {m: ([], self._setup_config(m)) for m in range(K)},
+        rep = ask("vfedcd_plain_setup", {m: ([], self._first_config(m)) for m in range(K)},
                   graph_specs)
         self._take_graph(rep)
         for nb, c, losses in self._epochs(result):
@@ -242,7 +268,7 @@ class VFedCD(CausalStrategy):
         K, sz, h = self.K, self.sizes, self.settings.hidden
         d = sum(sz)
         ask = partial(self.exchange, grid, every=True)  # every party is needed
-        keys = ask("vfedcd_keys", {m: ([], self._setup_config(m)) for m in range(K)},
+        keys = ask("vfedcd_keys", {m: ([], self._first_config(m)) for m in range(K)},
                    {m: [((None,), "uint8")] for m in range(K)})
         self.codec = he_codec(self.settings.he_backend, self.settings.key_bits)
         self.pks = {m: self.codec.public_from(keys[m][0]) for m in range(K)}
