@@ -482,12 +482,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--node-data", type=Path, action="append", default=[], metavar="CSV",
                     help="deploy: the own CSV of SuperNode i (its node config data-path), "
                     "given once per node in partition order; sets --nodes")
+    ap.add_argument("--node-config", action="append", default=[], metavar="'k=v ...'",
+                    help="deploy: more node config of SuperNode i (flwr syntax, e.g. "
+                    "'input-columns=\"valve\"'), given once per node in partition order")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args(argv)
-    if args.node_data and args.mode != "deploy":
-        ap.error("--node-data needs deploy: a simulation's nodes share one node config")
-    nodes = {i: {"data-path": str(f.expanduser().resolve())}
-             for i, f in enumerate(args.node_data)}
+    if (args.node_data or args.node_config) and args.mode != "deploy":
+        ap.error("--node-data and --node-config need deploy: a simulation's nodes share one "
+                 "node config")
+    nodes: dict[int, dict[str, Any]] = {i: {"data-path": str(f.expanduser().resolve())}
+                                        for i, f in enumerate(args.node_data)}
+    if args.node_config and nodes and len(args.node_config) != len(nodes):
+        ap.error(f"{len(args.node_config)} --node-config for {len(nodes)} --node-data: give "
+                 "one per node")
+    for i, text in enumerate(args.node_config):
+        nodes.setdefault(i, {}).update(parse_run_config(text))
     if nodes:
         args.nodes = len(nodes)
     try:

@@ -101,6 +101,43 @@ def test_statespace_csv_equals_arrays(tmp_path, algorithm):
     check_equal(algorithm, rc, data, cfgs)
 
 
+def test_fedcf_inputs_from_the_csv_equal_arrays(tmp_path):
+    """Node config ``input-columns``: those columns are the known inputs u (CSV units), the
+    rest the measurements; B_mm is identified beside A_mm, as from arrays."""
+    rng = np.random.default_rng(3)
+    T = 80
+    rc = {"algorithm": "fedcf", "ss-data": "node", "ss-p": 2, "ss-window": 20, "ss-epochs": 1,
+          **COMMON}
+    data, cfgs = {}, {}
+    for pid, D in enumerate((3, 4)):
+        Y, u = rng.standard_normal((T, D)), rng.standard_normal((T, 1))
+        Y[1:] += 0.8 * u[:-1]
+        names = [f"c{pid}_{j}" for j in range(D)]
+        cfgs[pid] = {"data-path": write(tmp_path / f"n{pid}.csv", [f"valve{pid}", *names],
+                                        np.column_stack([u, Y]).tolist()),
+                     "input-columns": f"valve{pid}"}
+        c, _ = svd_var_client((Y - Y.mean(0)) / Y.std(0), 2, u=u)
+        assert c.B.shape == (2, 1) and np.abs(c.B).max() > 0.1
+        data[pid] = {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u,
+                     "names": names}
+    check_equal("fedcf", rc, data, cfgs)
+
+
+@pytest.mark.parametrize("given,words", [
+    ("valve,pump", "input-columns='valve,pump': not in the header ['pump']"),
+    ("valve,valve", "input-columns='valve,valve': repeats a name"),
+    ("valve,x,y", "1 measurement columns, fewer than the ss-p = 2 states"),
+])
+def test_fedcf_bad_input_columns_are_named(tmp_path, given, words):
+    path = write(tmp_path / "a.csv", ["valve", "x", "y", "z"],
+                 np.random.default_rng(0).standard_normal((10, 4)).tolist())
+    rc = {"algorithm": "fedcf", "ss-p": 2, **COMMON}
+    grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path, "input-columns": given}})
+    with pytest.raises(ValueError, match="client 0: data-path") as e:
+        glue("fedcf").client("fedcf", grid.contexts[1000])
+    assert words in str(e.value)
+
+
 def test_statespace_refuses_a_segment_column(tmp_path):
     path = write(tmp_path / "a.csv", ["s", "x", "y", "z"], [["a", 1, 2, 3]] * 5)
     rc = {"algorithm": "fedgc", **COMMON}

@@ -1,4 +1,5 @@
-"""FedCF ClientApp: each plant reads its own sensor CSV (node config ``data-path``)."""
+"""FedCF ClientApp: each plant reads its own CSV (node config ``data-path``): its sensors, and
+the valve named by node config ``input-columns`` as its known input."""
 
 from flwr.app import Context
 from flwr.clientapp import ClientApp
@@ -8,7 +9,8 @@ from fedcausal_flwr.data import node_data
 
 
 def make(context: Context) -> dict:
-    # sensors z-scored, hidden states identified (run config ss-p), names from the header
+    # sensors z-scored, hidden states and the valve's B_mm identified (run config ss-p),
+    # names from the header
     return node_data("fedcf", context)
 
 

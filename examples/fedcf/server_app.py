@@ -1,4 +1,5 @@
-"""FedCF ServerApp: causal effects between the plants' hidden states."""
+"""FedCF ServerApp: causal effects between the plants' hidden states, and a counterfactual:
+how would the turbine's sensors change had the boiler's valve been opened by one unit?"""
 
 from pathlib import Path
 
@@ -13,7 +14,8 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
-    settings = FedCFSettings(window=int(rc["window"]), epochs=int(rc["epochs"]), min_nodes=2)
+    # ss-window, ss-epochs, ss-cf-*: the run config keys of FedCFSettings
+    settings = FedCFSettings.from_run_config(rc, min_nodes=2)
     result = FedCF(settings).start(grid=grid)
     out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))
-    print(f"FedCF {result.status}: {out}")
+    print(f"FedCF {result.status}: {out}; counterfactual {result.metrics.get('counterfactual')}")

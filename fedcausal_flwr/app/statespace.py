@@ -24,6 +24,7 @@ from fedcausal_flwr.data.statespace import FedCFData, FedGCData
 __all__ = ["client", "evaluator", "settings", "strategy"]
 
 DATA_CLASSES = {"fedgc": FedGCData, "fedcf": FedCFData}
+INPUT_COLUMNS = "input-columns"  # node config: the CSV's known-input columns
 
 
 def settings(algorithm: str, rc: Mapping[str, Any]) -> ss.StateSpaceSettings:
@@ -71,12 +72,16 @@ def client(algorithm: str, context: Context):
 
 def own_data(path, algorithm: str, context: Context, who: str
              ) -> tuple[ss.ClientData, list[str]]:
-    """This client's ``(A_mm, C_mm, K_m, y_m)`` from its own CSV of measurements (one column per
-    channel, rows in time order, the same time steps at every client), identified as for the
-    built-in real data: channels z-scored, then SVD + VAR(1) with ``ss-p`` states
-    (:func:`~fedcausal_flwr.data.statespace.svd_var_client`). No known inputs (``u`` empty).
-    The Kalman filter runs over one continuous series: a ``segment-column`` is refused."""
-    from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, read_csv, zscored
+    """This client's ``(A_mm, B_mm, C_mm, K_m, y_m, u_m)`` from its own CSV (rows in time order,
+    the same time steps at every client): measurement channels, and the known inputs named
+    by the node config ``input-columns`` (comma-separated header names, e.g.
+    ``"valve,pump"``; default none). Identified as for the built-in real data: channels
+    z-scored, then SVD + least squares ``h^t = A h^{t-1} + B u^{t-1}`` with ``ss-p`` states
+    (:func:`~fedcausal_flwr.data.statespace.svd_var_client`). Inputs stay in the CSV's units,
+    those of a counterfactual query's ``cf-delta``. The names returned are the measurement
+    channels'. The Kalman filter runs over one continuous series: a ``segment-column`` is
+    refused."""
+    from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, Table, read_csv, zscored
     from fedcausal_flwr.data.statespace import merged_config, svd_var_client
 
     if str(context.node_config.get(SEGMENT_COLUMN, "") or ""):
@@ -85,11 +90,22 @@ def own_data(path, algorithm: str, context: Context, who: str
                          "time by every client")
     P = int(merged_config(context.run_config, algorithm)["ss-p"])
     table = read_csv(path, who, min_rows=max(3, P + 2))
-    if len(table.names) < P:
-        raise ValueError(f"{table.where(who)}: row 1: {len(table.names)} variable columns, "
+    given = str(context.node_config.get(INPUT_COLUMNS, "") or "")
+    inputs = [c.strip() for c in given.split(",") if c.strip()]
+    unknown = [c for c in inputs if c not in table.names]
+    if unknown or len(set(inputs)) != len(inputs):
+        raise ValueError(f"{table.where(who)}: node config {INPUT_COLUMNS}={given!r}: "
+                         f"{'not in the header ' + str(unknown) if unknown else 'repeats a name'}"
+                         f" (header: {table.names})")
+    keep = [j for j, n in enumerate(table.names) if n not in inputs]
+    y = Table(table.path, [table.names[j] for j in keep],
+              np.ascontiguousarray(table.values[:, keep]))  # row-major, as read
+    if len(y.names) < P:
+        raise ValueError(f"{table.where(who)}: row 1: {len(y.names)} measurement columns, "
                          f"fewer than the ss-p = {P} states")
-    c, _ = svd_var_client(zscored(table, who), P, who)
-    return c, table.names
+    u = table.values[:, [table.names.index(c) for c in inputs]]
+    c, _ = svd_var_client(zscored(y, who), P, who, u=u)
+    return c, y.names
 
 
 def evaluator(full: Mapping[str, Any]

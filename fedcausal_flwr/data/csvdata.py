@@ -25,6 +25,8 @@ Node-config keys read here (all optional except ``data-path``):
                     (else the environment variable ``FEDCAUSAL_ID_KEY``)
 ``columns``         VFedCD: this party's global attribute indices, e.g. ``"3,4,5"`` (else
                     from the run config's ``parts``)
+``input-columns``   FedGC/FedCF: the columns holding this client's known inputs u, e.g.
+                    ``"valve,pump"`` (the others are measurements)
 """
 
 from __future__ import annotations

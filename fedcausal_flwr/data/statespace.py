@@ -301,27 +301,30 @@ def load_plant_csv(path: str | Path, group: str = "prefix", nominal_only: bool =
     return {g: (names, np.column_stack(cols)) for g, (names, cols) in sorted(out.items())}
 
 
-def svd_var_client(Y: np.ndarray, P: int, who: str = "client") -> tuple[ss.ClientData,
-                                                                         np.ndarray]:
+def svd_var_client(Y: np.ndarray, P: int, who: str = "client", u: np.ndarray | None = None
+                   ) -> tuple[ss.ClientData, np.ndarray]:
     """FedGC's real-data identification of one client: ``(ClientData, states)``.
 
-    ``Y = U S V^T``; states ``sqrt(T) U_P`` (unit scale), ``C = V_P S_P / sqrt(T)``; ``A`` by
-    VAR(1) least squares on the states (shrunk to spectral radius 0.99 if needed); the gain
-    from the residual covariances.
+    ``Y = U S V^T``; states ``sqrt(T) U_P`` (unit scale), ``C = V_P S_P / sqrt(T)``; ``A`` (and,
+    with known inputs ``u`` (T x U), ``B``) by least squares ``h^t = A h^{t-1} + B u^{t-1}``
+    on the states (A shrunk to spectral radius 0.99 if needed); the gain from the residual
+    covariances.
     """
     T, D = Y.shape
     if D < P:
         raise ValueError(f"{who}: {D} channels left, fewer than P = {P} states")
+    u = np.zeros((T, 0)) if u is None else np.asarray(u, dtype=float).reshape(T, -1)
     U, S, Vt = np.linalg.svd(Y, full_matrices=False)
     H = np.sqrt(T) * U[:, :P]
     C = Vt[:P].T * S[:P] / np.sqrt(T)
-    A = np.linalg.lstsq(H[:-1], H[1:], rcond=None)[0].T
+    AB = np.linalg.lstsq(np.hstack([H[:-1], u[:-1]]), H[1:], rcond=None)[0].T
+    A, B = AB[:, :P], AB[:, P:]
     rho = ss.spectral_radius(A)
     A = A * (0.99 / rho) if rho >= 0.99 else A
-    Q = np.cov((H[1:] - H[:-1] @ A.T).T).reshape(P, P) + 1e-6 * np.eye(P)
+    Q = np.cov((H[1:] - H[:-1] @ A.T - u[:-1] @ B.T).T).reshape(P, P) + 1e-6 * np.eye(P)
     R = np.diag(np.var(Y - H @ C.T, axis=0) + 1e-6)
     K = ss.kalman_gain(A, C, Q, R)
-    return ss.checked_client(A, np.zeros((P, 0)), C, K, Y, np.zeros((T, 0)), who), H
+    return ss.checked_client(A, B, C, K, Y, u, who), H
 
 
 def central_var(states: list[np.ndarray]) -> np.ndarray:
