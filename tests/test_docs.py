@@ -28,3 +28,30 @@ def test_every_run_config_key_is_on_its_page(algorithm):
     for phase in getattr(__import__("fedcausal_flwr.clients", fromlist=["x"]),
                          build.ALGORITHMS[algorithm][2]).phases:
         assert f"`train.{phase}`" in page
+
+
+@pytest.mark.parametrize("algorithm", sorted(build.ALGORITHMS))
+def test_the_wire_table_names_every_message_that_crosses_the_wire(algorithm):
+    """A small in-process run: each message type the server sends (FedCF with its query) is
+    named in the page's "What crosses the wire" section, and so is each array dtype."""
+    from fedcausal_flwr.app import glue
+    from fedcausal_flwr.client_app import app
+    from fedcausal_flwr.testing import SMALL, InProcessGrid
+
+    rc, k = SMALL[algorithm]
+    if algorithm == "fedcf":
+        rc = {**rc, "ss-cf-delta": "1.0,0.0", "ss-target": "innovation"}
+    grid = InProcessGrid(app, k, rc)
+    assert glue(algorithm).strategy(algorithm, rc).start(grid=grid).status == "completed"
+    page = (ROOT / "docs" / "algorithms" / f"{algorithm}.md").read_text()
+    wire = page.split("## What crosses the wire")[1].split("\n## ")[0]
+    kinds = {m.metadata.message_type for m in grid.sent} - {"query.info"}
+    assert algorithm != "fedcf" or "train.ss_query" in kinds
+    missing = [t for t in sorted(kinds) if f"`{t}`" not in wire
+               and f"`_{t.split('_', 1)[-1]}`" not in wire]
+    assert not missing, f"{algorithm}.md's wire table lacks {missing}"
+    dtypes = {str(a.dtype) for m in grid.sent + grid.received
+              for rec in m.content.array_records.values() for a in rec.values()}
+    named = {"float64": ("float64", "float"), "uint8": ("uint8",), "uint64": ("uint64",),
+             "int64": ("int64",)}
+    assert all(any(n in wire for n in named.get(d, (d,))) for d in dtypes), (dtypes, wire)
