@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,3 +71,52 @@ def flower_pids_on(port: int, n: int = 1) -> set[int]:
 def flower_pids() -> Callable[..., set[int]]:
     """:func:`flower_pids_on` as a fixture: ``assert not flower_pids(port, n)``."""
     return flower_pids_on
+
+
+DEFAULT_PORTS = {"flwr local SuperLink": 39091, "old launcher deploy": 9200,
+                 "flower-superlink default": 8000}
+
+
+@pytest.fixture(scope="session")
+def other_flower_work(tmp_path_factory):
+    """Other Flower work on the machine: a real flower-superlink on 39091 (Flower's default local
+    port) and listeners on 9200 (the launcher's old fixed port) and 8000 (flower-superlink's
+    default), started here for the e2e tests that must leave them alone.
+
+    A port someone else already holds stays theirs; it is then only checked to still answer.
+    Yields ``check()``, which asserts that everything is untouched.
+    """
+    home = tmp_path_factory.mktemp("other-flower")
+    proc = None
+    socks = []
+    if launch.port_free(39091):
+        log = open(home / "superlink.log", "w")  # noqa: SIM115 - closed below
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("flower-superlink")), "--insecure",
+             "--port", "39091", "--disable-runtime-dependency-installation"],
+            env=launch.flwr_env(home), stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        launch._wait_for_port(39091, proc)
+    for port in (9200, 8000):
+        if launch.port_free(port):
+            s = socket.socket()
+            s.bind(("127.0.0.1", port))
+            s.listen()
+            socks.append(s)
+
+    def check() -> None:
+        if proc is not None:
+            assert proc.poll() is None, "the other SuperLink was stopped"
+        for what, port in DEFAULT_PORTS.items():
+            assert launch.port_open(port), f"{what} on {port} no longer answers"
+        for s in socks:
+            s.getsockname()  # still ours, still open
+
+    yield check
+    check()
+    for s in socks:
+        s.close()
+    if proc is not None:  # only the process this fixture started, by PID
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+        log.close()

@@ -3,16 +3,26 @@
 Issue 10's first acceptance bullet: 4 SuperNodes, each pointing at its own CSV with
 ``--node-config 'partition-id=i num-partitions=4 data-path="..."'``, TLS and SuperNode
 authentication (the launcher's defaults: a local CA, registered node keys), the example's own
-App folder given to ``flwr run``; the run completes and its result is a named networkx graph.
-About 1.5 minutes on 2 shared cores (5 rounds; the example's 30 take 4).
+App folder given to ``flwr run``; the run completes with the estimates of the example's
+in-process run and its result is a named networkx graph. A fifth SuperNode with an
+unregistered key is refused (Flower logs "Exit Code: 305", the process exits with status 1 on
+its own), and other Flower work on the machine (conftest's ``other_flower_work``) is left
+alone. About 1.5 minutes on 2 shared cores (5 rounds; the example's 30 take 4). Then
+examples/vfedcd under plain ``flwr run`` on a secure deployment (one mini-batch step).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import threading
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+from conftest import DEFAULT_PORTS, flower_pids_on
+from test_examples import run_example
 
 from fedcausal_flwr import launch
 from fedcausal_flwr.results import RunResult
@@ -23,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "fdbnl"
 
 
-def test_fdbnl_example_secure_deployment_on_four_csvs(tmp_path, monkeypatch):
+def test_fdbnl_example_secure_deployment_on_four_csvs(tmp_path, monkeypatch,
+                                                     other_flower_work):
     # the ServerApp/ClientApp processes import this checkout's package
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
@@ -31,22 +42,51 @@ def test_fdbnl_example_secure_deployment_on_four_csvs(tmp_path, monkeypatch):
     files = sorted((EXAMPLE / "data").glob("site*.csv"))
     assert len(files) == 4
     names = files[0].read_text().splitlines()[0].split(",")
-    seen = []
+    seen: dict = {}
+
+    def watch(node: subprocess.Popen) -> None:
+        try:
+            seen["bad_code"] = node.wait(timeout=90)
+            seen["bad_exit_at"] = time.time()
+        except subprocess.TimeoutExpired:
+            seen["bad_code"] = None
 
     def on_start(dep: launch.Deployment) -> None:
-        seen.append((dep.secure, dep.certs))
+        seen.update(port=dep.port, secure=dep.secure, certs=dep.certs)
+        bad = dep.start_supernode(4, register=False)  # a key the SuperLink never saw
+        seen["thread"] = threading.Thread(target=watch, args=(bad,), daemon=True)
+        seen["thread"].start()
 
-    launch.deploy(4, {"outputs": str(tmp_path / "outputs"), "run-name": "sites", "num-rounds": 5},
-                  app_dir=EXAMPLE, workdir=tmp_path / "deployment", timeout=300,
+    rc = {"outputs": str(tmp_path / "outputs"), "run-name": "sites", "num-rounds": 5}
+    launch.deploy(4, rc, app_dir=EXAMPLE, workdir=tmp_path / "deployment", timeout=300,
                   on_start=on_start,
                   node_configs={i: {"data-path": str(f)} for i, f in enumerate(files)})
-    assert seen and seen[0][0] and seen[0][1] is not None  # TLS + node auth were on
+    ended = time.time()
+    seen["thread"].join(timeout=90)
+    other_flower_work()  # the SuperLink on 39091 and the listeners on 9200, 8000: untouched
+    port, work = seen["port"], tmp_path / "deployment"
+    assert port not in DEFAULT_PORTS.values() and not flower_pids_on(port, 6)
+    assert seen["secure"] and seen["certs"]["ca"].exists()  # TLS + node auth were on
+    assert f"https://127.0.0.1:{port}" in (work / "superlink.log").read_text()
+    cli = (work / "cli" / "config.toml").read_text()
+    assert "root-certificates" in cli and "insecure" not in cli
     for i in range(4):
-        assert (tmp_path / "deployment" / "keys" / f"supernode{i}.pub").is_file()
-        log = (tmp_path / "deployment" / f"supernode{i}.log").read_text()
-        assert "Exit Code: 305" not in log  # no node was refused
+        assert (work / "keys" / f"supernode{i}.pub").is_file()
+        assert "Exit Code: 305" not in (work / f"supernode{i}.log").read_text()
+    # the unregistered node: Flower logs exit code 305 (node auth) and the process ends with
+    # status 1 by itself, before deploy stopped what it started
+    bad_log = (work / "supernode4.log").read_text()
+    assert seen["bad_code"] == 1 and seen["bad_exit_at"] < ended, (seen, bad_log[-2000:])
+    assert "Exit Code: 305" in bad_log
+
     result = RunResult.load(tmp_path / "outputs" / "sites")
     assert result.status == "completed" and result.metrics["clients"] == 4
+    # the same estimates as the example's in-process run on the same CSVs
+    reference = run_example("fdbnl", tmp_path / "in-process", **{"num-rounds": 5})
+    assert len(result.history) == len(reference.history)
+    for key in ("W", "A"):
+        np.testing.assert_allclose(result.estimates[key], reference.estimates[key], rtol=0,
+                                   atol=1e-8)
     g = result.to_networkx(tau=0.2)
     assert sorted(g.nodes) == sorted(names)
     assert g.number_of_edges() > 0
@@ -60,17 +100,19 @@ VFEDCD = ROOT / "examples" / "vfedcd"
 def test_vfedcd_example_under_plain_flwr_run_deployment(tmp_path, monkeypatch):
     """examples/vfedcd through `flwr run` on a secure loopback deployment: each party reads its
     own CSV and aligns rows by keyed ID hashes; the parties consent to the mock backend in their
-    node config (the example's real-key default takes minutes per epoch here)."""
+    node config (the example's real-key default takes minutes per epoch here); one mini-batch
+    step (batch 64 > the 54 shared rows): 7 exchanges."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     monkeypatch.setenv("FLWR_HOME", str(tmp_path / "flwr-home"))
     files = sorted((VFEDCD / "data").glob("party*.csv"))
     names = [n for f in files for n in f.read_text().splitlines()[0].split(",") if n != "id"]
     launch.deploy(len(files), {"outputs": str(tmp_path / "outputs"), "run-name": "parties",
-                               "num-epochs": 1, "he-backend": "mock"},
+                               "num-epochs": 1, "batch": 64, "he-backend": "mock"},
                   app_dir=VFEDCD, workdir=tmp_path / "deployment", timeout=420,
                   node_configs={i: {"data-path": str(f), "id-key": "examples-shared-secret",
                                     "accept-backends": "mock"} for i, f in enumerate(files)})
     result = RunResult.load(tmp_path / "outputs" / "parties")
     assert result.status == "completed" and result.metrics["clients"] == len(files)
+    assert result.metrics["samples"]["shared"] == 54  # 60 IDs each, 54 in common
     assert sorted(result.to_networkx(tau=0.0).nodes) == sorted(names)

@@ -1,7 +1,9 @@
-"""End to end under real Flower: `flwr run` (Ray simulation) and a loopback deployment.
+"""End to end under real Flower: FDBNL under `flwr run` (Ray simulation).
 
-Each run is compared with the in-process reference loop on the same data: the federated W and
-A must equal it to 1e-8. These start real SuperLinks/SuperNodes and take about a minute.
+The run is compared with the in-process reference loop on the same data: the federated W and
+A must equal it to 1e-8. FDBNL's deployments: test_e2e_nodes.py (insecure, a SuperNode killed
+and restarted), test_e2e_examples.py (TLS + node auth, own CSVs), test_e2e_status.py (a killed
+ServerApp); PFDBNL's simulation: test_e2e_deploy_secure.py. About 40 s.
 """
 
 from __future__ import annotations
@@ -37,8 +39,7 @@ def check_against_reference(result: dict, k: int) -> None:
 
 
 @pytest.mark.parametrize("algorithm,k,extra", [
-    ("fdbnl", 3, {"num-rounds": 12}),
-    ("pfdbnl", 2, {"num-rounds": 4, "heterogeneous": True}),
+    ("fdbnl", 3, {"num-rounds": 12}),  # PFDBNL: test_e2e_deploy_secure.py's launcher run
 ])
 def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids, algorithm, k,
                                               extra):
@@ -51,16 +52,3 @@ def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids,
     assert (tmp_path / "sim" / "graphs.png").stat().st_size > 0
     assert len(result["history"]) == result["timing"]["rounds"]
     assert all(h["bytes_up"] > 0 and h["bytes_down"] > 0 for h in result["history"])
-
-
-def test_loopback_deployment_equals_reference(tmp_path, free_ports, flower_pids):
-    """The ``--insecure`` deployment; test_e2e_deploy_secure.py runs the same config with TLS
-    and node authentication (the default) against the same reference."""
-    rc = {**RC, "algorithm": "fdbnl", "num-rounds": 3, "outputs": str(tmp_path),
-          "run-name": "deploy"}
-    port = free_ports(launch.deploy_ports(2))
-    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=port, timeout=600,
-                  insecure=True)
-    assert "insecure = true" in (tmp_path / "deployment" / "cli" / "config.toml").read_text()
-    check_against_reference(load_result(tmp_path / "deploy"), 2)
-    assert not flower_pids(port, launch.deploy_ports(2))

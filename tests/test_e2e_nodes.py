@@ -73,7 +73,8 @@ def test_a_killed_supernode_restarts_and_rejoins(tmp_path, free_ports, flower_pi
 
     t0 = time.time()
     launch.deploy(3, rc, workdir=tmp_path / "deployment", port=port, timeout=300,
-                  on_start=on_start)
+                  on_start=on_start, insecure=True)  # the --insecure path; TLS: test_e2e_examples
+    assert "insecure = true" in (tmp_path / "deployment" / "cli" / "config.toml").read_text()
     seen["thread"].join(timeout=5)
     wall = time.time() - t0
     assert not flower_pids(port, launch.deploy_ports(3))
