@@ -8,7 +8,12 @@ for h^t, so B_hat_mn is unbiased for i.i.d. inputs: the recovering variant). Pri
 the penalty D (first vs last exchange), ||B_hat_21 - B_21||_F and the counterfactual error
 CF_y = ||C_22 (B_hat_21 - B_21)||_F / ||C_22 B_21||_F (the paper reports no CF error).
 
+``--shift-scale 4``: FedGC's mean shifts on client 0's states, unknown to every filter (FedCF
+has no known-shift option; its data default has no shifts). The server loss stays on levels:
+differencing biases B_hat here (core ``FedCFSettings``).
+
     python simulations/fedcf_default.py [--seeds 10] [--t 5000] [--rounds 300] [--lr 0.9]
+        [--shift-scale 0]
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import argparse
 import time
 
 import numpy as np
-from harness import parser, settings, write_results
+from harness import mean_sd, parser, settings, write_results
 
 from fedcausal_flwr.core import statespace as ss
 from fedcausal_flwr.data.lti import split_clients
@@ -33,7 +38,8 @@ TARGET_CF_Y = 0.2  # the recovering variant's target (the paper reports no CF er
 def one_run(seed: int, extra: dict, args: argparse.Namespace) -> dict[str, float]:
     rc = merged_config({"seed": seed, "ss-t": args.t, "ss-window": args.t - 1,
                         "ss-epochs": args.rounds, "ss-xi": args.xi, "ss-lr-server": args.lr,
-                        "ss-lr-client": args.lr, **extra}, "fedcf")
+                        "ss-lr-client": args.lr, "ss-shift-scale": args.shift_scale, **extra},
+                       "fedcf")
     sys, _, y, u = synthetic_series(rc)
     clients = split_clients(sys, y, u)
     t0 = time.time()
@@ -56,6 +62,8 @@ def main() -> None:
     ap.add_argument("--xi", type=float, default=10.0)
     ap.add_argument("--lr", type=float, default=0.9, help="normalized step (tuned on seeds "
                     "100-101, not on the reported seeds 0-9)")
+    ap.add_argument("--shift-scale", type=float, default=0.0,
+                    help="mean shifts on client 0's states, unknown to every filter (0: none)")
     args = ap.parse_args()
     results = {}
     for name, extra in VARIANTS.items():
@@ -74,11 +82,13 @@ def main() -> None:
         print(f"\n{name}: CF_y mean {mean['cf_y']:.3f} (target for the recovering variant "
               f"< {TARGET_CF_Y:g}{mark}; paper: not reported); L_s {mean['L_s_2']:.4g} -> "
               f"{mean['L_s_last']:.4g}, D {mean['D_2']:.4g} -> {mean['D_last']:.4g}")
+        sd = {k: mean_sd([r[k] for r in rows])[1] for k in keys}  # sample sd, ddof = 1
         results[name] = {"run_config": extra, "per_seed": dict(zip(args.seeds, rows, strict=True)),
-                         "mean": mean}
+                         "mean": mean, "sd": sd}
     write_results("fedcf_default", {"settings": settings(args), "variants": results,
-                                   "recovering": RECOVERING, "target_cf_y": TARGET_CF_Y},
-                  args.out)
+                                   "recovering": RECOVERING, "target_cf_y": TARGET_CF_Y,
+                                   "setting": {"shift_scale": args.shift_scale,
+                                               "shift_known": False}}, args.out)
 
 
 if __name__ == "__main__":

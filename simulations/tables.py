@@ -206,6 +206,41 @@ def seed_range(seeds: Sequence[Any]) -> str:
     return f"{s[0]}-{s[-1]}" if s == list(range(s[0], s[-1] + 1)) else ", ".join(map(str, s))
 
 
+FEDGC_RUNS = {"fedgc_default": "unknown shifts (paper's setting), default algorithm",
+              "fedgc_default_known": "shifts known to client 1's filter, paper's algorithm",
+              "fedgc_default_paper_unknown": "unknown shifts, paper's algorithm"}
+
+
+def gc_setting(r: dict[str, Any]) -> str:
+    """The setting of a fedgc_default run in words: who knows the shifts, which server."""
+    s = r["setting"]
+    who = "shifts known to client 1's filter" if s["shift_known"] else "unknown shifts"
+    alg = ("innovation target, differenced" if s["target"] == "innovation" and s["difference"]
+           else "paper's algorithm" if s["target"] == "predicted" and not s["difference"]
+           else f"target {s['target']}, difference {s['difference']}")
+    return f"{who} (scale {s['shift_scale']:g}), {alg}"
+
+
+def pm(r: dict[str, Any], key: str, digits: int = 3) -> str:
+    """``mean ± sd`` (sample sd) of ``key`` in a run's ``mean`` and ``sd``."""
+    return fmt(r["mean"][key], r["sd"][key], digits)
+
+
+def fedgc_settings() -> str:
+    """FedGC's errors in each setting of the shifts (the default and the paper's algorithm)."""
+    rows = []
+    for name in FEDGC_RUNS:
+        r = read_results(name)
+        t = r["target"]
+        rows.append([gc_setting(r), seed_range(r["per_seed"]),
+                     f"{pm(r, 'err_A21')} ({r['mean']['fp_err_A21']:.3f})",
+                     f"{pm(r, 'norm_A12')} ({r['mean']['fp_norm_A12']:.3f})",
+                     "ok" if r["mean"]["err_A21"] <= t["err_A21"]
+                     and r["mean"]["norm_A12"] < t["norm_A12"] else "WORSE"])
+    return markdown(["setting", "seeds", "‖Â_21 − A_21‖_F (stationary point)",
+                     "‖Â_12‖_F (stationary point)", "target ≤ 0.12 / < 0.05"], rows)
+
+
 def fedgc_default() -> str:
     """FedGC acceptance 1: mean over seeds of the errors, losses and predictions."""
     r = read_results("fedgc_default")
@@ -216,10 +251,10 @@ def fedgc_default() -> str:
 
     rows = [
         ["‖Â_21 − A_21‖_F", f"{p['err_A21']:.3f}",
-         f"**{m['err_A21']:.3f}** (stationary point {m['fp_err_A21']:.3f})",
+         f"**{pm(r, 'err_A21')}** (stationary point {m['fp_err_A21']:.3f})",
          f"≤ {t['err_A21']:g}", ok(m["err_A21"] <= t["err_A21"])],
         ["‖Â_12‖_F", f"{p['norm_A12']:.3f}",
-         f"**{m['norm_A12']:.3f}** (stationary point {m['fp_norm_A12']:.3f})",
+         f"**{pm(r, 'norm_A12')}** (stationary point {m['fp_norm_A12']:.3f})",
          f"< {t['norm_A12']:g}", ok(m["norm_A12"] < t["norm_A12"])],
         ["L_s, mean of the first → the last epoch", "falls",
          f"{m['L_s_first']:.4f} → {m['L_s_last']:.4f}", "falls",
@@ -235,27 +270,32 @@ def fedgc_default() -> str:
          ok(m["prior_aug_oracle"] < m["prior_plain_oracle"])],
         ["‖ĥ_2^t − ĥ_{2,o}^t‖² (posterior states; not a target)", "",
          f"{dec3(m['post_plain_oracle'])} / {dec3(m['post_aug_oracle'])}", "", ""]]
-    return markdown(["", "paper (Table 3)", f"ours (mean of {len(r['per_seed'])} seeds)",
-                     "target", ""], rows)
+    return markdown(["", "paper (Table 3)", f"ours ({gc_setting(r)}; mean ± sd of "
+                     f"{len(r['per_seed'])} seeds)", "target", ""], rows)
 
 
-def fedcf_default() -> str:
-    """FedCF acceptance 3: the four server variants, mean over seeds."""
-    r = read_results("fedcf_default")
+def fedcf_default(results: str = "fedcf_default") -> str:
+    """FedCF acceptance 3: the four server variants, mean ± sd over seeds."""
+    r = read_results(results)
     target, rows = r["target_cf_y"], []
     for name, v in r["variants"].items():
         m = v["mean"]
-        cf = f"{m['cf_y']:.3f}"
+        cf = f"{m['cf_y']:.3f} ± {v['sd']['cf_y']:.3f}"
         if name == r["recovering"] or name == "literal":
             cf = f"**{cf}**"
         if "ss-target" in v["run_config"]:
             cf += (f" (target < {target:g}: ok)" if m["cf_y"] < target
                    else f" (WORSE than {target:g})")
         rows.append([CF_LABELS.get(name, name), f"{m['L_s_2']:.3f} → {m['L_s_last']:.3f}",
-                     f"{m['D_2']:.4f} → {m['D_last']:.4f}", f"{m['err_A21']:.3f}",
-                     f"{m['err_B21']:.3f}", cf])
+                     f"{m['D_2']:.4f} → {m['D_last']:.4f}", pm(v, "err_A21"),
+                     pm(v, "err_B21"), cf])
     return markdown(["variant", "L_s exch. 2 → last", "penalty 𝒟 2 → last", "‖Â_21 − A_21‖_F",
                      "‖B̂_21 − B_21‖_F", "CF_y = ‖C_22(B̂_21 − B_21)‖/‖C_22 B_21‖"], rows)
+
+
+def fedcf_default_shifts() -> str:
+    """FedCF acceptance 3 with FedGC's mean shifts, unknown to every filter."""
+    return fedcf_default("fedcf_default_shifts")
 
 
 # ----------------------------------------------------------------------------- FedIV
@@ -384,17 +424,29 @@ def vfedcd_table3_slow() -> str:
 # ----------------------------------------------------------------------------- headline
 def headline() -> str:
     """RESULTS.md's headline rows of the families beyond FDBNL, from their result files."""
-    gc, cf = read_results("fedgc_default"), read_results("fedcf_default")
     fi = importlib.import_module("fediv_table1")
     vf = importlib.import_module("vfedcd_table1")
-    rows = [["FedGC", f"‖Â_21 − A_21‖_F, default system ({seed_range(gc['per_seed'])})",
-             f"{gc['paper']['err_A21']:.3f}", f"{gc['mean']['err_A21']:.3f}"],
-            ["FedGC", f"‖Â_12‖_F ({seed_range(gc['per_seed'])})",
-             f"{gc['paper']['norm_A12']:.3f}", f"{gc['mean']['norm_A12']:.3f}"]]
-    lit, rec = cf["variants"]["literal"], cf["variants"][cf["recovering"]]
-    rows.append(["FedCF", f"counterfactual error, literal / {cf['recovering'].replace(' ', '-')} "
-                 f"variant ({seed_range(lit['per_seed'])})", "-",
-                 f"{lit['mean']['cf_y']:.3f} / {rec['mean']['cf_y']:.3f}"])
+    rows = []
+    for name in FEDGC_RUNS:
+        gc = read_results(name)
+        rows.append(["FedGC", f"‖Â_21 − A_21‖_F / ‖Â_12‖_F, {gc_setting(gc)} "
+                     f"({seed_range(gc['per_seed'])})",
+                     f"{gc['paper']['err_A21']:.3f} / {gc['paper']['norm_A12']:.3f}",
+                     f"{pm(gc, 'err_A21')} / {pm(gc, 'norm_A12')}"])
+    for name in ("fedcf_default", "fedcf_default_shifts"):
+        cf = read_results(name)
+        lit, rec = cf["variants"]["literal"], cf["variants"][cf["recovering"]]
+        scale = cf["setting"]["shift_scale"]
+        where = (f"unknown shifts (scale {scale:g})" if scale else "no shifts (FedCF's default "
+                 "data)")
+        rows.append(["FedCF", f"counterfactual error CF_y, literal / "
+                     f"{cf['recovering'].replace(' ', '-')} variant, {where} "
+                     f"({seed_range(lit['per_seed'])})", "-",
+                     f"{pm(lit, 'cf_y')} / {pm(rec, 'cf_y')}"])
+        rows.append(["FedCF", f"‖Â_21 − A_21‖_F, literal / "
+                     f"{cf['recovering'].replace(' ', '-')} variant, {where} "
+                     f"({seed_range(lit['per_seed'])})", "-",
+                     f"{pm(lit, 'err_A21')} / {pm(rec, 'err_A21')}"])
     runs = fediv_runs()
     for method in ("FedDeepGMM-GDA", "FedDeepGMM-SGDA"):
         cells = [fediv_select(runs, sc, method) for sc in ("abs", "step", "linear")]
@@ -459,7 +511,8 @@ def reliability() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
-    fdbnl_varying_d, fdbnl_varying_k, benchmark_flower_overhead, fedgc_default, fedcf_default,
+    fdbnl_varying_d, fdbnl_varying_k, benchmark_flower_overhead, fedgc_default, fedgc_settings,
+    fedcf_default, fedcf_default_shifts,
     fediv_table1, vfedcd_table1, vfedcd_table3_slow, reliability)}
 
 

@@ -36,7 +36,8 @@ def reference(rc: dict, **kwargs):
 
 
 @pytest.mark.parametrize("algorithm,extra", [
-    ("fedgc", {}), ("fedgc", {"ss-window": 25, "ss-epochs": 3}),
+    ("fedgc", {"ss-gc-target": "predicted", "ss-difference": False}),  # the paper, W = 1
+    ("fedgc", {"ss-window": 25, "ss-epochs": 3}),
     ("fedcf", {"ss-window": 1}), ("fedcf", {"ss-window": 40, "ss-epochs": 2}),
     ("fedcf", {"ss-window": 119, "ss-epochs": 3, "ss-target": "refined", "ss-xi": 1.0}),
     ("fedcf", {"ss-window": 40, "ss-epochs": 2, "ss-target": "innovation"}),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -110,7 +112,8 @@ def test_fedgc_gradients_match_finite_differences():
 
 @pytest.mark.parametrize("xi", [0.0, 1.0, 10.0])
 def test_fedgc_is_fedcf_without_inputs(xi):
-    """U = 0, phi = 0: L_s^FedCF = (1 + xi) L_s^FedGC, and so are all the gradients."""
+    """U = 0, phi = 0: L_s^FedCF = (1 + xi) L_s^FedGC (the paper's FedGC), and so are all the
+    gradients."""
     _, clients = small_clients(U=0, seed=4)
     rng = np.random.default_rng(5)
     cpar, sp = random_params(clients, rng, 0)
@@ -131,9 +134,91 @@ def test_fedgc_is_fedcf_without_inputs(xi):
     # and the loops agree: FedCF with xi = 0 and no inputs is FedGC
     a = ss.reference(clients, ss.FedCFSettings(**SLOW, window=7, epochs=2, xi=0.0,
                                                learn_phi=False, init_std=0.0))
-    b = ss.reference(clients, ss.FedGCSettings(**SLOW, window=7, epochs=2))
+    b = ss.reference(clients, ss.FedGCSettings(**SLOW, window=7, epochs=2, target="predicted",
+                                               difference=False))
     np.testing.assert_allclose(a.server.A_hat, b.server.A_hat, atol=1e-12)
     np.testing.assert_allclose(a.clients[1].theta, b.clients[1].theta, atol=1e-12)
+
+
+def test_fedgc_default_is_fedcf_innovation_differenced_without_inputs():
+    """FedGC's default (innovation target, differenced) is FedCF's innovation target with
+    xi = 0, no inputs and the same differencing: the same server estimates."""
+    _, clients = small_clients(U=0, seed=4)
+    a = ss.reference(clients, ss.FedCFSettings(**SLOW, window=7, epochs=2, xi=0.0,
+                                               learn_phi=False, init_std=0.0,
+                                               target="innovation", difference=True))
+    b = ss.reference(clients, ss.FedGCSettings(**SLOW, window=7, epochs=2))
+    assert (b.server.A_hat != 0).any()
+    np.testing.assert_allclose(a.server.A_hat, b.server.A_hat, atol=1e-12)
+    assert all(h["L_s"] == pytest.approx(k["L_s"], rel=1e-10)
+               for h, k in zip(a.history, b.history, strict=True))
+
+
+@pytest.mark.parametrize("target", ["predicted", "innovation"])
+def test_differenced_gradients_match_finite_differences(target):
+    _, clients = small_clients(U=0)
+    rng = np.random.default_rng(6)
+    cpar, sp = random_params(clients, rng, 0)
+    ts = np.arange(1, 40)
+    s = ss.FedGCSettings(target=target, difference=True)
+
+    def loss():
+        msgs = [ss.fedgc_states(c, p, ts, target) for c, p in zip(clients, cpar, strict=True)]
+        return ss.fedgc_server_window(ss.clients_A(clients), sp.A_hat, msgs, target, True)
+
+    win = loss()
+    mask = ss.off_diagonal(np.ones_like(sp.A_hat), np.zeros((5, 0)), [2, 3], [0, 0])[0]
+    np.testing.assert_allclose(win.grad_A, fd(lambda: loss().L_s, sp.A_hat) * mask, rtol=1e-6,
+                               atol=1e-8)
+    for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
+        gth = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s)[0]
+        np.testing.assert_allclose(gth, fd(lambda: loss().L_s, p.theta), rtol=1e-6, atol=1e-8)
+    assert (target == "innovation") == all(not g.any() for g in win.g_tilde)
+
+
+def test_fedcf_differenced_gradients_match_finite_differences():
+    _, clients = small_clients()
+    rng = np.random.default_rng(8)
+    cpar, sp = random_params(clients, rng, 2)
+    ts = np.arange(1, 40)
+    s = ss.FedCFSettings(xi=2.0, difference=True)
+
+    def loss():
+        msgs = [ss.client_states(c, p, ts, s) for c, p in zip(clients, cpar, strict=True)]
+        return ss.server_window(ss.clients_A(clients), ss.clients_B(clients), sp, msgs, s.xi,
+                                True)
+
+    win = loss()
+    P, U = [2, 3], [2, 2]
+    mA, mB = ss.off_diagonal(np.ones_like(sp.A_hat), np.ones_like(sp.B_hat), P, U)
+    np.testing.assert_allclose(win.grad_A, fd(lambda: loss().L_s, sp.A_hat) * mA, rtol=1e-6,
+                               atol=1e-8)
+    np.testing.assert_allclose(win.grad_B, fd(lambda: loss().L_s, sp.B_hat) * mB, rtol=1e-6,
+                               atol=1e-8)
+    for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
+        gth, gph = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s)
+        np.testing.assert_allclose(gth, fd(lambda: loss().L_s, p.theta), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(gph, 0.0, atol=1e-10)  # a constant phi is differenced out
+        np.testing.assert_allclose(fd(lambda: loss().L_s, p.phi), 0.0, atol=1e-8)
+
+
+def test_differenced_loss_ignores_a_shift_within_the_window():
+    """A constant added to one client's target in a window changes the paper's loss and its
+    A_hat gradient, not the differenced ones (what removes unknown mean shifts)."""
+    _, clients = small_clients(U=0)
+    rng = np.random.default_rng(9)
+    cpar, sp = random_params(clients, rng, 0)
+    ts = np.arange(1, 40)
+    A = ss.clients_A(clients)
+    msgs = [ss.fedgc_states(c, p, ts, "innovation") for c, p in zip(clients, cpar, strict=True)]
+    shifted = [[msgs[0][0] + np.array([2.0, -1.2]), msgs[0][1]], msgs[1]]
+    for diff in (False, True):
+        a, b = (ss.fedgc_server_window(A, sp.A_hat, m, "innovation", diff) for m in (msgs, shifted))
+        if diff:
+            assert a.L_s == pytest.approx(b.L_s, rel=1e-12)
+            np.testing.assert_allclose(a.grad_A, b.grad_A, atol=1e-12)
+        else:
+            assert abs(a.L_s - b.L_s) > 1.0 and np.abs(a.grad_A - b.grad_A).max() > 0.05
 
 
 def test_kalman_filter_is_the_oracle_without_coupling_and_nothing_is_learned():
@@ -296,7 +381,7 @@ def test_innovation_target_recovers_b_where_the_literal_server_cannot():
 
 
 def test_fedgc_shifts_are_client_0s_known_input():
-    rc = merged_config({"seed": 2, "ss-t": 300})
+    rc = merged_config({"seed": 2, "ss-t": 300, "ss-shift-known": True})
     sys, clients = all_clients(rc)
     from fedcausal_flwr.data.statespace import shift_series
 
@@ -304,8 +389,8 @@ def test_fedgc_shifts_are_client_0s_known_input():
     assert np.abs(b).max() > 0 and np.abs(b[:, 2:]).max() == 0
     np.testing.assert_array_equal(clients[0].u[:-1] @ clients[0].B.T, b[1:, :2])
     assert clients[1].u.shape[1] == 0
-    _, unknown = all_clients({**rc, "ss-shift-known": False})
-    assert unknown[0].u.shape[1] == 0
+    _, unknown = all_clients(merged_config({"seed": 2, "ss-t": 300}))  # the default: the
+    assert unknown[0].u.shape[1] == 0  # paper's setting, no filter models the shifts
     _, cf = all_clients(merged_config({"seed": 2, "ss-t": 300, "ss-shift-scale": 1.0}, "fedcf"))
     assert cf[0].u.shape[1] == cf[1].u.shape[1] == 2
 
@@ -333,3 +418,23 @@ def test_reference_stops_after_num_rounds():
     full, cut = ss.reference(clients, s), ss.reference(clients, s, num_rounds=4)
     assert len(full.history) == 12 and len(cut.history) == 4
     assert cut.history == full.history[:4]
+
+
+def test_fedgc_default_learns_with_shifts_no_filter_models():
+    """Issue 13: the paper's setting (mean shifts on client 0 that no Kalman filter models).
+    The default (innovation target, differenced loss) recovers A_21 and keeps A_12 ~ 0; the
+    paper's levels loss explains client 0's shift by client 1's states (||A_12|| ~ 2 here)."""
+    rc = merged_config({"seed": 111, "ss-t": 4000, "ss-shift-known": False})
+    sys, clients = all_clients(rc)
+    assert all(c.u.shape[1] == 0 for c in clients)  # nobody knows the shifts
+
+    def errors(s):
+        A = ss.reference(clients, s).server.A_hat
+        return (ss.block_error(A, sys.A, sys.P, sys.P, 1, 0),
+                ss.block_error(A, 0 * A, sys.P, sys.P, 0, 1))
+
+    default = ss.FedGCSettings.from_run_config(rc)
+    err21, norm12 = errors(default)
+    assert err21 < 0.12 and norm12 < 0.1
+    paper = errors(replace(default, target="predicted", difference=False))
+    assert paper[1] > 0.5

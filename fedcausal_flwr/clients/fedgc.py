@@ -95,7 +95,7 @@ class FedGCClient(CausalClient):
     def states(self, par: ss.ClientParams, ts: np.ndarray, s: StateSpaceSettings
                ) -> list[np.ndarray]:
         """What the server model needs of window ``ts`` (eq 15)."""
-        return ss.fedgc_states(self.data, par, ts)
+        return ss.fedgc_states(self.data, par, ts, s.target)
 
     # ---- phases ----------------------------------------------------------------------------
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,43 @@ def offsets(sizes: Sequence[int]) -> np.ndarray:
     return np.cumsum((0, *sizes))
 
 
+def time_difference(X: np.ndarray) -> np.ndarray:
+    """``x^t - x^{t-1}`` of a window's rows (``W x k`` -> ``(W - 1) x k``).
+
+    Departure from both papers (FedGC eq 15, FedCF eq 13 are losses on levels): with
+    ``difference`` the server's residuals are differenced in time before they are squared.
+    An unknown mean shift ``b^t`` on client m's states (spec fedgc.md 7.5: "the KFs do not
+    model b") sits in client m's residual as ``b^t``; it is piecewise constant, so its
+    difference vanishes except at its few jumps, while ``A_mn`` still maps the differenced
+    states of client n to the differenced residual of client m. On levels, ``b^t`` is
+    explained by the other clients' states, which follow it through ``A_nm`` (spurious
+    ``A_mn``). Unknown shifts need no model and no estimate, and nothing new is sent.
+    """
+    return X[1:] - X[:-1]
+
+
+def time_difference_adjoint(E: np.ndarray) -> np.ndarray:
+    """``Delta^T E`` (``(W - 1) x k`` -> ``W x k``): the chain rule through
+    :func:`time_difference`, so ``d ||Delta R||^2 / dR = 2 Delta^T Delta R``."""
+    G = np.zeros((E.shape[0] + 1, E.shape[1]))
+    G[1:] += E
+    G[:-1] -= E
+    return G
+
+
+def differenced(R: np.ndarray, difference: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(residual as squared, its gradient direction, n)`` of a window's residual rows ``R``.
+
+    Levels: ``(R, R, W)``. Differenced: ``(Delta R, Delta^T Delta R, W - 1)``, so that the
+    window's loss is ``||first||^2 / n`` and its gradient w.r.t. ``R`` is ``2 second / n``
+    (a window of one row contributes nothing).
+    """
+    if not difference:
+        return R, R, R.shape[0]
+    E = time_difference(R)
+    return E, time_difference_adjoint(E), max(E.shape[0], 1)
+
+
 def spectral_radius(A: np.ndarray) -> float:
     """max |eig(A)| (0 for an empty matrix)."""
     return float(np.max(np.abs(np.linalg.eigvals(A)))) if A.size else 0.0
@@ -127,8 +164,8 @@ TARGETS = ("predicted", "refined", "innovation")
 # The client's share of the settings: what the server sends with every window
 # (:meth:`StateSpaceSettings.client_config`), so a client never rebuilds them on its own.
 CLIENT_FIELDS = ("lr_client", "eta1", "eta2", "lambda_l", "xi", "learn_phi", "target",
-                 "alg1_literal", "dp", "dp_epsilon", "dp_delta", "dp_clip_msg", "seed",
-                 "init_std")
+                 "alg1_literal", "difference", "dp", "dp_epsilon", "dp_delta", "dp_clip_msg",
+                 "seed", "init_std")
 
 
 @dataclass(frozen=True)
@@ -149,13 +186,18 @@ class StateSpaceSettings(RunSettings):
     ``dp_clip_grad``, each with Gaussian noise for (``dp_epsilon``, ``dp_delta``) per release
     (see :mod:`fedcausal_flwr.privacy`); noise is seeded by ``seed``, client and window.
     ``xi``, ``learn_phi``, ``target``, ``alg1_literal``, ``init_std``: FedCF's (see
-    :class:`FedCFSettings`); FedGC fixes them (no penalty weight, no ``phi``, the predicted
-    state, the zero start of the FedGC paper).
+    :class:`FedCFSettings`); FedGC fixes all but ``target`` (no penalty weight, no ``phi``,
+    the zero start of the FedGC paper; see :class:`FedGCSettings` for its target).
+    ``difference``: the server fits its model to first differences in time of its residuals
+    within each window (:func:`time_difference`), which removes unknown piecewise-constant
+    mean shifts ``b^t`` of any client's states; ``False`` is the papers' loss on levels.
+    It needs ``window >= 2`` (a window of one step has no difference). FedGC's default, keyed
+    ``ss-difference``; FedCF keeps levels (no key; see :class:`FedCFSettings`).
     """
 
     window: int = setting(1000, "ss-window", ge=1)
     epochs: int = setting(30, "ss-epochs", ge=1)
-    lr_server: float = setting(1.5, "ss-lr-server", ge=0)
+    lr_server: float = setting(0.3, "ss-lr-server", ge=0)
     lr_client: float = setting(1.5, "ss-lr-client", ge=0)
     eta1: float = setting(1.0, "ss-eta1", ge=0)
     eta2: float = setting(1.0, "ss-eta2", ge=0)
@@ -165,6 +207,7 @@ class StateSpaceSettings(RunSettings):
     learn_phi: bool = setting(False)
     target: str = setting("predicted", choices=TARGETS)
     alg1_literal: bool = setting(False)
+    difference: bool = setting(False)
     dp: bool = setting(False, "ss-dp")
     dp_epsilon: float = setting(0.5, "ss-dp-epsilon", gt=0)
     dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1)
@@ -172,6 +215,13 @@ class StateSpaceSettings(RunSettings):
     dp_clip_grad: float = setting(1.0, "ss-dp-clip-grad", gt=0)
     seed: int = setting(0, "seed", ge=0)
     init_std: float = setting(0.0, ge=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.difference and self.window < 2:
+            raise ValueError(f"run config 'ss-difference' = true needs 'ss-window' >= 2 (got "
+                             f"{self.window}): a window of one step has no time difference; "
+                             "set ss-difference = false for the online schedule W = 1")
 
     def client_config(self) -> dict[str, Any]:
         """The client's share (:data:`CLIENT_FIELDS`), as the server sends it each window."""
@@ -189,13 +239,23 @@ class StateSpaceSettings(RunSettings):
 
 @dataclass(frozen=True)
 class FedGCSettings(StateSpaceSettings):
-    """FedGC (Mohanty et al.), with the App's defaults: W = 1000, 30 epochs, lr 1.5 / 1.5.
+    """FedGC (Mohanty et al.), with the App's defaults: W = 1000, 30 epochs, lr 0.3 (server) / 1.5.
 
-    FedGC's server loss is the penalty ``||D_m||^2`` alone (eqs 15-16), clients learn only
-    ``theta_m`` from a zero start, and the server target is the predicted state: ``xi``,
-    ``learn_phi``, ``target``, ``alg1_literal`` and ``init_std`` keep their fixed values and
-    have no run-config key.
+    FedGC's server loss is the penalty ``||D_m||^2`` alone (eqs 15-16) and clients learn only
+    ``theta_m`` from a zero start: ``xi``, ``learn_phi``, ``alg1_literal`` and ``init_std`` keep
+    their fixed values and have no run-config key.
+
+    The default learns with mean shifts that no filter models (the paper's setting): the
+    server target is ``"innovation"`` (``ss-gc-target``: client m's measured state
+    ``C_mm^+ y^t`` instead of eq 15's augmented prediction ``A_mm hhat_a^{t-1}``) and the
+    loss is on time differences (``ss-difference``); see :func:`fedgc_server_window` and
+    :func:`time_difference`. ``ss-gc-target = "predicted"`` with ``ss-difference = false``
+    is the paper's algorithm (eqs 15, 16, 22, 24), which learns only when client m's shifts
+    are known to its filter (data key ``ss-shift-known``).
     """
+
+    target: str = setting("innovation", "ss-gc-target", choices=("predicted", "innovation"))
+    difference: bool = setting(True, "ss-difference")
 
 
 @dataclass(frozen=True)
@@ -210,6 +270,11 @@ class FedCFSettings(StateSpaceSettings):
     innovation, ``h_a^t + C^+ (y^t - C h_a^t) = C^+ y^t``: unbiased for ``h^t``, so
     ``B_hat_mn`` is unbiased for i.i.d. inputs; see :func:`client_states`).
     ``alg1_literal`` drops ``g~`` from the client step, as Algorithm 1 is printed.
+    ``difference`` stays ``False`` (no key): differenced, ``u_n^{t-2}`` in the regressor
+    ``Delta u_n^{t-1}`` meets client m's filter error at ``t - 1``, which carries
+    ``B_mn u_n^{t-2}``, and biases ``B_hat_mn`` (CF_y 0.39 instead of 0.03 on development
+    seeds 100-109 with the innovation target); unknown shifts barely move FedCF's levels
+    loss there (its inputs and noise dominate).
     ``cf_client``, ``cf_source``, ``cf_delta``: the counterfactual query answered after
     training, "what would ``y_m`` (m = ``cf_client``) change by if client n = ``cf_source``
     changed its input by ``delta_u``" with ``cf_delta`` comma-separated floats (empty: none).
@@ -362,7 +427,15 @@ def client_step(c: ClientData, par: ClientParams, ts: np.ndarray, g: np.ndarray,
     Y = c.y[ts - 1] if s.target != "refined" else np.vstack([c.y[ts - 1], c.y[ts]])
     sy = np.linalg.norm(Y, 2) ** 2 / len(ts)
     CA, A = np.linalg.norm(c.C @ c.A, 2) ** 2, max(np.linalg.norm(c.A, 2) ** 2, 1.0)
-    curv = max(par.curv, 2.0 * sy * (s.eta1 * CA + s.eta2 * (1.0 + s.xi) * A))
+    if s.difference:  # local loss on levels, server loss on differenced rows
+        Ys = [c.y[ts - 1]] if s.target != "refined" else [c.y[ts - 1], c.y[ts]]
+        dY = np.vstack([time_difference(Yk) for Yk in Ys])
+        sd = np.linalg.norm(dY, 2) ** 2 / (len(ts) - 1) if dY.size else 0.0
+        bound = 2.0 * (s.eta1 * CA * np.linalg.norm(c.y[ts - 1], 2) ** 2 / len(ts)
+                       + s.eta2 * (1.0 + s.xi) * A * sd)
+    else:
+        bound = 2.0 * sy * (s.eta1 * CA + s.eta2 * (1.0 + s.xi) * A)
+    curv = max(par.curv, bound)
     L = curv + 2.0 * s.lambda_l + 1e-12
     theta = par.theta - (s.lr_client / L) * (s.eta1 * gth_a + s.eta2 * gth_s
                                              + 2.0 * s.lambda_l * par.theta)
@@ -388,58 +461,73 @@ class ServerWindow:
 
 
 def server_window(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarray],
-                  par: ServerParams, msgs: Sequence[Sequence[np.ndarray]], xi: float
-                  ) -> ServerWindow:
+                  par: ServerParams, msgs: Sequence[Sequence[np.ndarray]], xi: float,
+                  difference: bool = False) -> ServerWindow:
     """FedCF server model (eqs 11-16) on one window; ``msgs[m]`` from :func:`client_states`.
 
     ``h_s = A_mm hc + sum_n A_mn hc_n + B_mm u + sum_n B_mn u_n``, ``r_s = h_s - target``,
-    ``D_m = A_mm (ha - hc) - sum_n A_mn hc_n``, ``L_s = mean_t sum_m ||r_s||^2 + xi ||D_m||^2``.
+    ``D_m = A_mm (ha - hc) - sum_n A_mn hc_n``, ``L_s = mean_t sum_m ||r_s||^2 + xi ||D_m||^2``;
+    with ``difference`` the means are over ``||Delta r_s||^2 + xi ||Delta D_m||^2``
+    (:func:`time_difference`; not in the paper), which ``phi_m`` does not enter.
     """
     P = [a.shape[0] for a in A_diag]
     U = [b.shape[1] for b in B_diag]
     pa = offsets(P)
     HC = np.hstack([m[2] for m in msgs])
     UU = np.hstack([m[3] for m in msgs])
-    W = HC.shape[0]
     X = HC @ par.A_hat.T  # x_m for all m (the diagonal blocks of A_hat are zero)
     Bu = UU @ par.B_hat.T
-    g, gt, R, Dm = [], [], [], []
-    res = pen = 0.0
+    R, Dm = [], []
     for m, (target, ha, hc, u) in enumerate(msgs):
         sl = slice(pa[m], pa[m + 1])
-        hs = hc @ A_diag[m].T + X[:, sl] + u @ B_diag[m].T + Bu[:, sl]
-        r = hs - target
-        D = (ha - hc) @ A_diag[m].T - X[:, sl]
-        res += float(np.sum(r * r)) / W
-        pen += float(np.sum(D * D)) / W
-        g.append((-2.0 / W) * r)
-        gt.append((2.0 * xi / W) * D @ A_diag[m])
-        R.append(r)
-        Dm.append(D)
-    R, Dm = np.hstack(R), np.hstack(Dm)
-    grad_A = (2.0 / W) * (R - xi * Dm).T @ HC
-    grad_B = (2.0 / W) * R.T @ UU
+        R.append(hc @ A_diag[m].T + X[:, sl] + u @ B_diag[m].T + Bu[:, sl] - target)
+        Dm.append((ha - hc) @ A_diag[m].T - X[:, sl])
+    (Re, GR, n), (De, GD, _) = (differenced(np.hstack(Z), difference) for Z in (R, Dm))
+    res, pen = float(np.sum(Re * Re)) / n, float(np.sum(De * De)) / n
+    g = [(-2.0 / n) * GR[:, pa[m]:pa[m + 1]] for m in range(len(P))]
+    gt = [(2.0 * xi / n) * GD[:, pa[m]:pa[m + 1]] @ A_diag[m] for m in range(len(P))]
+    grad_A = (2.0 / n) * (GR - xi * GD).T @ HC
+    grad_B = (2.0 / n) * GR.T @ UU
     grad_A, grad_B = off_diagonal(grad_A, grad_B, P, U)
     return ServerWindow(res + xi * pen, pen, res, g, gt, grad_A, grad_B)
 
 
 def fedgc_server_window(A_diag: Sequence[np.ndarray], A_hat: np.ndarray,
-                        msgs: Sequence[Sequence[np.ndarray]]) -> ServerWindow:
-    """FedGC server (eqs 15, 16, 22) on one window; ``msgs[m] = [hhat_a^{t-1}, hhat_c^{t-1}]``.
+                        msgs: Sequence[Sequence[np.ndarray]], target: str = "predicted",
+                        difference: bool = False) -> ServerWindow:
+    """FedGC server (eqs 15, 16, 22) on one window; ``msgs[m]`` from :func:`fedgc_states`.
 
+    ``target="predicted"`` (the paper): ``msgs[m] = [hhat_a^{t-1}, hhat_c^{t-1}]``,
     ``D_m = A_mm (ha - hc) - sum_n A_mn hc_n``, ``L_s = mean_t sum_m ||D_m||^2``,
     ``g_m = 2 A_mm^T D_m`` (w.r.t. ``hhat_a^{t-1}``), ``grad A_mn = -2 D_m hc_n^T``.
+
+    ``target="innovation"`` (not in the paper; FedCF's innovation target with ``B = 0``,
+    ``phi = 0``, ``xi = 0``): ``msgs[m] = [C_mm^+ y_m^t, hhat_c^{t-1}]``,
+    ``D_m = C^+ y^t - A_mm hc - sum_n A_mn hc_n``: what client m's own model leaves of its
+    measured state, regressed on the others' states (eq 15 with the measured instead of the
+    augmented state). It depends on no ``theta``, so ``g_m = 0`` and ``theta_m`` learns from
+    its local loss alone (eq 20). Eq 15's target ``A_mm theta_m y^{t-1}`` is client m's
+    prediction of that drive from its own past, whose only cross-client content is the
+    persistent part; differenced, that part is gone (see :func:`time_difference`).
+
+    ``difference``: ``L_s = mean_t sum_m ||Delta D_m||^2`` (:func:`time_difference`).
     """
     P = [a.shape[0] for a in A_diag]
     pa = offsets(P)
     HC = np.hstack([m[1] for m in msgs])
-    W = HC.shape[0]
     X = HC @ A_hat.T
-    D = np.hstack([(ha - hc) @ A_diag[m].T - X[:, pa[m]:pa[m + 1]]
-                   for m, (ha, hc) in enumerate(msgs)])
-    g = [(2.0 / W) * D[:, pa[m]:pa[m + 1]] @ A_diag[m] for m in range(len(P))]
-    grad_A = off_diagonal((-2.0 / W) * D.T @ HC, np.zeros((pa[-1], 0)), P, [0] * len(P))[0]
-    L = float(np.sum(D * D)) / W
+    if target == "innovation":
+        D = np.hstack([z - hc @ A_diag[m].T - X[:, pa[m]:pa[m + 1]]
+                       for m, (z, hc) in enumerate(msgs)])
+    else:
+        D = np.hstack([(ha - hc) @ A_diag[m].T - X[:, pa[m]:pa[m + 1]]
+                       for m, (ha, hc) in enumerate(msgs)])
+    De, GD, n = differenced(D, difference)
+    g = [(2.0 / n) * GD[:, pa[m]:pa[m + 1]] @ A_diag[m] for m in range(len(P))]
+    if target == "innovation":
+        g = [np.zeros_like(x) for x in g]
+    grad_A = off_diagonal((-2.0 / n) * GD.T @ HC, np.zeros((pa[-1], 0)), P, [0] * len(P))[0]
+    L = float(np.sum(De * De)) / n
     return ServerWindow(L, L, L, [np.zeros_like(x) for x in g], g, grad_A,
                         np.zeros((pa[-1], 0)))
 
@@ -448,17 +536,22 @@ def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np
                 s: StateSpaceSettings, hc_index: int = 2, u_index: int = 3) -> ServerParams:
     """``A_hat -= lr / L_A (grad + 2 lambda_g A_hat)``; likewise ``B_hat`` (eqs 3, 14-15).
 
-    ``L_A``, ``L_B``: running maxima of the windows' curvature bounds, plus the ridge.
+    ``L_A``, ``L_B``: running maxima of the windows' curvature bounds, plus the ridge (on the
+    differenced states and inputs with ``s.difference``).
     """
+    def curvature(Z: np.ndarray) -> float:
+        if s.difference:
+            Z = time_difference(Z)
+        return np.linalg.norm(Z, 2) ** 2 / max(Z.shape[0], 1) if Z.size else 0.0
+
     HC = np.hstack([m[hc_index] for m in msgs])
-    W = HC.shape[0]
-    cA = max(par.curv_A, 2.0 * max(1.0 + s.xi, 1.0) * np.linalg.norm(HC, 2) ** 2 / W)
+    cA = max(par.curv_A, 2.0 * max(1.0 + s.xi, 1.0) * curvature(HC))
     A = par.A_hat - (s.lr_server / (cA + 2 * s.lambda_g + 1e-12)) * (
         win.grad_A + 2 * s.lambda_g * par.A_hat)
     B, cB = par.B_hat, par.curv_B
     if B.size:
         UU = np.hstack([m[u_index] for m in msgs])
-        cB = max(cB, 2.0 * np.linalg.norm(UU, 2) ** 2 / W)
+        cB = max(cB, 2.0 * curvature(UU))
         B = B - (s.lr_server / (cB + 2 * s.lambda_g + 1e-12)) * (win.grad_B + 2 * s.lambda_g * B)
     return ServerParams(A, B, cA, cB)
 
@@ -469,7 +562,7 @@ def fedgc_server_update(A_diag: Sequence[np.ndarray], spar: ServerParams,
                         ) -> tuple[ServerWindow, ServerParams]:
     """FedGC's server on one window: :func:`fedgc_server_window`, then the ``A_hat`` step
     (eq 3) with the penalty's curvature alone (FedGC has no ``xi``)."""
-    win = fedgc_server_window(A_diag, spar.A_hat, msgs)
+    win = fedgc_server_window(A_diag, spar.A_hat, msgs, s.target, s.difference)
     return win, server_step(spar, win, msgs, replace(s, xi=0.0), hc_index=1)
 
 
@@ -478,13 +571,18 @@ def fedcf_server_update(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarra
                         s: StateSpaceSettings) -> tuple[ServerWindow, ServerParams]:
     """FedCF's server on one window: :func:`server_window`, then the ``A_hat, B_hat`` steps
     (eqs 14-15)."""
-    win = server_window(A_diag, B_diag, spar, msgs, s.xi)
+    win = server_window(A_diag, B_diag, spar, msgs, s.xi, s.difference)
     return win, server_step(spar, win, msgs, s)
 
 
-def fedgc_states(c: ClientData, par: ClientParams, ts: np.ndarray) -> list[np.ndarray]:
-    """What FedGC's server model needs of client m (eq 15): ``[hhat_a^{t-1}, hhat_c^{t-1}]``,
-    the middle two of :func:`client_states`."""
+def fedgc_states(c: ClientData, par: ClientParams, ts: np.ndarray,
+                 target: str = "predicted") -> list[np.ndarray]:
+    """What FedGC's server model needs of client m: ``[hhat_a^{t-1}, hhat_c^{t-1}]`` (eq 15,
+    ``target="predicted"``; the middle two of :func:`client_states`) or
+    ``[C_mm^+ y^t, hhat_c^{t-1}]`` (``"innovation"``, see :func:`fedgc_server_window`).
+    Either way two ``W x P`` state arrays (``C_mm`` and ``y`` stay with the client)."""
+    if target == "innovation":
+        return [c.y[ts] @ np.linalg.pinv(c.C).T, c.hc[ts - 1]]
     return [c.hc[ts - 1] + c.y[ts - 1] @ par.theta.T, c.hc[ts - 1]]
 
 
@@ -524,7 +622,8 @@ def exchange_step(clients: Sequence[ClientData], cpar: Sequence[ClientParams],
         win, sp = fedcf_server_update(clients_A(clients), clients_B(clients), spar, sent, s)
         grads = [private([win.g[m], win.g_tilde[m]], s, 2, m, k) for m in range(len(pairs))]
     else:
-        sent = [private(fedgc_states(c, p, ts), s, 1, m, k) for m, (c, p) in enumerate(pairs)]
+        sent = [private(fedgc_states(c, p, ts, s.target), s, 1, m, k)
+                for m, (c, p) in enumerate(pairs)]
         win, sp = fedgc_server_update(clients_A(clients), spar, sent, s)
         grads = [[np.zeros_like(win.g_tilde[m]), *private([win.g_tilde[m]], s, 2, m, k)]
                  for m in range(len(pairs))]

@@ -61,7 +61,7 @@ class FedGCData(Settings):
     input_ar: float = setting(0.0, "ss-input-ar", gt=-1, lt=1)
     system_seed: int = setting(-1, "ss-system-seed", ge=-1)
     shift_cycle: bool = setting(True, "ss-shift-cycle")
-    shift_known: bool = setting(True, "ss-shift-known")
+    shift_known: bool = setting(False, "ss-shift-known")
     data: str = setting("synthetic", "ss-data", choices=("synthetic", "netsim", "plant-csv",
                                                                 "node"))
     data_path: str = setting("", "ss-data-path")
