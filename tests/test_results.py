@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from fedcausal_flwr.launch import parse_run_config, run_config_arg
 from fedcausal_flwr.results import RunResult, load_result
@@ -33,3 +34,21 @@ def test_run_config_argument_round_trips(tmp_path):
     assert parse_run_config(run_config_arg(cfg)) == cfg
     out = parse_run_config(run_config_arg({"outputs": "rel/dir"}))["outputs"]
     assert out.startswith("/") and out.endswith("rel/dir")
+
+
+@pytest.mark.parametrize("algorithm", ["fdbnl", "fedgc", "fediv", "vfedcd"])
+def test_a_run_counts_its_round_trips(algorithm):
+    """``timing["exchanges"]``: every train exchange after discovery (one message per node
+    each, in the in-process grid), and per round in the history: what a deployment pays for."""
+    from fedcausal_flwr.app import glue
+    from fedcausal_flwr.client_app import app
+    from fedcausal_flwr.testing import SMALL, InProcessGrid
+
+    rc, k = SMALL[algorithm]
+    grid = InProcessGrid(app, k, rc)
+    result = glue(algorithm).strategy(algorithm, rc).start(grid=grid)
+    train = [m for m in grid.sent if m.metadata.message_type.startswith("train.")]
+    assert result.status == "completed"
+    assert result.timing["exchanges"] == len(train) // k > 0
+    assert sum(h["exchanges"] for h in result.history) <= result.timing["exchanges"]
+    assert all(h["exchanges"] >= 1 for h in result.history)

@@ -172,6 +172,7 @@ class CausalStrategy(Strategy):
     def _reset(self) -> None:
         self._round = 0
         self._bytes = {"up": 0, "down": 0}
+        self._exchanges = {"round": 0, "total": 0}  # round trips: a deployment's unit of cost
         self._dropped: list[str] = []
         self._accepted = 0
         self._took_part: set[int] = set()  # client ids with at least one valid reply
@@ -571,6 +572,8 @@ class CausalStrategy(Strategy):
         :attr:`reply_metrics`.
         """
         need = self.min_nodes if need is None else int(need)
+        self._exchanges["round"] += 1
+        self._exchanges["total"] += 1
         contents = {}
         for cid, (arrays, cfg) in payloads.items():
             self._bytes["down"] += array_bytes(arrays)
@@ -641,6 +644,7 @@ class CausalStrategy(Strategy):
         """Start a round: its number, byte counters, timer, drop count."""
         self._round += 1
         self._bytes = {"up": 0, "down": 0}
+        self._exchanges["round"] = 0
         self._t_round, self._n_dropped = time.time(), len(self._dropped)
         return {"round": self._round}
 
@@ -649,7 +653,8 @@ class CausalStrategy(Strategy):
         rec.setdefault("round", self._round)
         rec.update({"n_clients": self._accepted,
                     "dropped": len(self._dropped) - self._n_dropped,
-                    "bytes_up": self._bytes["up"], "bytes_down": self._bytes["down"]})
+                    "bytes_up": self._bytes["up"], "bytes_down": self._bytes["down"],
+                    "exchanges": self._exchanges["round"]})
         if self.evaluate_fn is not None:
             ev = self.evaluate_fn(self.round_estimates(), sorted(self.nodes))
             rec.update(ev)
@@ -764,7 +769,8 @@ class CausalStrategy(Strategy):
         result.metrics.update({"rounds": self._round, "clients": len(self._took_part),
                                "clients_discovered": len(self.nodes),
                                "dropped": list(self._dropped)})
-        result.timing = {"wall_s": time.time() - t0, "rounds": self._round}
+        result.timing = {"wall_s": time.time() - t0, "rounds": self._round,
+                         "exchanges": self._exchanges["total"]}
 
     def _final_checkpoint(self, result: RunResult) -> None:
         """Checkpoint the final status (a failing checkpoint never masks the outcome)."""
