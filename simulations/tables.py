@@ -172,6 +172,21 @@ def fdbnl_varying_k() -> str:
     return markdown(["method", "TPR(W) paper", "TPR(W) ours", "SHD(W)", "FDR(W)"], rows)
 
 
+def fdbnl_solver_cost() -> str:
+    """FDBNL server-step solvers (issue 12): CPU s, evaluations, SHD per K, vs the official code."""
+    r = read_results("fdbnl_solver_cost")
+    rows = []
+    for v in r["summary"].values():
+        profile, _, solver = v["who"].rpartition("/")
+        ratio = v.get("cpu_ratio_official")
+        rows.append([v["K"], profile or "-", solver, v["seeds"], fmt(*v["cpu_s"]),
+                     fmt(v["cpu_s_per_round"][0], digits=4), fmt(v["nfev_per_round"][0], digits=0),
+                     fmt(v["rounds"][0], digits=1), fmt(*v["shd_w"], 1), fmt(*v["shd_a"], 1),
+                     "-" if ratio is None else fmt(*ratio)])
+    return markdown(["K", "settings", "solver", "seeds", "CPU s", "CPU s/round", "evals/round",
+                     "rounds", "SHD(W)", "SHD(A)", "CPU / official (per seed)"], rows)
+
+
 def benchmark_flower_overhead() -> str:
     """Flower overhead of FDBNL: reference loop vs ``flwr run``, per K and round count."""
     r = read_results("benchmark_flower_overhead")
@@ -511,8 +526,8 @@ def reliability() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
-    fdbnl_varying_d, fdbnl_varying_k, benchmark_flower_overhead, fedgc_default, fedgc_settings,
-    fedcf_default, fedcf_default_shifts,
+    fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, benchmark_flower_overhead,
+    fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts,
     fediv_table1, vfedcd_table1, vfedcd_table3_slow, reliability)}
 
 
