@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness import Clock, finish, log, parser, table
+from harness import Clock, finish, log, parser, table, write_results
 
 from fedcausal_flwr import launch
 from fedcausal_flwr.app import glue
@@ -137,12 +137,18 @@ def per_exchange(result: dict[str, Any]) -> tuple[float, int]:
     return (secs / ex if ex else float("nan")), ex
 
 
+def flat(x: Any) -> np.ndarray:
+    """An estimate (an array, or a list of arrays such as FedIV's parameters) as one vector."""
+    if isinstance(x, (list, tuple)) and x and not np.isscalar(x[0]):
+        return np.concatenate([flat(v) for v in x]) if x else np.zeros(0)
+    return np.asarray(x, dtype=float).ravel()
+
+
 def largest_difference(a: dict[str, Any], b: RunResult) -> float:
     """max |a - b| over the estimates both hold (nan when none)."""
     keys = set(a["estimates"]) & set(b.estimates)
-    diffs = [np.max(np.abs(np.asarray(a["estimates"][k], dtype=float)
-                           - np.asarray(b.estimates[k], dtype=float)))
-             for k in keys if np.size(b.estimates[k])]
+    diffs = [np.max(np.abs(flat(a["estimates"][k]) - flat(b.estimates[k])))
+             for k in keys if flat(b.estimates[k]).size]
     return float(max(diffs)) if diffs else float("nan")
 
 
@@ -239,6 +245,8 @@ def main() -> None:
                 rec["full"] = full_default(alg)
                 log(f"{alg} full default in process: {rec['full']}")
             out[alg] = rec
+            write_results("deployment_cost", {"partial": True, "floor": floor,
+                                              "algorithms": out}, args.out)
             full = rec.get("full", {})
             dep = rec["deploy"]
             proj = (full["exchanges"] * dep["s_per_exchange"] + dep["startup_s"]) if full \
