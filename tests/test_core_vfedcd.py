@@ -208,3 +208,15 @@ def test_parties_take_every_shared_setting_from_the_server():
     assert {k: v for k, v in party.run_config().items() if k in sent} == sent
     with pytest.raises(ValueError, match="server sent no 'lr'"):
         V.VFedCDSettings.from_party_config({k: v for k, v in sent.items() if k != "lr"})
+
+
+def test_training_resumed_from_its_state_equals_one_run():
+    # simulations/vfedcd_sachs_settings.py reads the 200- and 400-epoch graphs off a 700-epoch
+    # run: resuming must give exactly what a run of the total length gives.
+    _, xs = small_data(d=4, n=48, seed=2)
+    s = V.VFedCDSettings(he_backend="mock", gamma=0.05, batch=16, seed=1)
+    whole = V.train_reference(xs, s, epochs=4)
+    part = V.train_reference(xs, s, epochs=1)
+    part = V.train_reference(xs, s, epochs=3, state=part)
+    assert np.array_equal(V.graph(whole.F, [2, 2]), V.graph(part.F, [2, 2]))
+    assert (whole.lam2, whole.frozen, whole.step) == (part.lam2, part.frozen, part.step)
