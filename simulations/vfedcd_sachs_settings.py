@@ -16,7 +16,7 @@ Stages (each appends JSON lines to ``--runs``; ``--summary`` then writes
     dev     every ``--configs`` on the development seeds (default 100-104; the top
             ``--confirm`` configs of those also on 105-109)
     eval    the chosen setting on the evaluation seeds 3000-3009 (never used for a choice)
-    sachs   the chosen setting once on Sachs (training seed 0), and the old App defaults beside
+    sachs   the chosen setting once on Sachs (training seed 0), and the App defaults beside
 
 Each run records the weighted graph B at epochs ``SNAPSHOTS`` (training goes on from the same
 state, so a 700-epoch run gives the 200- and 400-epoch graphs too) and scores the DAG at every
@@ -236,7 +236,7 @@ def summary(runs: Path, out: Path | None) -> None:
         if key in old:
             payload["eval_default"] = cell_summary(old[key])
             o = payload["eval_default"]
-            print(f"  old App defaults there: SHD {o['shd'][0]:.1f} ± {o['shd'][1]:.1f}, "
+            print(f"  App defaults there: SHD {o['shd'][0]:.1f} ± {o['shd'][1]:.1f}, "
                   f"F1 {o['f1'][0]:.3f} ± {o['f1'][1]:.3f}, edges {o['nnz'][0]:.1f}")
     sa = {r["config"]: r for r in rows if r["stage"] == "sachs"}
     if best["config"] in sa:
@@ -253,7 +253,7 @@ def summary(runs: Path, out: Path | None) -> None:
         print(f"Sachs (training seed {s['seed']}, evaluated once): SHD {ours['shd']}, "
               f"F1 {ours['f1']:.3f}, edges {ours['nnz']} | paper SHD {PAPER_SACHS_SHD} | "
               f"empty graph SHD {s['empty_shd']}"
-              + (f" | old defaults SHD {s['old_default']['shd']}, F1 "
+              + (f" | App defaults SHD {s['old_default']['shd']}, F1 "
                  f"{s['old_default']['f1']:.3f}, edges {s['old_default']['nnz']}"
                  if "old_default" in s else ""))
     write_results("vfedcd_sachs_settings", payload, out)
