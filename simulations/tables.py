@@ -436,6 +436,59 @@ def vfedcd_table3_slow() -> str:
     return markdown(["mode", "ours SHD", "ours F1", "edges found", "paper SHD / F1 / Corr"], rows)
 
 
+def vfedcd_sachs_dev() -> str:
+    """Issue 13.4 development study (Sachs-shaped synthetic data): each config's best (epochs,
+    tau) on seeds 100-104, the App defaults as they are, and the confirmed configs on 100-109."""
+    r = read_results("vfedcd_sachs_settings")
+
+    def row(stage: str, c: dict) -> list[str]:
+        changes = r["grid"]["configs"][c["config"]]
+        return [stage, f"{c['config']} ({_changes(changes)})", c["epochs"], f"{c['tau']:g}",
+                fmt(*c["f1"], 3), fmt(*c["shd"], 1), fmt(*c["nnz"], 1)]
+
+    rows = [row(f"{seed_range(c['seeds'])}", c) for c in r["dev_stage1_best_per_config"]]
+    rows += [row(f"{seed_range(c['seeds'])}, App default as is", c)
+             for c in r["dev_default_as_is"]]
+    best = {}
+    for c in r["dev_stage2"]:
+        best.setdefault(c["config"], c)
+    rows += [row(f"**{seed_range(c['seeds'])}**" if c == r["chosen"] else
+                 seed_range(c["seeds"]), c) for c in best.values()]
+    return markdown(["dev seeds", "config (changes to the App defaults)", "epochs", "tau",
+                     "F1", "SHD", "edges"], rows)
+
+
+def _changes(changes: dict) -> str:
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                     for k, v in changes.items()) or "none"
+
+
+def vfedcd_sachs() -> str:
+    """Issue 13.4: the chosen setting on evaluation seeds 3000-3009 and once on Sachs, beside
+    the old App defaults, the empty graph and the paper."""
+    r = read_results("vfedcd_sachs_settings")
+    c, ev, sa = r["chosen"], r["eval"], r["sachs"]
+    changes = r["grid"]["configs"][c["config"]]
+    name = f"{_changes(changes)}, {c['epochs']} epochs, tau {c['tau']:g}"
+    rows = [[f"synthetic, Sachs-shaped (eval seeds {seed_range(ev['seeds'])})",
+             f"chosen: {name}", fmt(*ev["shd"], 1), fmt(*ev["f1"], 3), fmt(*ev["nnz"], 1),
+             "-"]]
+    if "eval_default" in r:
+        o = r["eval_default"]
+        rows.append([f"synthetic, Sachs-shaped (eval seeds {seed_range(o['seeds'])})",
+                     "App defaults (700 epochs, tau 0.6)", fmt(*o["shd"], 1),
+                     fmt(*o["f1"], 3), fmt(*o["nnz"], 1), "-"])
+    rows.append([f"Sachs, once (training seed {sa['seed']})", f"**chosen**: {name}",
+                 f"**{sa['chosen']['shd']}**", f"{sa['chosen']['f1']:.3f}",
+                 sa["chosen"]["nnz"], f"{sa['paper_shd']:g}"])
+    if "old_default" in sa:
+        o = sa["old_default"]
+        rows.append([f"Sachs (training seed {sa['seed']})", "App defaults (tau 0.6)",
+                     o["shd"], f"{o['f1']:.3f}", o["nnz"], f"{sa['paper_shd']:g}"])
+    rows.append(["Sachs", "empty graph", sa["empty_shd"], "0.000", 0, ""])
+    return markdown(["data (seeds)", "setting", "SHD", "F1", "edges", "paper SHD"], rows)
+
+
 # ----------------------------------------------------------------------------- headline
 def headline() -> str:
     """RESULTS.md's headline rows of the families beyond FDBNL, from their result files."""
@@ -493,6 +546,14 @@ def headline() -> str:
     rows.append(["VFedCD", f"Sachs SHD (training seeds {seed_range([r['seed'] for r in sachs])})",
                  f"{vf.PAPER['sachs'][0]:g}",
                  f"{vfedcd_mean(sachs)[0]:.1f} ({min(nnz)}-{max(nnz)} edges)"])
+    st = read_results("vfedcd_sachs_settings")
+    ch, sa = st["chosen"], st["sachs"]
+    rows.append(["VFedCD", f"Sachs SHD, setting chosen on Sachs-shaped synthetic data (dev "
+                 f"seeds {seed_range(ch['seeds'])}; {_changes(st['grid']['configs'][ch['config']])}"
+                 f", tau {ch['tau']:g}), run once (training seed {sa['seed']})",
+                 f"{vf.PAPER['sachs'][0]:g}",
+                 f"{sa['chosen']['shd']} ({sa['chosen']['nnz']} edges, F1 "
+                 f"{sa['chosen']['f1']:.3f}; empty graph {sa['empty_shd']})"])
     return markdown(["algorithm", "measure (seeds)", "paper", "ours"], rows)
 
 
@@ -528,7 +589,8 @@ TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
     fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, benchmark_flower_overhead,
     fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts,
-    fediv_table1, vfedcd_table1, vfedcd_table3_slow, reliability)}
+    fediv_table1, vfedcd_table1, vfedcd_table3_slow, vfedcd_sachs_dev, vfedcd_sachs,
+    reliability)}
 
 
 # ----------------------------------------------------------------------------- markdown files

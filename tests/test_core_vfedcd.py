@@ -208,3 +208,40 @@ def test_parties_take_every_shared_setting_from_the_server():
     assert {k: v for k, v in party.run_config().items() if k in sent} == sent
     with pytest.raises(ValueError, match="server sent no 'lr'"):
         V.VFedCDSettings.from_party_config({k: v for k, v in sent.items() if k != "lr"})
+
+
+def test_training_resumed_from_its_state_equals_one_run():
+    # simulations/vfedcd_sachs_settings.py reads the 200- and 400-epoch graphs off a 700-epoch
+    # run: resuming must give exactly what a run of the total length gives.
+    _, xs = small_data(d=4, n=48, seed=2)
+    s = V.VFedCDSettings(he_backend="mock", gamma=0.05, batch=16, seed=1)
+    whole = V.train_reference(xs, s, epochs=4)
+    part = V.train_reference(xs, s, epochs=1)
+    part = V.train_reference(xs, s, epochs=3, state=part)
+    assert np.array_equal(V.graph(whole.F, [2, 2]), V.graph(part.F, [2, 2]))
+    assert (whole.lam2, whole.frozen, whole.step) == (part.lam2, part.frozen, part.step)
+
+
+
+def test_sachs_study_chose_by_its_criterion_from_its_runs():
+    # The committed summary must be what the fixed criterion gives on the committed runs
+    # (highest mean F1 over dev seeds 100-109, ties by SHD; only fully confirmed configs).
+    import json
+    import sys
+    from pathlib import Path
+
+    sim = Path(__file__).parents[1] / "simulations"
+    sys.path.insert(0, str(sim))
+    try:
+        import vfedcd_sachs_settings as study
+        from harness import read_jsonl
+    finally:
+        sys.path.remove(str(sim))
+    summary = json.loads((sim / "results" / "vfedcd_sachs_settings.json").read_text())
+    rows = read_jsonl(study.RUNS)
+    assert {r["seed"] for r in rows if r["stage"] == "eval"}.isdisjoint(study.DEV_SEEDS)
+    best = study.chosen_config(rows)
+    assert {k: best[k] for k in ("config", "epochs", "tau", "seeds")} == \
+        {k: summary["chosen"][k] for k in ("config", "epochs", "tau", "seeds")}
+    assert best["seeds"] == study.DEV_SEEDS and best["nnz"][0] > 0
+    assert sum(r["stage"] == "sachs" and r["config"] == best["config"] for r in rows) == 1
