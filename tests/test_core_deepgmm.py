@@ -227,7 +227,7 @@ def test_data_defaults_live_in_one_place_and_the_app_declares_them():
 
 
 def test_settings_defaults_of_the_stabilised_game():
-    """Issue 13: clipped local gradients by default (0 is the paper's Algorithm 1) and the
+    """Issue 13: f's local gradient clipped by default (0 is the paper's Algorithm 1), and the
     divergence rule's factor; the App declares both (test_app_config)."""
     s = dg.FedIVSettings()
     assert (s.grad_clip, s.diverge_factor) == (2.0, 10.0)
@@ -271,7 +271,7 @@ def test_clipping_keeps_a_tiny_clients_local_game_finite():
         dth, dta, u = dg.local_update(g, f, b, th, ta, dg.FedIVSettings(grad_clip=0.0), [106, 1, 1])
     assert not np.isfinite(u)  # the paper's raw gradients: f overshoots and explodes
     dth, dta, u = dg.local_update(g, f, b, th, ta, dg.FedIVSettings(), [106, 1, 1])
-    assert np.isfinite(u) and dg.peak(dth + dta) < 10  # each step moves at most lr x 2
+    assert np.isfinite(u) and dg.peak(dth + dta) < 10  # f moves at most lr_f x 2 a step
 
 
 def test_divergence_rule():

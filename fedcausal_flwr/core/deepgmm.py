@@ -59,12 +59,13 @@ class FedIVSettings(RunSettings):
     criterion (Lemma 1 on a fixed class). ``device``: where a client trains (``"auto"``: a
     GPU when present).
 
-    ``grad_clip`` (default 2): each player's gradient on a local step is scaled to L2 norm at
-    most ``grad_clip`` (:func:`clip`); ``0`` is Algorithm 1's raw gradients (the paper). Without
-    it, the max player f of a client with a few samples (the Dirichlet split leaves clients of
-    5-50 rows) can overshoot within its R local steps and blow up, and the average carries the
-    blow-up to the global players (2 of 20 dev seeds of the step scenario). ``diverge_factor``:
-    the detection rule of :func:`divergence`; a diverged run stops and says so.
+    ``grad_clip`` (default 2): the max player's (f's) gradient on a local step is scaled to L2
+    norm at most ``grad_clip`` (:func:`clip`); ``0`` is Algorithm 1's raw gradients (the
+    paper). Without it, f can overshoot within its R local steps and blow up: on a client with
+    a few rows (the Dirichlet split leaves clients of 5-50) in round 1, or later in a run; the
+    average carries the blow-up to the global players (2 of 20 dev seeds of the step
+    scenario). ``diverge_factor``: the detection rule of :func:`divergence`; a diverged run
+    stops and says so.
     """
 
     lr_g: float = setting(0.02, "iv-lr-g", gt=0)
@@ -76,8 +77,8 @@ class FedIVSettings(RunSettings):
     momentum: float = setting(0.9, "iv-momentum", ge=0, lt=1)
     grad_clip: float = setting(
         2.0, "iv-grad-clip", ge=0,
-        doc="each player's local gradient is scaled to L2 norm at most this before its step "
-            "(0: Algorithm 1's raw gradients, the paper)")
+        doc="the max player's (f's) local gradient is scaled to L2 norm at most this before "
+            "its step (0: Algorithm 1's raw gradients, the paper)")
     betas: tuple[float, float] = setting((0.5, 0.9))
     weighting: str = setting("uniform", "iv-weighting", choices=("uniform", "n"))
     rounds: int = setting(200, "num-rounds", ge=1)
@@ -266,11 +267,13 @@ def _direction(grads: list[torch.Tensor], lr: float, key: str, s: FedIVSettings,
 
 
 def clip(grads: list[torch.Tensor], max_norm: float) -> list[torch.Tensor]:
-    """One player's gradient scaled to L2 norm at most ``max_norm`` (0: unchanged).
+    """A player's gradient scaled to L2 norm at most ``max_norm`` (0: unchanged).
 
-    Departs from Algorithm 1 (App. B), whose local steps use the raw gradients of U_i: the
-    step of each player is bounded by its rate times ``max_norm``. The direction is kept, so
-    a step inside the bound is exactly the paper's.
+    :func:`gda_step` clips the max player's (f's) ascent gradient. This departs from
+    Algorithm 1 (App. B), whose local steps use the raw gradients of U_i: f's step is
+    bounded by ``lr_f * max_norm``. The direction is kept, so a step inside the bound is
+    exactly the paper's. g's gradient, mean f(z) dg/dtheta, is left raw: it is bounded
+    once f is.
     """
     if max_norm <= 0:
         return grads
@@ -286,7 +289,7 @@ def gda_step(g: nn.Module, f: nn.Module, b: Batch, s: FedIVSettings, st: OptStat
     u = game_value(g, f, b)
     grads = torch.autograd.grad(u, th + ta)
     st.step += 1
-    d_th = _direction(clip(list(grads[:len(th)]), s.grad_clip), s.lr_g, "g", s, st)
+    d_th = _direction(list(grads[:len(th)]), s.lr_g, "g", s, st)
     d_ta = _direction(clip(list(grads[len(th):]), s.grad_clip), s.lr_f, "f", s, st)
     with torch.no_grad():
         for p, d in zip(th, d_th, strict=True):
