@@ -430,10 +430,11 @@ def divergence(theta: Params, tau: Params, state: FedState, factor: float) -> st
       one the run has had so far (``state.peak``: the initial players and every finished
       round), floored at 1 (so networks of small weights never trip it).
 
-    The rule is relative to the run's own history: one round multiplying the largest weight
-    by ``factor`` (``diverge_factor``, 10 by default; finished dev-seed runs never exceed 1.5)
-    is the first round of a blow-up, not learning. ``factor = 0`` keeps only the non-finite
-    rule.
+    The rule is relative to the run's own history: a round multiplying the largest weight by
+    ``factor`` (``diverge_factor``, 10 by default) is the first round of a blow-up, not
+    learning (in the finished FedDeepGMM-GDA runs on dev seeds it grew by at most 1.07 in a
+    round; the step run of dev seed 113 went from 1.63 to 7.6e59). ``factor = 0`` keeps only
+    the non-finite rule.
     """
     p = peak(list(theta) + list(tau))
     if not math.isfinite(p):
