@@ -41,17 +41,19 @@ PAPER = {  # Table 1, mean test MSE
 TARGET = {("linear", "FedDeepGMM-GDA"): 0.01, ("linear", "FedDeepGMM-SGDA"): 0.04,
           ("step", "FedDeepGMM-GDA"): 0.04, ("step", "FedDeepGMM-SGDA"): 0.23,
           ("abs", "FedDeepGMM-GDA"): 0.1, ("abs", "FedDeepGMM-SGDA"): 0.1}
+# The committed Table 1 rows (results/fediv_runs/) were made with Algorithm 1's raw gradients:
+# grad_clip = 0 keeps them reproducible; fediv_divergence.py compares the App default with it.
 SETTINGS = {
     "DeepGMM-OAdam": dg.FedIVSettings(lr_g=2e-3, lr_f=1e-2, mode="sgda", optimizer="oadam",
-                                      local_epochs=1, rounds=100),
+                                      local_epochs=1, rounds=100, grad_clip=0.0),
     "DeepGMM-GDA": dg.FedIVSettings(lr_g=0.02, lr_f=0.2, mode="gda", local_epochs=10,
-                                    rounds=200),
+                                    rounds=200, grad_clip=0.0),
     "DeepGMM-SGDA": dg.FedIVSettings(lr_g=0.03, lr_f=0.15, mode="sgda", local_epochs=1,
-                                     rounds=100),
+                                     rounds=100, grad_clip=0.0),
     "FedDeepGMM-GDA": dg.FedIVSettings(lr_g=0.02, lr_f=0.2, mode="gda", local_epochs=10,
-                                       rounds=200),
+                                       rounds=200, grad_clip=0.0),
     "FedDeepGMM-SGDA": dg.FedIVSettings(lr_g=0.03, lr_f=0.15, mode="sgda", local_epochs=1,
-                                        rounds=100),
+                                        rounds=100, grad_clip=0.0),
 }
 
 
@@ -75,6 +77,11 @@ def run(scenario: str, method: str, seed: int, k: int, dgp: str, n: int, **overr
         st = dg.fedgda_reference(tr, s, seed, val)
         last, best, sel = st.theta, st.best_theta, st.best_round
         clients = len(tr)
+        fed = {"grad_clip": s.grad_clip, "stopped": st.stopped,
+               "diverged_round": st.diverged_round, "rounds_done": st.round,
+               "rounds_with_drops": sum(h["n_clients"] < clients for h in st.history),
+               "crit_selected": st.best_score,
+               "peak_growth_max": peak_growth(st, tr[0], seed)}
     else:
         d = iv.dataset(rc)
         tr = dg.batch(d["train"].x, d["train"].y, d["train"].z)
@@ -83,13 +90,21 @@ def run(scenario: str, method: str, seed: int, k: int, dgp: str, n: int, **overr
         steps = rounds * (s.local_epochs if s.mode == "gda" else 1)
         g, _, best, sel = dg.centralized_deepgmm(tr, s, seed, steps, val=val,
                                                  eval_every=steps // rounds)
-        last, clients = dg.get_params(g), 1
+        last, clients, fed = dg.get_params(g), 1, {}
     return {"scenario": scenario, "method": method, "lr_g": s.lr_g, "lr_f": s.lr_f,
             "local_epochs": s.local_epochs, "optimizer": s.optimizer, "seed": seed, "dgp": dgp,
             "n": n, "rounds": rounds,
             "clients": clients, "selected_round": sel, "seconds": time.time() - t0,
             "mse_last": dg.mse(dg.g_values(g_eval, last, test.x), test.g),
-            "mse_selected": dg.mse(dg.g_values(g_eval, best, test.x), test.g)}
+            "mse_selected": dg.mse(dg.g_values(g_eval, best, test.x), test.g), **fed}
+
+
+def peak_growth(st: dg.FedState, b: dg.Batch, seed: int) -> float:
+    """Largest one-round growth of the run's max |parameter| (the quantity that
+    ``diverge_factor`` bounds): max_t peak_t / max(1, peak_{t-1}), peak_0 the initial one."""
+    g, f = dg.networks(tuple(b.x.shape[1:]), tuple(b.z.shape[1:]), seed)
+    peaks = [dg.peak(dg.get_params(g) + dg.get_params(f))] + [h["peak"] for h in st.history]
+    return max([p / max(1.0, q) for q, p in zip(peaks[:-1], peaks[1:], strict=True)] or [1.0])
 
 
 def summary(rows: list[dict]) -> list[str]:

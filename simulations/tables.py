@@ -353,6 +353,31 @@ def fediv_table1() -> str:
                      "verdict (issue target)"], rows)
 
 
+def fediv_divergence() -> str:
+    """Issue 13.2: FedDeepGMM-GDA old default (raw gradients) vs new (clipped), per seed range
+    and scenario: diverged runs, runs with a client dropped, selected MSE (mean ± sample sd)."""
+    r = read_results("fediv_divergence")
+    rows = []
+    for key, v in r["summary"].items():
+        ph, sc, variant = key.split("/")
+        seeds = f"{'dev' if ph == 'dev' else 'evaluation'} {v['seeds'][0]}-{v['seeds'][1]}"
+        label = {"new": f"new default: f's gradient clipped at {v['grad_clip']:g}",
+                 "old": "old default: raw gradients (Alg. 1)",
+                 "clip-both": f"alternative: both players clipped at {v['grad_clip']:g}"
+                 }.get(variant, variant)
+        mse = fmt(*v["mse_selected"], 4)
+        rows.append([seeds, sc, label, f"{v['diverged']} / {v['runs']}"
+                     + (f" (round{'s' * (len(v['diverged_rounds']) > 1)} "
+                        f"{', '.join(map(str, v['diverged_rounds']))})"
+                        if v["diverged_rounds"] else ""),
+                     f"{v['with_drops']} / {v['runs']}",
+                     f"**{mse}**" if variant == "new" else mse, fmt(*v["mse_last"], 4),
+                     f"{v['paper']:g}"])
+    return markdown(["seeds", "scenario", "variant", "diverged (stopped)",
+                     "a client's local game non-finite", "selected MSE", "last MSE",
+                     "paper (Table 1, Fed-GDA)"], rows)
+
+
 # ----------------------------------------------------------------------------- VFedCD
 VFEDCD_RUNS = RESULTS_DIR / "vfedcd_runs.jsonl"
 
@@ -589,8 +614,8 @@ TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
     fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, benchmark_flower_overhead,
     fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts,
-    fediv_table1, vfedcd_table1, vfedcd_table3_slow, vfedcd_sachs_dev, vfedcd_sachs,
-    reliability)}
+    fediv_table1, fediv_divergence, vfedcd_table1, vfedcd_table3_slow, vfedcd_sachs_dev,
+    vfedcd_sachs, reliability)}
 
 
 # ----------------------------------------------------------------------------- markdown files

@@ -141,17 +141,41 @@ def test_bad_clients_are_dropped_and_the_run_finishes_with_the_rest():
 
 
 def test_a_diverging_run_stops_and_keeps_the_best_round():
-    rc = {**RC, "num-rounds": 40, "iv-lr-g": 30.0, "iv-lr-f": 60.0, "iv-local-epochs": 1}
+    """Issue 13: a round whose global players explode (here from 0.9 and 3.3 to 158 in one
+    round, the paper's raw gradients at too high rates) ends the run; the result says which
+    round and what, keeps the finished rounds, and the reference loop stops at the same place.
+    With the non-finite rule only, the same run goes on through finite blown-up rounds (peaks
+    1e11, 1e67) until every client's local game is non-finite."""
+    rc = {**RC, "num-rounds": 40, "iv-lr-g": 1.0, "iv-lr-f": 3.0, "iv-local-epochs": 1,
+          "iv-grad-clip": 0.0}
     saved = []
     strategy = app_iv.strategy("fediv", rc)
-    strategy.checkpoint = lambda r: saved.append(len(r.history))
+    strategy.checkpoint = lambda r: saved.append((r.status, len(r.history)))
     result = strategy.start(grid=InProcessGrid(client_app, 3, rc))
-    assert result.status.startswith("stopped") and "diverged" in result.status
-    assert 0 < len(result.history) < 40 and saved[-1] == len(result.history)
-    sel = result.estimates["selected_round"]
-    assert f"keeping round {sel}" in result.status
+    st = reference(rc, 3)
+    t, sel = st.diverged_round, result.estimates["selected_round"]
+    assert result.status == f"stopped: {st.stopped}"
+    assert result.status.startswith(f"stopped: round {t}: diverged, exploding global "
+                                    "parameters (max |parameter| ")
+    assert result.status.endswith(f"; keeping round {sel}") and sel == st.best_round
+    assert result.metrics["diverged"] is True and result.metrics["diverged_round"] == t
+    assert 1 < t < 40 and [h["round"] for h in result.history] == list(range(1, t))
+    assert saved[-1] == (result.status, t - 1)  # the final checkpoint says so too
+    assert result.estimates["rounds"] == t - 1  # g_params: the last accepted global
+    assert_params_equal(result.estimates["g_params"], st.theta)
     assert all(np.isfinite(a).all() for a in result.estimates["g_params_selected"])
     assert np.isfinite(result.metrics["test_mse_selected"])
+    late = app_iv.strategy("fediv", {**rc, "iv-diverge-factor": 0.0}).start(
+        grid=InProcessGrid(client_app, 3, {**rc, "iv-diverge-factor": 0.0}))
+    assert "the local games diverged (non-finite loss)" in late.status
+    assert late.metrics["diverged_round"] > t
+    assert max(h["peak"] for h in late.history) > 1e10
+
+
+def test_a_run_that_does_not_diverge_says_so():
+    result, _ = run_inprocess({**RC, "num-rounds": 2}, 2)
+    assert result.status == "completed"
+    assert result.metrics["diverged"] is False and result.metrics["diverged_round"] == 0
 
 
 def test_app_writes_g_against_g0_png(tmp_path):
@@ -204,14 +228,15 @@ def test_warm_start_with_wrong_shapes_names_the_expected_ones():
 
 def test_clients_run_the_settings_the_server_sends():
     s = FedIVSettings(lr_g=0.3, lr_f=0.4, mode="sgda", batch_size=32, local_epochs=3,
-                      optimizer="oadam", momentum=0.5, betas=(0.1, 0.2), seed=7,
+                      optimizer="oadam", momentum=0.5, grad_clip=0.7, betas=(0.1, 0.2), seed=7,
                       val_features=5, weighting="n", rounds=9)
     got = message_settings({**client_config(s), "server-round": 2, "phase": "local"})
     for name in FedIVSettings.client_fields:
         assert getattr(got, name) == getattr(s, name), name
     cfg = client_config(s)
     assert set(cfg) == {"iv-lr-g", "iv-lr-f", "iv-mode", "iv-batch-size", "iv-local-epochs",
-                        "iv-optimizer", "iv-momentum", "betas", "seed", "iv-val-features"}
+                        "iv-optimizer", "iv-momentum", "iv-grad-clip", "betas", "seed",
+                        "iv-val-features"}
     del cfg["iv-lr-f"]
     with pytest.raises(ValueError, match=r"client 3: the server's message lacks .*'iv-lr-f'"):
         message_settings(cfg, "client 3")

@@ -80,8 +80,12 @@ def test_one_client_is_centralized_gda(mode):
 
 
 def test_one_full_batch_step_n_weighted_is_pooled_gda():
-    """A2: R = 1, full batch, n_i-weighted averaging = centralized GDA on the pooled data."""
-    s = dg.FedIVSettings(lr_g=0.05, lr_f=0.2, local_epochs=1, weighting="n", rounds=4)
+    """A2: R = 1, full batch, n_i-weighted averaging = centralized GDA on the pooled data.
+
+    A property of Algorithm 1's raw gradients (``grad_clip = 0``): clipping each client's
+    gradient is not clipping the pooled one."""
+    s = dg.FedIVSettings(lr_g=0.05, lr_f=0.2, local_epochs=1, weighting="n", rounds=4,
+                         grad_clip=0.0)
     bs = batches(RC, 4)
     assert len({b.n for b in bs}) > 1
     st = dg.fedgda_reference(bs, s, seed=2)
@@ -93,8 +97,9 @@ def test_one_full_batch_step_n_weighted_is_pooled_gda():
 
 
 def test_uniform_weights_step_on_the_mean_game():
-    """A2: R = 1 uniform = one GDA step on (1/N) sum_i U_i (eq. 20)."""
-    s = dg.FedIVSettings(lr_g=0.05, lr_f=0.2, local_epochs=1)
+    """A2: R = 1 uniform = one GDA step on (1/N) sum_i U_i (eq. 20), with Algorithm 1's raw
+    gradients (``grad_clip = 0``; the mean of clipped gradients is not the clipped mean)."""
+    s = dg.FedIVSettings(lr_g=0.05, lr_f=0.2, local_epochs=1, grad_clip=0.0)
     bs = batches(RC, 3)
     g, f = dg.networks((1,), (2,), 4)
     theta, tau = dg.get_params(g), dg.get_params(f)
@@ -219,3 +224,85 @@ def test_data_defaults_live_in_one_place_and_the_app_declares_them():
         iv.dataset({"iv-scenario": "ab"})
     with pytest.raises(ValueError, match="'iv-alpha' = -1"):
         iv.split_indices({"iv-alpha": -1}, 3)
+
+
+def test_settings_defaults_of_the_stabilised_game():
+    """Issue 13: f's local gradient clipped by default (0 is the paper's Algorithm 1), and the
+    divergence rule's factor; the App declares both (test_app_config)."""
+    s = dg.FedIVSettings()
+    assert (s.grad_clip, s.diverge_factor) == (2.0, 10.0)
+    assert s.keys()["iv-grad-clip"] == "grad_clip" and "grad_clip" in s.client_fields
+    assert s.keys()["iv-diverge-factor"] == "diverge_factor"
+
+
+def test_clip_bounds_the_norm_and_keeps_the_direction():
+    grads = [torch.tensor([3.0, 0.0], dtype=torch.float64), torch.tensor([[4.0]],
+                                                                        dtype=torch.float64)]
+    out = dg.clip(grads, 2.0)  # norm 5 -> 2
+    assert float(torch.sqrt(sum((g * g).sum() for g in out))) == pytest.approx(2.0)
+    assert torch.allclose(out[0], grads[0] * 0.4) and torch.allclose(out[1], grads[1] * 0.4)
+    assert dg.clip(grads, 6.0) is grads and dg.clip(grads, 0.0) is grads
+
+
+def test_a_step_inside_the_clip_bound_is_the_papers_step():
+    b = batches(RC, 1)[0]
+    runs = []
+    for clip in (0.0, 1e6):
+        g, f = dg.networks((1,), (2,), 3)
+        dg.gda_step(g, f, b, dg.FedIVSettings(grad_clip=clip), dg.OptState())
+        runs.append(dg.get_params(g) + dg.get_params(f))
+    assert_params_close(*runs, tol=0)
+
+
+def tiny_client():
+    """Dev seed 106's client 1 of the step scenario (10 train rows of the Dirichlet split):
+    the unclipped local game blew up in round 1 and made the whole run non-finite."""
+    rc = {"iv-scenario": "step", "iv-dgp": "paper", "seed": 106, "iv-n": 20000, "iv-alpha": 0.3}
+    d = iv.client_data(rc, 1, 10)["train"]
+    return dg.batch(d.x, d.y, d.z)
+
+
+def test_clipping_keeps_a_tiny_clients_local_game_finite():
+    b = tiny_client()
+    assert b.n == 10
+    g, f = dg.networks((1,), (2,), 106)
+    th, ta = dg.get_params(g), dg.get_params(f)
+    with np.errstate(all="ignore"):
+        dth, dta, u = dg.local_update(g, f, b, th, ta, dg.FedIVSettings(grad_clip=0.0), [106, 1, 1])
+    assert not np.isfinite(u)  # the paper's raw gradients: f overshoots and explodes
+    dth, dta, u = dg.local_update(g, f, b, th, ta, dg.FedIVSettings(), [106, 1, 1])
+    assert np.isfinite(u) and dg.peak(dth + dta) < 10  # f moves at most lr_f x 2 a step
+
+
+def test_divergence_rule():
+    g, f = dg.networks((1,), (2,), 0)
+    th, ta = dg.get_params(g), dg.get_params(f)
+    st = dg.FedState(th, ta)
+    assert st.peak == dg.peak(th + ta) and 0 < st.peak < 10
+    assert dg.divergence(th, ta, st, 10.0) is None
+    top = 10.5 * max(1.0, st.peak)  # > 10 x the run's largest so far
+    assert dg.divergence(th, [a * 0 + top / 1.1 for a in ta], st, 10.0) is None
+    big = [a * 0 + top for a in ta]
+    assert (f"exploding global parameters (max |parameter| {top:.3g} > 10 x the run's "
+            f"largest so far, {max(1.0, st.peak):.3g})") in dg.divergence(th, big, st, 10.0)
+    assert dg.divergence(th, big, st, 0.0) is None  # factor 0: the non-finite rule only
+    nan = [a.copy() for a in th]
+    nan[0][0, 0] = np.nan
+    assert dg.divergence(nan, ta, st, 0.0) == "non-finite global parameters (g)"
+    assert dg.peak(nan) == np.inf
+
+
+def test_reference_loop_stops_a_diverging_run_and_keeps_what_it_did():
+    bs = batches({**RC, "iv-scenario": "step", "seed": 4}, 3)
+    s = dg.FedIVSettings(lr_g=1.0, lr_f=3.0, local_epochs=1, rounds=40, grad_clip=0.0)
+    st = dg.fedgda_reference(bs, s, seed=4)
+    assert st.stopped.startswith(f"round {st.diverged_round}: diverged, exploding global")
+    assert 1 < st.diverged_round < 40 and st.round == st.diverged_round - 1
+    assert [h["round"] for h in st.history] == list(range(1, st.round + 1))
+    assert np.isfinite(dg.peak(st.theta + st.tau))
+    late = dg.fedgda_reference(bs, s.replace(diverge_factor=0.0), seed=4)  # non-finite only
+    assert late.diverged_round > st.diverged_round
+    assert "the local games diverged (non-finite loss)" in late.stopped
+    assert max(h["peak"] for h in late.history) > 1e10  # finite, exploded, accepted
+    ok = dg.fedgda_reference(bs, s.replace(rounds=3, lr_g=0.02, lr_f=0.2), seed=4)
+    assert ok.stopped == "" and ok.diverged_round == 0 and ok.round == 3

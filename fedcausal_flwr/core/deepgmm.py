@@ -58,6 +58,14 @@ class FedIVSettings(RunSettings):
     and validation features. ``val_features``: random Fourier features of the validation
     criterion (Lemma 1 on a fixed class). ``device``: where a client trains (``"auto"``: a
     GPU when present).
+
+    ``grad_clip`` (default 2): the max player's (f's) gradient on a local step is scaled to L2
+    norm at most ``grad_clip`` (:func:`clip`); ``0`` is Algorithm 1's raw gradients (the
+    paper). Without it, f can overshoot within its R local steps and blow up: on a client with
+    a few rows (the Dirichlet split leaves clients of 5-50) in round 1, or later in a run; the
+    average carries the blow-up to the global players (2 of 20 dev seeds of the step
+    scenario). ``diverge_factor``: the detection rule of :func:`divergence`; a diverged run
+    stops and says so.
     """
 
     lr_g: float = setting(0.02, "iv-lr-g", gt=0)
@@ -67,9 +75,18 @@ class FedIVSettings(RunSettings):
     local_epochs: int = setting(10, "iv-local-epochs", ge=1)
     optimizer: str = setting("sgd", "iv-optimizer", choices=("sgd", "sgdm", "oadam"))
     momentum: float = setting(0.9, "iv-momentum", ge=0, lt=1)
+    grad_clip: float = setting(
+        2.0, "iv-grad-clip", ge=0,
+        doc="the max player's (f's) local gradient is scaled to L2 norm at most this before "
+            "its step (0: Algorithm 1's raw gradients, the paper)")
     betas: tuple[float, float] = setting((0.5, 0.9))
     weighting: str = setting("uniform", "iv-weighting", choices=("uniform", "n"))
     rounds: int = setting(200, "num-rounds", ge=1)
+    diverge_factor: float = setting(
+        10.0, "iv-diverge-factor", ge=0,
+        doc="a round whose global max |parameter| exceeds this times the run's largest so far "
+            "(at least 1) ends the run as diverged; non-finite parameters always do (0: only "
+            "non-finite)")
     seed: int = setting(0, "seed", ge=0)
     val_features: int = setting(32, "iv-val-features", ge=1)
     device: str = setting("auto", "iv-device", choices=("auto", "cpu", "cuda"))
@@ -78,7 +95,7 @@ class FedIVSettings(RunSettings):
     #: message, so every client runs the server's settings and holds none of its own.
     client_fields: ClassVar[tuple[str, ...]] = (
         "lr_g", "lr_f", "mode", "batch_size", "local_epochs", "optimizer", "momentum",
-        "betas", "seed", "val_features")
+        "grad_clip", "betas", "seed", "val_features")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -249,6 +266,23 @@ def _direction(grads: list[torch.Tensor], lr: float, key: str, s: FedIVSettings,
     return out
 
 
+def clip(grads: list[torch.Tensor], max_norm: float) -> list[torch.Tensor]:
+    """A player's gradient scaled to L2 norm at most ``max_norm`` (0: unchanged).
+
+    :func:`gda_step` clips the max player's (f's) ascent gradient. This departs from
+    Algorithm 1 (App. B), whose local steps use the raw gradients of U_i: f's step is
+    bounded by ``lr_f * max_norm``. The direction is kept, so a step inside the bound is
+    exactly the paper's. g's gradient, mean f(z) dg/dtheta, is left raw: it is bounded
+    once f is.
+    """
+    if max_norm <= 0:
+        return grads
+    norm = torch.sqrt(sum((gi * gi).sum() for gi in grads))
+    if not torch.isfinite(norm) or norm <= max_norm:
+        return grads
+    return [gi * (max_norm / norm) for gi in grads]
+
+
 def gda_step(g: nn.Module, f: nn.Module, b: Batch, s: FedIVSettings, st: OptState) -> float:
     """One simultaneous descent (theta) / ascent (tau) step on ``b``; returns U before it."""
     th, ta = list(g.parameters()), list(f.parameters())
@@ -256,7 +290,7 @@ def gda_step(g: nn.Module, f: nn.Module, b: Batch, s: FedIVSettings, st: OptStat
     grads = torch.autograd.grad(u, th + ta)
     st.step += 1
     d_th = _direction(list(grads[:len(th)]), s.lr_g, "g", s, st)
-    d_ta = _direction(list(grads[len(th):]), s.lr_f, "f", s, st)
+    d_ta = _direction(clip(list(grads[len(th):]), s.grad_clip), s.lr_f, "f", s, st)
     with torch.no_grad():
         for p, d in zip(th, d_th, strict=True):
             p.sub_(d)
@@ -354,7 +388,13 @@ def criterion(psi_sum: np.ndarray, c_sum: np.ndarray, n: int, ridge: float = 1e-
 # ---- reference loops -----------------------------------------------------------------------
 @dataclass
 class FedState:
-    """Server state of FedGDA: global players, the best round by validation, the history."""
+    """Server state of FedGDA: global players, the best round by validation, the history.
+
+    ``peak``: the largest |parameter| of the global players so far (the initial ones and
+    every finished round; :func:`divergence`). ``stopped``: why the run ended early (empty
+    while it goes on or when it completed); ``diverged_round``: the round whose update
+    diverged (0: none).
+    """
 
     theta: Params
     tau: Params
@@ -363,6 +403,49 @@ class FedState:
     best_score: float = math.inf
     best_theta: Params = field(default_factory=list)
     history: list[dict] = field(default_factory=list)
+    peak: float = 0.0
+    stopped: str = ""
+    diverged_round: int = 0
+
+    def __post_init__(self) -> None:
+        self.peak = max(self.peak, peak(self.theta + self.tau))
+
+
+def peak(params: Sequence[np.ndarray]) -> float:
+    """Largest |x| over ``params`` (inf when any value is NaN or inf)."""
+    out = 0.0
+    for a in params:
+        a = np.asarray(a)
+        if a.size and not np.isfinite(a).all():
+            return math.inf
+        out = max(out, float(np.max(np.abs(a), initial=0.0)))
+    return out
+
+
+def divergence(theta: Params, tau: Params, state: FedState, factor: float) -> str | None:
+    """Why the global players after a round count as diverged, or None (the detection rule).
+
+    - **non-finite**: any parameter of g or f is NaN or inf;
+    - **exploding**: the largest |parameter| of g and f exceeds ``factor`` times the largest
+      one the run has had so far (``state.peak``: the initial players and every finished
+      round), floored at 1 (so networks of small weights never trip it).
+
+    The rule is relative to the run's own history: a round multiplying the largest weight by
+    ``factor`` (``diverge_factor``, 10 by default) is the first round of a blow-up, not
+    learning (in the finished FedDeepGMM-GDA runs on dev seeds it grew by at most 1.07 in a
+    round; the step run of dev seed 113 went from 1.63 to 7.6e59). ``factor = 0`` keeps only
+    the non-finite rule.
+    """
+    p = peak(list(theta) + list(tau))
+    if not math.isfinite(p):
+        bad = [name for name, ps in (("g", theta), ("f", tau))
+               if not all(np.isfinite(a).all() for a in ps)]
+        return f"non-finite global parameters ({' and '.join(bad)})"
+    bound = factor * max(1.0, state.peak)
+    if factor > 0 and p > bound:
+        return (f"exploding global parameters (max |parameter| {p:.3g} > {factor:g} x "
+                f"the run's largest so far, {max(1.0, state.peak):.3g})")
+    return None
 
 
 def select(state: FedState, score: float, theta: Params, rnd: int) -> None:
@@ -385,6 +468,12 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
     ``[seed, t, c]``; the server averages both players' deltas. After the last round the final
     global is validated. ``init = (theta, tau)`` starts from those parameters instead of the
     seed's networks (``tau`` None: f from the seed).
+
+    As the Flower path: a client whose local game gives a non-finite loss or delta is left
+    out of the round (fewer than ``min_nodes`` left: the run stops), and a round whose
+    averaged players :func:`divergence` rejects ends the run; then ``state.stopped`` says
+    why, ``state.theta``/``tau`` stay the last accepted global (round ``state.round``) and
+    the selected round is kept.
     """
     xs, zs = tuple(clients[0].x.shape[1:]), tuple(clients[0].z.shape[1:])
     g, f = networks(xs, zs, seed, device)
@@ -395,21 +484,37 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
             st.tau = get_params(set_params(f, init[1]))
     ids = list(range(len(clients)) if ids is None else ids)
     w = client_weights({c: b.n for c, b in zip(ids, clients, strict=True)}, s)
+    need = min(s.min_nodes, len(clients))
+    st.peak = peak(st.theta + st.tau)
     for t in range(1, s.rounds + 1):
-        st.round = t
         dth, dta, us, sums = {}, {}, {}, []
         for i, (c, b) in enumerate(zip(ids, clients, strict=True)):
             if val is not None:
                 set_params(g, st.theta)
                 sums.append(validation_sums(g, *val[i]) + (val[i][0].n,))
-            dth[c], dta[c], us[c] = local_update(g, f, b, st.theta, st.tau, s, [seed, t, c])
+            with np.errstate(all="ignore"):
+                dth[c], dta[c], us[c] = local_update(g, f, b, st.theta, st.tau, s, [seed, t, c])
+            if not np.isfinite(us[c]) or not math.isfinite(peak(dth[c] + dta[c])):
+                del dth[c], dta[c], us[c]  # the client's local game diverged: dropped
         if sums:
             select(st, pooled_criterion(sums), st.theta, t - 1)
-        st.theta = server_update(st.theta, dth, w)
-        st.tau = server_update(st.tau, dta, w)
+        if len(us) < need:
+            st.stopped = (f"round {t}: the local games diverged (non-finite loss); keeping "
+                          f"round {st.best_round}")
+            st.diverged_round = t
+            break
+        theta, tau = server_update(st.theta, dth, w), server_update(st.tau, dta, w)
+        why = divergence(theta, tau, st, s.diverge_factor)
+        if why is not None:
+            st.stopped = f"round {t}: diverged, {why}; keeping round {st.best_round}"
+            st.diverged_round = t
+            break
+        st.theta, st.tau, st.round = theta, tau, t
+        st.peak = max(st.peak, peak(theta + tau))
         st.history.append({"round": t, "loss": float(np.mean(list(us.values()))),
+                           "peak": st.peak, "n_clients": len(us),
                            **(evaluate(st.theta) if evaluate else {})})
-    if val is not None:
+    if val is not None and not st.stopped:
         set_params(g, st.theta)
         select(st, pooled_criterion([validation_sums(g, *v) + (v[0].n,) for v in val]),
                st.theta, s.rounds)

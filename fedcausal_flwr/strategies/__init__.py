@@ -9,7 +9,7 @@ from fedcausal_flwr.lazy import lazy_getattr
 
 _EXPORTS = {
     "CausalStrategy": "base",
-    "TooFewReplies": "base", "ProtocolStopped": "base",
+    "TooFewReplies": "base", "ProtocolStopped": "base", "Diverged": "base",
     "FDBNL": "fdbnl", "FDBNLSettings": "fdbnl",
     "PFDBNL": "pfdbnl", "PFDBNLSettings": "pfdbnl",
     "FedIV": "fediv", "FedIVSettings": "fediv",

@@ -65,6 +65,11 @@ class ProtocolStopped(TooFewReplies):
     """A party the protocol cannot do without failed or misbehaved."""
 
 
+class Diverged(TooFewReplies):
+    """The model diverged (non-finite or exploding parameters): the run stops, keeps every
+    finished round, and its status says which round and what happened."""
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """What a node said of itself in the ``query.info`` phase."""

@@ -8,6 +8,12 @@ pooled validation criterion psi' C^-1 psi over random Fourier features of z (Lem
 fixed class), computed from the clients' sums only; the round with the lowest score is the
 selected model. A last ``train.validate`` exchange scores the final global theta.
 
+Divergence: a round whose averaged players are non-finite or exploding
+(:func:`~fedcausal_flwr.core.deepgmm.divergence`), or in which every client's local game went
+non-finite, ends the run with status ``"stopped: round t: diverged, <what>; keeping round s"``
+and ``metrics["diverged"]``/``["diverged_round"]``; the finished rounds, the last accepted
+global and the selected round are kept (never a plain ``"completed"``).
+
 Settings, their run-config keys and the App's defaults: :class:`FedIVSettings`.
 """
 
@@ -22,7 +28,7 @@ from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.core.deepgmm import FedIVSettings
 from fedcausal_flwr.names import default_names, split
 from fedcausal_flwr.results import RunResult
-from fedcausal_flwr.strategies.base import CausalStrategy, NodeInfo, TooFewReplies
+from fedcausal_flwr.strategies.base import CausalStrategy, Diverged, NodeInfo, TooFewReplies
 
 __all__ = ["FedIV", "FedIVSettings", "client_config"]
 
@@ -171,12 +177,14 @@ class FedIV(CausalStrategy):
             tau = dg.server_update(st.tau, {c: r[k:-3] for c, r in replies.items()},
                                    self.weights)
             loss = float(np.mean([r[-1][0] for r in replies.values()]))
-            if not all(np.isfinite(a).all() for a in theta + tau) or not np.isfinite(loss):
-                raise TooFewReplies(f"round {self._round}: diverged (non-finite global "
-                                    f"parameters); keeping round {st.best_round}")
+            why = dg.divergence(theta, tau, st, self.settings.diverge_factor)
+            if why is not None:
+                self._diverged(f"round {self._round}: diverged, {why}; keeping round "
+                               f"{st.best_round}")
             st.theta, st.tau, st.round = theta, tau, self._round
+            st.peak = max(st.peak, dg.peak(theta + tau))
             rec.update({"loss": loss, "val_criterion": score, "val_round": st.round - 1,
-                        "selected_round": st.best_round})
+                        "selected_round": st.best_round, "peak": st.peak})
         replies = self._exchange_or_stop(grid, "validate", {
             c: (st.theta, self.client_config()) for c in self.select()}, sums)
         score = self._criterion(replies)
@@ -191,16 +199,23 @@ class FedIV(CausalStrategy):
             return self.exchange(grid, phase, payloads, shapes)
         except TooFewReplies as e:
             if any("diverged" in d for d in self._dropped[n:]):
-                raise TooFewReplies(f"round {self._round}: the local games diverged "
-                                    f"(non-finite loss); keeping round "
-                                    f"{self.state.best_round}") from e
+                self._diverged(f"round {self._round}: the local games diverged "
+                               f"(non-finite loss); keeping round {self.state.best_round}",
+                               cause=e)
             raise
+
+    def _diverged(self, why: str, cause: BaseException | None = None) -> None:
+        """End the run: ``state.stopped`` and the status say ``why`` (a :class:`Diverged`)."""
+        self.state.stopped, self.state.diverged_round = why, self._round
+        raise Diverged(why) from cause
 
     def _finish(self, result: RunResult, t0: float) -> None:
         super()._finish(result, t0)
         if self.state is not None:
             result.metrics.update({"selected_round": self.state.best_round,
-                                   "val_criterion_selected": self.state.best_score})
+                                   "val_criterion_selected": self.state.best_score,
+                                   "diverged": bool(self.state.stopped),
+                                   "diverged_round": self.state.diverged_round})
 
     def estimates(self) -> dict[str, Any]:
         """Last global g and f, and the g of the selected round."""
