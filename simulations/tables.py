@@ -199,6 +199,41 @@ def benchmark_flower_overhead() -> str:
                      "s/round Flower", "s/round reference", "bytes up / down per round"], rows)
 
 
+def _minutes(exchanges: int | None, path: dict) -> str:
+    """Projected minutes of ``exchanges`` on a Flower path: per exchange, plus start-up."""
+    if not exchanges:
+        return "-"
+    return f"{(exchanges * path['s_per_exchange'] + path['startup_s']) / 60:.1f}"
+
+
+def deployment_cost_before() -> str:
+    """Each algorithm's default App run in exchanges and its projected deployment time (issue
+    12, before any round trip was saved): ``deployment_cost.py``'s JSON."""
+    r = read_results("deployment_cost_before")
+    rows = []
+    for alg, rec in r["algorithms"].items():
+        full, dep, sim = rec.get("full", {}), rec["deploy"], rec["simulate"]
+        ex = full.get("exchanges")
+        acc = "-" if full.get("scaled_from_one_epoch") else ", ".join(
+            f"{k} {v:.3g}" for k, v in full.get("accuracy", {}).items())
+        rows.append([alg, rec["nodes"], ex if ex else "-",
+                     f"{full['wall_s']:.0f}" + (" (1 epoch x epochs)"
+                                                if full.get("scaled_from_one_epoch") else "")
+                     if full else "-", acc or "-", f"{dep['s_per_exchange']:.2f}",
+                     f"{dep['startup_s']:.0f}", _minutes(ex, dep), f"{sim['s_per_exchange']:.2f}",
+                     _minutes(ex, sim), f"{max(dep['max_diff'], sim['max_diff']):.0e}"])
+    f = r.get("floor", {})
+    floor = (f"Flower's floor (trivial App, 2 nodes, one float64[10] each way): "
+             f"{f['deploy']['s_per_exchange']:.2f} s per exchange in the deployment "
+             f"({f['deploy']['startup_s']:.0f} s start-up), "
+             f"{f['simulate']['s_per_exchange']:.2f} s under `flwr run` "
+             f"({f['simulate']['startup_s']:.0f} s start-up).\n\n") if f else ""
+    return floor + markdown(
+        ["algorithm", "nodes", "default run: exchanges", "in process s", "accuracy",
+         "deploy s/exchange", "deploy start-up s", "projected deploy min",
+         "`flwr run` s/exchange", "projected `flwr run` min", "max est. diff"], rows)
+
+
 # ----------------------------------------------------------------------------- FedGC / FedCF
 CF_LABELS = {"literal": "literal (paper), i.i.d. u",
              "refined target": "refined target (server regresses on ĥ_a^t)",
@@ -613,6 +648,7 @@ def reliability() -> str:
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
     fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, benchmark_flower_overhead,
+    deployment_cost_before,
     fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts,
     fediv_table1, fediv_divergence, vfedcd_table1, vfedcd_table3_slow, vfedcd_sachs_dev,
     vfedcd_sachs, reliability)}
