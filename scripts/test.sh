@@ -4,4 +4,4 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ruff check .
-python -m pytest -q "$@"
+python -m pytest -q --durations=10 "$@"

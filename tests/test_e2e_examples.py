@@ -22,10 +22,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import DEFAULT_PORTS, flower_pids_on
-from test_examples import run_example
+from flwr.app import Context, RecordDict
+from test_examples import load, run_config, run_example
 
 from fedcausal_flwr import launch
 from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.testing import InProcessGrid
 
 pytestmark = pytest.mark.e2e
 
@@ -98,21 +100,29 @@ VFEDCD = ROOT / "examples" / "vfedcd"
 
 
 def test_vfedcd_example_under_plain_flwr_run_deployment(tmp_path, monkeypatch):
-    """examples/vfedcd through `flwr run` on a secure loopback deployment: each party reads its
-    own CSV and aligns rows by keyed ID hashes; the parties consent to the mock backend in their
-    node config (the example's real-key default takes minutes per epoch here); one mini-batch
-    step (batch 64 > the 54 shared rows): 7 exchanges."""
+    """examples/vfedcd through `flwr run` on a secure loopback deployment with real 2048-bit
+    keys (``paillier-packed``, which the parties' default consent accepts): each party reads
+    its own CSV and aligns rows by keyed ID hashes; one mini-batch step (batch 64 > the 54
+    shared rows): 7 exchanges. B equals the example's in-process run with the same settings
+    (test_e2e_vfedcd.py checks the Flower path against the reference loop)."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     monkeypatch.setenv("FLWR_HOME", str(tmp_path / "flwr-home"))
     files = sorted((VFEDCD / "data").glob("party*.csv"))
     names = [n for f in files for n in f.read_text().splitlines()[0].split(",") if n != "id"]
-    launch.deploy(len(files), {"outputs": str(tmp_path / "outputs"), "run-name": "parties",
-                               "num-epochs": 1, "batch": 64, "he-backend": "mock"},
-                  app_dir=VFEDCD, workdir=tmp_path / "deployment", timeout=420,
-                  node_configs={i: {"data-path": str(f), "id-key": "examples-shared-secret",
-                                    "accept-backends": "mock"} for i, f in enumerate(files)})
+    rc = {"outputs": str(tmp_path / "outputs"), "run-name": "parties", "num-epochs": 1,
+          "batch": 64, "he-backend": "paillier-packed"}
+    nodes = {i: {"data-path": str(f), "id-key": "examples-shared-secret"}
+             for i, f in enumerate(files)}
+    launch.deploy(len(files), rc, app_dir=VFEDCD, workdir=tmp_path / "deployment", timeout=420,
+                  node_configs=nodes)
     result = RunResult.load(tmp_path / "outputs" / "parties")
     assert result.status == "completed" and result.metrics["clients"] == len(files)
     assert result.metrics["samples"]["shared"] == 54  # 60 IDs each, 54 in common
     assert sorted(result.to_networkx(tau=0.0).nodes) == sorted(names)
+    local = {**run_config("vfedcd"), **rc, "outputs": str(tmp_path / "in-process")}
+    grid = InProcessGrid(load("vfedcd", "client_app").app, len(files), local, nodes)
+    load("vfedcd", "server_app").app(grid, Context(1, 0, {}, RecordDict(), local))
+    reference = RunResult.load(tmp_path / "in-process" / "parties")
+    np.testing.assert_allclose(result.estimates["B"], reference.estimates["B"], rtol=0,
+                               atol=1e-12)

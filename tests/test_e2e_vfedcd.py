@@ -1,6 +1,7 @@
-"""VFedCD end to end under real Flower: `flwr run` (Ray simulation, mock backend) and a loopback
-SuperLink/SuperNode deployment with real (small, test-only) Paillier keys. Both must equal the
-in-process reference loop on the same data."""
+"""VFedCD end to end under `flwr run` (Ray simulation, mock backend): equal to the in-process
+reference loop on the same data. Its secure deployment with real 2048-bit keys:
+test_e2e_examples.py (examples/vfedcd, checked against its in-process run, which
+test_app_vfedcd.py checks against the reference loop for every backend)."""
 
 from __future__ import annotations
 
@@ -43,13 +44,3 @@ def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids)
     result = load_result(tmp_path / "sim")
     check_against_reference(result, 3)
     assert all(h["bytes_up"] > 0 for h in result["history"])
-
-
-def test_loopback_deployment_with_paillier_keys_equals_reference(tmp_path, free_ports,
-                                                                 flower_pids):
-    rc = {**RC, "he-backend": "paillier", "n": 10, "num-epochs": 1, "outputs": str(tmp_path),
-          "run-name": "deploy"}
-    port = free_ports(launch.deploy_ports(2))
-    launch.deploy(2, rc, workdir=tmp_path / "deployment", port=port, timeout=300)
-    check_against_reference(load_result(tmp_path / "deploy"), 2)
-    assert not flower_pids(port, launch.deploy_ports(2))
