@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 from fediv_table1 import PAPER, run
-from harness import mean_sd, parser, read_jsonl, settings, table, write_results
+from harness import append_jsonl, mean_sd, parser, read_jsonl, settings, table, write_results
 
 from fedcausal_flwr.core.deepgmm import FedIVSettings
 
@@ -97,8 +97,7 @@ def main() -> None:
                     rows.append(r)
                     print(json.dumps(r), flush=True)
                     if a.jsonl:
-                        with open(a.jsonl, "a") as fh:
-                            fh.write(json.dumps(r) + "\n")
+                        append_jsonl(a.jsonl, r)
     summary = summarize(rows)
     out = lines(summary)
     print("\n".join(out))

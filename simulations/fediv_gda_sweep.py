@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import torch
-from harness import parser, settings, write_results
+from harness import append_jsonl, parser, settings, write_results
 
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.data import iv
@@ -72,8 +72,7 @@ def main() -> None:
                 print(json.dumps(short), flush=True)
                 runs.append(short)
                 if a.jsonl:
-                    with open(a.jsonl, "a") as fh:
-                        fh.write(json.dumps(row) + "\n")
+                    append_jsonl(a.jsonl, row)
     write_results("fediv_gda_sweep", {"settings": settings(a), "runs": runs}, a.out)
 
 

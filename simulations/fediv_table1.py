@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 import torch
-from harness import parser, settings, write_results
+from harness import append_jsonl, parser, settings, write_results
 
 from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.data import iv
@@ -158,8 +158,7 @@ def main() -> None:
                     rows.append(r)
                     print(json.dumps(r), flush=True)
                     if a.jsonl:
-                        with open(a.jsonl, "a") as fh:
-                            fh.write(json.dumps(r) + "\n")
+                        append_jsonl(a.jsonl, r)
     lines = summary(rows)
     if any(r["scenario"] in iv.IMAGE for r in rows):
         n_img = [r.get("n") for r in rows if r["scenario"] in iv.IMAGE][0]

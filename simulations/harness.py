@@ -256,6 +256,12 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
+def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
+    """Append one record to a JSON-lines file (a long run keeps what it finished)."""
+    with open(path, "a") as fh:
+        fh.write(json.dumps(record) + "\n")
+
+
 def finish(script: str, args: argparse.Namespace, clock: Clock, checks: dict[str, str],
            heading: str, payload: dict[str, Any]) -> Path:
     """Print the acceptance checks and elapsed time, then write the run's JSON; return its path."""

@@ -36,13 +36,20 @@ directed edges, edges predicted (``nnz``).
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness import DEFAULT_DATA, RESULTS_DIR, mean_sd, parser, read_jsonl, write_results
+from harness import (
+    DEFAULT_DATA,
+    RESULTS_DIR,
+    append_jsonl,
+    mean_sd,
+    parser,
+    read_jsonl,
+    write_results,
+)
 from vfedcd_table1 import PAPER
 
 from fedcausal_flwr.core import vfedcd as V
@@ -129,8 +136,7 @@ def run_one(stage: str, name: str, config: dict[str, Any], seed: int, X: np.ndar
     row = {"stage": stage, "config": name, "changes": config, "seed": seed,
            "graphs": {str(e): B.tolist() for e, B in graphs.items()},
            "truth": A.tolist(), "seconds": time.time() - t0}
-    with open(runs, "a") as fh:
-        fh.write(json.dumps(row) + "\n")
+    append_jsonl(runs, row)
     last = graphs[max(graphs)]
     cells = " ".join(f"t{tau:g}:{m['shd']}/{m['f1']:.2f}/{m['nnz']}"
                      for tau in (0.1, 0.2, 0.3, 0.6) for m in [score(last, A, tau)])

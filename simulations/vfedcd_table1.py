@@ -20,7 +20,7 @@ import time
 from dataclasses import fields
 
 import numpy as np
-from harness import DEFAULT_DATA, parser, write_results
+from harness import DEFAULT_DATA, append_jsonl, parser, write_results
 from harness import settings as cli_settings
 
 from fedcausal_flwr.core import vfedcd as V
@@ -108,8 +108,7 @@ def main() -> None:
                          **run(*data(key, ds), s)})
             print(json.dumps(rows[-1]), flush=True)
             if a.out:
-                with open(a.out, "a") as fh:
-                    fh.write(json.dumps(rows[-1]) + "\n")
+                append_jsonl(a.out, rows[-1])
         shd, f = np.mean([r["shd"] for r in rows]), [r["f1"] for r in rows]
         paper = PAPER_T3[mode] if key == 15 and mode != "vfedcd" else PAPER[key]
         print(f"d={key} mode={mode} preset={a.preset} {' '.join(a.set)} seeds={a.seeds}: "
