@@ -39,6 +39,7 @@ from flwr.common.logger import log
 from fedcausal_flwr.clients.base import CausalClient, Fit
 from fedcausal_flwr.core import vfedcd as core
 from fedcausal_flwr.core.vfedcd import PartyConsent, VFedCDSettings
+from fedcausal_flwr.data.csvdata import standardized
 from fedcausal_flwr.data.vertical import checked_party
 from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.secure import dispatch
@@ -135,14 +136,8 @@ class VFedCDClient(CausalClient):
     def _aligned(self, rows: np.ndarray) -> np.ndarray:
         """This party's rows of the shared ids, z-scored over them if ``standardize``."""
         x = self.x_all[rows]
-        if not self.standardize:
-            return x
-        sd = x.std(axis=0)
-        if np.any(sd == 0):
-            j = int(np.flatnonzero(sd == 0)[0])
-            raise ValueError(f"{self.who}: column {self.names[j]!r} is constant over the "
-                             f"{len(x)} shared samples; it carries no information")
-        return (x - x.mean(axis=0)) / sd
+        return standardized(x, self.names, f"{self.who}, its {len(x)} shared samples") \
+            if self.standardize else x
 
     def _align(self, config: dict[str, Any]) -> np.ndarray:
         """First phase: keep the rows of the server's shared ids (kept in the state)."""

@@ -207,14 +207,18 @@ def constructor_kwargs(cls: type, names: list[str]) -> dict[str, Any]:
     return {"names": list(names)} if "names" in params else {}
 
 
-def zscored(table: Table, who: str) -> np.ndarray:
-    """The values with every column at mean 0, sd 1; a constant column is an error."""
-    X = table.values
+def standardized(X: np.ndarray, names: list[str], where: str) -> np.ndarray:
+    """``X`` with every column at mean 0, sd 1; a constant column is an error naming it."""
     sd = X.std(axis=0)
     for j in np.flatnonzero(sd == 0):
-        raise ValueError(f"{table.where(who)}: column {table.names[j]!r} is constant; it "
-                         "carries no information (drop it)")
+        raise ValueError(f"{where}: column {names[j]!r} is constant; it carries no "
+                         "information (drop it)")
     return (X - X.mean(axis=0)) / sd
+
+
+def zscored(table: Table, who: str) -> np.ndarray:
+    """The table's values standardized (:func:`standardized`), errors naming its file."""
+    return standardized(table.values, table.names, table.where(who))
 
 
 def id_key(node_config: Mapping[str, Any], who: str) -> bytes:
