@@ -413,6 +413,72 @@ def fediv_divergence() -> str:
                      "paper (Table 1, Fed-GDA)"], rows)
 
 
+def _fediv_rounds_groups(phase: str) -> dict[tuple[str, str], dict[str, dict]]:
+    """``fediv_rounds`` summary of one seed phase as {(clients, setting[/variant]): {scenario:
+    entry}}."""
+    out: dict[tuple[str, str], dict[str, dict]] = {}
+    for key, v in read_results("fediv_rounds")["summary"].items():
+        ph, sc, k, *setting = key.split("/")
+        if ph == phase:
+            out.setdefault((k, "/".join(setting)), {})[sc] = v
+    return out
+
+
+def _rounds_key(item: tuple[tuple[str, str], dict]) -> tuple:
+    (k, setting), _ = item
+    f = dict(part.split("=") for part in setting.split(" ")[:2])
+    return int(k), int(f["T"]), int(f["R"]), setting
+
+
+def fediv_rounds_dev() -> str:
+    """Issue 12.2 on development seeds: FedGDA settings with T <= 60 rounds against the App's
+    former T = 200, R = 10 (paired seeds), selected-round test MSE per scenario."""
+    groups = _fediv_rounds_groups("dev")
+    scenarios = sorted({sc for g in groups.values() for sc in g})
+    rows = []
+    for (k, setting), by_sc in sorted(groups.items(), key=_rounds_key):
+        v0 = next(iter(by_sc.values()))
+        if v0["exchanges"] - 1 not in (50, 60, 200):
+            continue  # the 30- and 40-round prefixes stay in the JSON
+        rows.append([k, setting, v0["exchanges"], v0["local_steps"],
+                     f"{sum(v['diverged'] for v in by_sc.values())} / "
+                     f"{sum(v['runs'] for v in by_sc.values())}",
+                     *(fmt(*by_sc[sc]["mse_selected"], 4) + f" ({by_sc[sc]['runs']})"
+                       if sc in by_sc else "-" for sc in scenarios)])
+    return markdown(["clients", "setting (T rounds, R local steps, lr g / f)", "exchanges",
+                     "local steps per client", "diverged",
+                     *(f"{sc}: selected MSE (seeds)" for sc in scenarios)], rows)
+
+
+def fediv_rounds() -> str:
+    """Issue 12.2 on the evaluation seeds: the new default against T = 200, R = 10, per
+    scenario: diverged, selected-round test MSE (mean ± sample sd), the paired difference."""
+    groups = _fediv_rounds_groups("eval")
+    rows = []
+    for sc in sorted({sc for g in groups.values() for sc in g}):
+        by_var = {setting.split("/")[-1]: (setting.split("/")[0], g[sc])
+                  for (_, setting), g in groups.items() if sc in g}
+        common = sorted(set.intersection(*(set(v["mse_by_seed"]) for _, v in by_var.values())))
+        for variant in ("default", "paper"):
+            if variant not in by_var:
+                continue
+            setting, v = by_var[variant]
+            diff = "-"
+            if variant == "default" and "paper" in by_var:
+                d = [v["mse_by_seed"][s] - by_var["paper"][1]["mse_by_seed"][s] for s in common]
+                diff = fmt(float(np.mean(d)), float(np.std(d, ddof=1)), 4) \
+                    + f" ({sum(x <= 0 for x in d)} / {len(d)} seeds no worse)"
+            label = {"default": "new default", "paper": "former default (Table 1)"}[variant]
+            rows.append([sc, f"{label}: {setting}", f"{min(v['seeds'])}-{max(v['seeds'])}",
+                         v["exchanges"], v["local_steps"], f"{v['diverged']} / {v['runs']}",
+                         f"**{fmt(*v['mse_selected'], 4)}**" if variant == "default"
+                         else fmt(*v["mse_selected"], 4),
+                         f"{v['selected_round'][0]:.0f}", diff])
+    return markdown(["scenario", "variant", "evaluation seeds", "exchanges",
+                     "local steps per client", "diverged", "selected MSE", "mean selected round",
+                     "new - former, paired"], rows)
+
+
 # ----------------------------------------------------------------------------- VFedCD
 VFEDCD_RUNS = RESULTS_DIR / "vfedcd_runs.jsonl"
 
@@ -650,8 +716,8 @@ TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, benchmark_flower_overhead,
     deployment_cost_before,
     fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts,
-    fediv_table1, fediv_divergence, vfedcd_table1, vfedcd_table3_slow, vfedcd_sachs_dev,
-    vfedcd_sachs, reliability)}
+    fediv_table1, fediv_divergence, fediv_rounds_dev, fediv_rounds, vfedcd_table1,
+    vfedcd_table3_slow, vfedcd_sachs_dev, vfedcd_sachs, reliability)}
 
 
 # ----------------------------------------------------------------------------- markdown files

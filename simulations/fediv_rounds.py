@@ -1,0 +1,201 @@
+"""FedIV's default App run in far fewer rounds (issue 12, item 2): rounds T vs local work.
+
+In a deployment every exchange (server -> all clients -> server) costs seconds whatever its
+size, and a FedIV App run takes T + 1 exchanges (T FedGDA rounds, then one validation of the
+last global model). The default was Table 1's T = 200 rounds of R = 10 local full-batch GDA
+steps (lr_g 0.02, lr_f 0.2). This study compares settings with T <= 60 against it by the test
+MSE of the round the federated validation criterion selects (as the App does) and by the
+number of runs that diverge. The levers: more local work per exchange (R) and larger steps
+(lr_g, lr_f); what more local steps between averages cost is client drift.
+
+Every run is the reference loop (``core.deepgmm.fedgda_reference``, equal to the Flower path)
+on the built-in data (DGP "paper", n = 20000, Dirichlet(0.3) quantity skew over ``--clients``)
+with the App's settings otherwise (f's local gradient clipped to norm 2, divergence detection).
+A sweep run of ``--rounds T`` logs, per round, the federated criterion and the (diagnostic)
+test MSE, so the selected-round MSE of every shorter run T' <= T (``--prefixes``) is read off
+the same run: rounds never depend on later ones, and the selection over rounds 0..T' is what a
+run of T' rounds makes.
+
+Development seeds 100-109 (the range of ``fediv_divergence.py``'s development runs, whose
+T = 200, R = 10 rows are the baseline there); evaluation seeds 4000-4009, never used before,
+run once after the choice with ``--variants``:
+
+    nice -n 10 python simulations/fediv_rounds.py --scenarios abs step --seeds 100..103 \\
+        --grid 0.02,0.2,10,60 0.02,0.2,33,60 0.04,0.4,20,60 \\
+        --jsonl simulations/results/fediv_runs/rounds_dev.jsonl
+    nice -n 10 python simulations/fediv_rounds.py --scenarios abs step --seeds 4000..4009 \\
+        --variants default paper --jsonl simulations/results/fediv_runs/rounds_eval.jsonl
+    cd simulations/results/fediv_runs && python ../../fediv_rounds.py --summarize \\
+        rounds_dev.jsonl divergence_dev.jsonl rounds_eval.jsonl
+
+(``divergence_dev.jsonl``: the T = 200, R = 10 runs of the current default on the same
+development seeds, from ``fediv_divergence.py``, the baseline of the sweep: only its seeds
+that this script ran too are kept, so every comparison is paired.)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from harness import append_jsonl, mean_sd, parser, read_jsonl, settings, table, write_results
+
+from fedcausal_flwr.core import deepgmm as dg
+from fedcausal_flwr.data import iv
+
+DEV, EVAL = range(100, 120), range(4000, 4010)
+#: the two variants of the evaluation: the App default and Table 1's T = 200, R = 10
+VARIANTS = {"default": {},
+            "paper": {"lr_g": 0.02, "lr_f": 0.2, "local_epochs": 10, "rounds": 200}}
+
+
+def phase(seed: int) -> str:
+    """``dev`` (100-119), ``eval`` (4000-4009) or ``other``."""
+    return "dev" if seed in DEV else "eval" if seed in EVAL else "other"
+
+
+def run(scenario: str, seed: int, s: dg.FedIVSettings, k: int = 10, n: int = 20000) -> dict:
+    """One FedGDA run with the per-round criterion and test MSE (round 0: the initial g)."""
+    rc = {"iv-scenario": scenario, "iv-dgp": "paper", "seed": seed, "iv-n": n, "iv-alpha": 0.3}
+    test = iv.test_set(rc)
+    basis = dg.rff(int(np.prod(test.z.shape[1:])), s.val_features, seed)
+    g_eval, _ = dg.networks(test.x.shape[1:], test.z.shape[1:], 0)
+    data = [iv.client_data(rc, i, k) for i in range(k)]
+    tr = [dg.batch(d["train"].x, d["train"].y, d["train"].z) for d in data]
+    val = [(dg.batch(d["val"].x, d["val"].y, d["val"].z), dg.features(d["val"].z, basis))
+           for d in data]
+
+    def evaluate(theta: dg.Params) -> dict:
+        crit = dg.pooled_criterion([dg.validation_sums(dg.set_params(g_eval, theta), *v)
+                                    + (v[0].n,) for v in val])
+        return {"crit": crit, "mse": dg.mse(dg.g_values(g_eval, theta, test.x), test.g)}
+
+    g0, _ = dg.networks(tuple(tr[0].x.shape[1:]), tuple(tr[0].z.shape[1:]), seed)
+    first = evaluate(dg.get_params(g0))
+    t0, c0 = time.time(), time.process_time()
+    st = dg.fedgda_reference(tr, s, seed, val, evaluate=evaluate)
+    return {"scenario": scenario, "seed": seed, "clients": k, "lr_g": s.lr_g, "lr_f": s.lr_f,
+            "local": s.local_epochs, "rounds": s.rounds, "grad_clip": s.grad_clip,
+            "cpu_s": round(time.process_time() - c0, 1), "wall_s": round(time.time() - t0, 1),
+            "stopped": st.stopped, "diverged_round": st.diverged_round,
+            "rounds_done": st.round,
+            "rounds_with_drops": sum(h["n_clients"] < k for h in st.history),
+            "selected_round": st.best_round, "crit_selected": st.best_score,
+            "mse_selected": dg.mse(dg.g_values(g_eval, st.best_theta, test.x), test.g),
+            "mse_last": dg.mse(dg.g_values(g_eval, st.theta, test.x), test.g),
+            "crit_hist": [first["crit"]] + [h["crit"] for h in st.history],
+            "mse_hist": [first["mse"]] + [h["mse"] for h in st.history]}
+
+
+def prefix(r: dict, t: int) -> dict:
+    """What a run of ``t <= r["rounds"]`` rounds selects: the lowest criterion of rounds 0..t
+    (the first on ties, as :func:`core.deepgmm.select`), its test MSE, and whether it
+    diverged by round t."""
+    crit = np.asarray(r["crit_hist"][:t + 1], dtype=float)
+    crit = np.where(np.isfinite(crit), crit, np.inf)
+    i = int(np.argmin(crit))
+    return {"rounds": t, "selected_round": i, "mse_selected": r["mse_hist"][i],
+            "diverged": bool(r["stopped"]) and r["diverged_round"] <= t}
+
+
+def config(r: dict) -> str:
+    """``T x R, lr g / f`` of a run (T: its rounds, or a prefix's)."""
+    return f"T={r['rounds']} R={r['local']} lr {r['lr_g']:g}/{r['lr_f']:g}"
+
+
+def baseline(r: dict) -> dict | None:
+    """A ``fediv_divergence.py`` run of the App's T = 200, R = 10 (``new``: f clipped, as
+    now) in this script's fields, or None (its ``old`` variant, raw gradients)."""
+    if r.get("variant") != "new":
+        return None
+    return {**{k: r[k] for k in ("scenario", "seed", "clients", "lr_g", "lr_f", "rounds",
+                                 "grad_clip", "stopped", "diverged_round", "selected_round",
+                                 "mse_selected")},
+            "local": r["local_epochs"], "source": "fediv_divergence"}
+
+
+def summarize(rows: list[dict], prefixes: list[int]) -> dict:
+    """Per ``phase/scenario/clients/config``: runs, diverged, exchanges, local steps, selected
+    MSE and selected round (mean, sample sd); a sweep run also stands for its prefixes."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        views = [r] + [{**r, **prefix(r, t)} for t in prefixes
+                       if t < r["rounds"] and "crit_hist" in r]
+        for v in views:
+            key = (f"{phase(r['seed'])}/{r['scenario']}/{r['clients']}/{config(v)}"
+                   + (f"/{r['variant']}" if r.get("variant") else ""))
+            groups.setdefault(key, []).append(v)
+    out = {}
+    for key, rs in sorted(groups.items()):
+        seeds = [r["seed"] for r in rs]
+        if len(seeds) != len(set(seeds)):
+            raise ValueError(f"{key}: a seed twice: {sorted(seeds)}")
+        out[key] = {
+            "runs": len(rs), "seeds": sorted(seeds),
+            "diverged": sum(bool(r.get("diverged", r["stopped"])) for r in rs),
+            "exchanges": rs[0]["rounds"] + 1, "local_steps": rs[0]["rounds"] * rs[0]["local"],
+            "mse_selected": mean_sd(r["mse_selected"] for r in rs),
+            "selected_round": mean_sd(r["selected_round"] for r in rs),
+            "mse_by_seed": {r["seed"]: round(r["mse_selected"], 5) for r in rs}}
+    return out
+
+
+def lines(summary: dict) -> list[str]:
+    """A text table of the summary."""
+    rows = [[*k.split("/")[:3], "/".join(k.split("/")[3:]), f"{v['diverged']} / {v['runs']}",
+             v["exchanges"], v["local_steps"],
+             f"{v['mse_selected'][0]:.4f} ± {v['mse_selected'][1]:.4f}",
+             f"{v['selected_round'][0]:.0f}"] for k, v in summary.items()]
+    return table(["seeds", "scenario", "clients", "setting", "diverged", "exchanges",
+                  "steps/client", "selected MSE", "sel. round"], rows).splitlines()
+
+
+def main() -> None:
+    """Run a grid or the variants (one JSON line per run), or summarise JSON lines."""
+    ap = parser(__doc__, seeds=[100, 101, 102, 103])
+    ap.add_argument("--scenarios", nargs="+", default=["abs", "step"])
+    ap.add_argument("--clients", type=int, default=10)
+    ap.add_argument("--grid", nargs="*", default=[], help="entries lr_g,lr_f,R,T")
+    ap.add_argument("--variants", nargs="*", default=[], choices=list(VARIANTS))
+    ap.add_argument("--prefixes", nargs="*", type=int, default=[30, 40, 50])
+    ap.add_argument("--jsonl", default="")
+    ap.add_argument("--summarize", nargs="*", default=None, help="only summarise JSONL files")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    rows: list[dict] = []
+    if a.summarize is not None:
+        for path in a.summarize:
+            got = read_jsonl(Path(path))
+            rows += [b for b in map(baseline, got) if b] if "variant" in got[0] \
+                and "local_epochs" in got[0] else got
+        ran = {(r["scenario"], r["seed"]) for r in rows if "source" not in r}
+        rows = [r for r in rows if "source" not in r or (r["scenario"], r["seed"]) in ran]
+    else:
+        jobs = [("", dict(zip(("lr_g", "lr_f", "local_epochs", "rounds"),
+                              (float(x) if i < 2 else int(x)
+                               for i, x in enumerate(e.split(",")))))) for e in a.grid]
+        jobs += [(v, VARIANTS[v]) for v in a.variants]
+        for sc in a.scenarios:
+            for seed in a.seeds:
+                for variant, over in jobs:
+                    r = run(sc, seed, dg.FedIVSettings().replace(**over), a.clients)
+                    if variant:
+                        r["variant"] = variant
+                    rows.append(r)
+                    print(json.dumps({k: v for k, v in r.items() if not k.endswith("_hist")}),
+                          flush=True)
+                    if a.jsonl:
+                        append_jsonl(a.jsonl, r)
+    summary = summarize(rows, a.prefixes)
+    out = lines(summary)
+    print("\n".join(out))
+    if a.summarize is not None:
+        write_results("fediv_rounds", {"settings": settings(a), "summary": summary,
+                                       "table": out}, a.out)
+
+
+if __name__ == "__main__":
+    main()
