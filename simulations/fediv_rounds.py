@@ -153,6 +153,13 @@ def lines(summary: dict) -> list[str]:
                   "steps/client", "selected MSE", "sel. round"], rows).splitlines()
 
 
+def grid_entry(entry: str) -> dict:
+    """``"lr_g,lr_f,R,T"`` as FedIVSettings fields."""
+    lr_g, lr_f, local, rounds = entry.split(",")
+    return {"lr_g": float(lr_g), "lr_f": float(lr_f), "local_epochs": int(local),
+            "rounds": int(rounds)}
+
+
 def main() -> None:
     """Run a grid or the variants (one JSON line per run), or summarise JSON lines."""
     ap = parser(__doc__, seeds=[100, 101, 102, 103])
@@ -174,9 +181,7 @@ def main() -> None:
         ran = {(r["scenario"], r["seed"]) for r in rows if "source" not in r}
         rows = [r for r in rows if "source" not in r or (r["scenario"], r["seed"]) in ran]
     else:
-        jobs = [("", dict(zip(("lr_g", "lr_f", "local_epochs", "rounds"),
-                              (float(x) if i < 2 else int(x)
-                               for i, x in enumerate(e.split(",")))))) for e in a.grid]
+        jobs = [("", grid_entry(e)) for e in a.grid]
         jobs += [(v, VARIANTS[v]) for v in a.variants]
         for sc in a.scenarios:
             for seed in a.seeds:
