@@ -192,7 +192,7 @@ SMALL: dict[str, tuple[dict[str, Any], int]] = {
     "fedcf": ({"algorithm": "fedcf", "seed": 3, "ss-t": 80, "ss-window": 20, "ss-epochs": 1,
                "ss-clients": 3, **_COMMON}, 3),
     "fediv": ({"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600,
-               "num-rounds": 3, "iv-lr-g": 0.05, "iv-lr-f": 0.25, "iv-val-features": 8,
+               "iv-rounds": 3, "iv-lr-g": 0.05, "iv-lr-f": 0.25, "iv-val-features": 8,
                "iv-device": "cpu", **_COMMON}, 4),
     # the mock backend and small keys: test-only opt-ins of the server and the parties
     "vfedcd": ({"algorithm": "vfedcd", "d": 6, "edges": 8, "n": 20, "num-epochs": 3,
@@ -337,7 +337,8 @@ def blamed(algorithm: str, fault: str, k: int) -> list[str]:
     if fault == "duplicate":
         return [f"node {1000 + k - 1}"]
     if fault == "flaky-30%":
-        rounds = range(1, SMALL[algorithm][0].get("num-rounds", 1) + 1)
+        rc = SMALL[algorithm][0]
+        rounds = range(1, rc.get("iv-rounds" if algorithm == "fediv" else "num-rounds", 1) + 1)
         if algorithm in EVERY_PARTY:
             return [f"client {c}" for c in flaky_set(k, 1)]
         return sorted({f"client {c}" for r in rounds for c in flaky_set(k, r)})

@@ -111,6 +111,8 @@ def bounded(algorithm: str, rounds: int) -> dict[str, Any]:
     rc: dict[str, Any] = {"algorithm": algorithm, "node-wait-s": 120.0}
     if algorithm == "vfedcd":
         return {**rc, **VFEDCD_BOUND}
+    if algorithm == "fediv":
+        return {**rc, "iv-rounds": rounds}
     return {**rc, "num-rounds": rounds, "ss-epochs": 1} if algorithm in ("fedgc", "fedcf") \
         else {**rc, "num-rounds": rounds}
 

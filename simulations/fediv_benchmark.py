@@ -39,7 +39,7 @@ def reference_seconds(rc: dict, k: int) -> float:
            for d in data]
     t0 = time.time()
     dg.fedgda_reference(tr, FedIVSettings.from_run_config(rc), int(rc["seed"]), val, dev)
-    return (time.time() - t0) / int(rc["num-rounds"])
+    return (time.time() - t0) / int(rc["iv-rounds"])
 
 
 def main() -> None:
@@ -55,7 +55,7 @@ def main() -> None:
     a = ap.parse_args()
     torch.set_num_threads(1)
     rc = {"algorithm": "fediv", "seed": 0, "iv-scenario": a.scenario, "iv-n": a.n,
-          "num-rounds": a.rounds, "iv-mode": a.mode, "iv-val-features": 32,
+          "iv-rounds": a.rounds, "iv-mode": a.mode, "iv-val-features": 32,
           "iv-device": a.device, "node-wait-s": 60.0}
     k = a.clients
     ref = reference_seconds(rc, k)

@@ -23,7 +23,7 @@ from fedcausal_flwr.strategies import FedIV, FedIVSettings
 from fedcausal_flwr.strategies.fediv import client_config
 from fedcausal_flwr.testing import InProcessGrid
 
-RC = {"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600, "num-rounds": 5,
+RC = {"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600, "iv-rounds": 5,
       "iv-lr-g": 0.05, "iv-lr-f": 0.25, "iv-val-features": 8, "min-nodes": 2,
       "node-wait-s": 5.0, "iv-device": "cpu"}
 
@@ -51,15 +51,15 @@ def assert_params_equal(a, b, tol=1e-10):
 
 @pytest.mark.parametrize("extra", [
     {}, {"iv-mode": "sgda", "iv-batch-size": 64, "iv-weighting": "n", "iv-alpha": 5.0,
-         "iv-local-epochs": 2, "num-rounds": 3},
-    {"iv-optimizer": "oadam", "iv-lr-g": 0.01, "iv-lr-f": 0.01, "num-rounds": 3},
+         "iv-local-epochs": 2, "iv-rounds": 3},
+    {"iv-optimizer": "oadam", "iv-lr-g": 0.01, "iv-lr-f": 0.01, "iv-rounds": 3},
 ])
 def test_flower_path_equals_reference(extra):
     rc = {**RC, **extra}
     result, _ = run_inprocess(rc, 3)
     st = reference(rc, 3)
     assert result.status == "completed"
-    assert result.timing["rounds"] == st.round == rc["num-rounds"]
+    assert result.timing["rounds"] == st.round == rc["iv-rounds"]
     assert_params_equal(result.estimates["g_params"], st.theta)
     assert_params_equal(result.estimates["f_params"], st.tau)
     assert result.estimates["selected_round"] == st.best_round
@@ -69,8 +69,19 @@ def test_flower_path_equals_reference(extra):
         assert np.isfinite(result.metrics[key])
 
 
+def test_num_rounds_is_not_fedivs_and_is_refused_not_ignored():
+    """FedIV's rounds are ``iv-rounds``; ``num-rounds`` (FDBNL/PFDBNL's ADMM cap, declared
+    once for the App) set to anything but its default is an error, not a silent no-op."""
+    from fedcausal_flwr.core.dbn import FDBNLSettings
+
+    fdbnl_default = {**RC, "num-rounds": FDBNLSettings().max_rounds}  # the App declares it
+    assert app_iv.strategy("fediv", fdbnl_default).settings.rounds == RC["iv-rounds"]
+    with pytest.raises(ValueError, match="'num-rounds' = 7 .*'iv-rounds'"):
+        app_iv.strategy("fediv", {**RC, "num-rounds": 7})
+
+
 def test_only_parameters_and_sums_cross_the_wire():
-    rc = {**RC, "num-rounds": 2}
+    rc = {**RC, "iv-rounds": 2}
     k = 3
     result, grid = run_inprocess(rc, k)
     assert result.status == "completed"
@@ -127,7 +138,7 @@ def faulty_app(rc: dict, modes: dict[int, str]) -> ClientApp:
 
 
 def test_bad_clients_are_dropped_and_the_run_finishes_with_the_rest():
-    rc = {**RC, "iv-mode": "sgda", "iv-batch-size": 64, "iv-alpha": 50.0, "num-rounds": 2}
+    rc = {**RC, "iv-mode": "sgda", "iv-batch-size": 64, "iv-alpha": 50.0, "iv-rounds": 2}
     result, _ = run_inprocess(rc, 6, faulty_app(rc, {1: "x", 2: "y", 3: "z", 4: "small"}))
     assert result.status == "completed"
     dropped = " | ".join(result.metrics["dropped"])
@@ -146,7 +157,7 @@ def test_a_diverging_run_stops_and_keeps_the_best_round():
     round and what, keeps the finished rounds, and the reference loop stops at the same place.
     With the non-finite rule only, the same run goes on through finite blown-up rounds (peaks
     1e11, 1e67) until every client's local game is non-finite."""
-    rc = {**RC, "num-rounds": 40, "iv-lr-g": 1.0, "iv-lr-f": 3.0, "iv-local-epochs": 1,
+    rc = {**RC, "iv-rounds": 40, "iv-lr-g": 1.0, "iv-lr-f": 3.0, "iv-local-epochs": 1,
           "iv-grad-clip": 0.0}
     saved = []
     strategy = app_iv.strategy("fediv", rc)
@@ -173,23 +184,23 @@ def test_a_diverging_run_stops_and_keeps_the_best_round():
 
 
 def test_a_run_that_does_not_diverge_says_so():
-    result, _ = run_inprocess({**RC, "num-rounds": 2}, 2)
+    result, _ = run_inprocess({**RC, "iv-rounds": 2}, 2)
     assert result.status == "completed"
     assert result.metrics["diverged"] is False and result.metrics["diverged_round"] == 0
 
 
 def test_app_writes_g_against_g0_png(tmp_path):
-    rc = {**RC, "num-rounds": 2, "outputs": str(tmp_path), "run-name": "r"}
+    rc = {**RC, "iv-rounds": 2, "outputs": str(tmp_path), "run-name": "r"}
     result, _ = run_inprocess(rc, 2)
     app_iv.save_plots("fediv", rc, result, tmp_path)
     assert (tmp_path / "g_vs_g0.png").stat().st_size > 0
 
 
 def test_warm_start_from_a_runs_final_parameters():
-    rc = {**RC, "num-rounds": 3}
+    rc = {**RC, "iv-rounds": 3}
     first, _ = run_inprocess(rc, 3)
     theta, tau = first.estimates["g_params"], first.estimates["f_params"]
-    rc2 = {**rc, "num-rounds": 2}
+    rc2 = {**rc, "iv-rounds": 2}
     cold, _ = run_inprocess(rc2, 3)
     strategy = app_iv.strategy("fediv", rc2)
     warm = strategy.start(grid=InProcessGrid(client_app, 3, rc2),
@@ -215,7 +226,7 @@ def test_warm_start_from_a_runs_final_parameters():
 
 
 def test_warm_start_with_wrong_shapes_names_the_expected_ones():
-    rc = {**RC, "num-rounds": 1}
+    rc = {**RC, "iv-rounds": 1}
     g, f = dg.networks((1,), (2,), 0)
     bad = dg.get_params(g)[:-1]
     with pytest.raises(ValueError, match=r"g's parameters \[\(20, 1\), \(20,\), .*got shapes"):

@@ -35,8 +35,10 @@ CASES = [
     (DBN, "lambda-scale", "bogus", "'pooled', 'paper'"),
     (DBN, "dual-update", "bogus", "'paper', 'code'"),
     # accepted silently in the probe
-    ((*DBN, "fediv"), "num-rounds", 0, "int >= 1"),
-    ((*DBN, "fediv"), "num-rounds", -5, "int >= 1"),
+    (DBN, "num-rounds", 0, "int >= 1"),
+    (DBN, "num-rounds", -5, "int >= 1"),
+    (("fediv",), "iv-rounds", 0, "int >= 1"),
+    (("fediv",), "iv-rounds", -5, "int >= 1"),
     (("vfedcd",), "num-epochs", -1, "int >= 1"),
     (("vfedcd",), "num-epochs", 0, "int >= 1"),
     (SS, "ss-epochs", 0, "int >= 1"),

@@ -188,11 +188,12 @@ def test_settings_defaults_are_the_apps():
     """FedIVSettings() is the App's FedDeepGMM-GDA (a user's project trains like the App)."""
     s = dg.FedIVSettings()
     assert (s.lr_g, s.lr_f, s.local_epochs, s.batch_size, s.optimizer, s.momentum) == (
-        0.02, 0.2, 10, 256, "sgd", 0.9)
+        0.02, 0.2, 40, 256, "sgd", 0.9)
     assert (s.weighting, s.val_features, s.device, s.mode, s.rounds, s.seed) == (
-        "uniform", 32, "auto", "gda", 200, 0)
+        "uniform", 32, "auto", "gda", 50, 0)
+    assert s.rounds * s.local_epochs == 200 * 10  # Table 1's local work in fewer exchanges
     assert s.betas == (0.5, 0.9) and "betas" not in s.keys().values()  # not in the run config
-    assert s.keys()["num-rounds"] == "rounds"  # shared with FDBNL/PFDBNL
+    assert s.keys()["iv-rounds"] == "rounds" and "num-rounds" not in s.keys()  # FDBNL's
 
 
 def test_settings_reject_bad_values_naming_the_key():

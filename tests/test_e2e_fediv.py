@@ -41,7 +41,7 @@ def check_against_reference(result: dict, k: int) -> None:
 
 
 def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids):
-    rc = {**RC, "num-rounds": 2, "outputs": str(tmp_path), "run-name": "sim"}
+    rc = {**RC, "iv-rounds": 2, "outputs": str(tmp_path), "run-name": "sim"}
     port = free_ports(launch.SIMULATE_PORTS)
     launch.simulate(3, rc, flwr_home=tmp_path / "flwr", timeout=600, port=port)
     assert not flower_pids(port, launch.SIMULATE_PORTS)
@@ -52,7 +52,7 @@ def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids)
 
 
 def test_loopback_deployment_equals_reference(tmp_path, free_ports, flower_pids):
-    rc = {**RC, "num-rounds": 1, "outputs": str(tmp_path), "run-name": "deploy"}
+    rc = {**RC, "iv-rounds": 1, "outputs": str(tmp_path), "run-name": "deploy"}
     port = free_ports(launch.deploy_ports(2))
     launch.deploy(2, rc, workdir=tmp_path / "deployment", port=port, timeout=600)
     check_against_reference(load_result(tmp_path / "deploy"), 2)

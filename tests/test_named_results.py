@@ -22,7 +22,7 @@ DBN = {"algorithm": "fdbnl", "seed": 3, "d": 4, "lags": 2, "samples-per-client":
        "min-nodes": 2, "node-wait-s": 5.0}
 SS = {"seed": 3, "ss-t": 40, "ss-window": 5, "ss-epochs": 1, "min-nodes": 2,
       "node-wait-s": 5.0}
-IV = {"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 300, "num-rounds": 2,
+IV = {"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 300, "iv-rounds": 2,
       "iv-val-features": 8, "min-nodes": 2, "node-wait-s": 5.0, "iv-device": "cpu"}
 VFD = {"algorithm": "vfedcd", "d": 6, "edges": 8, "n": 20, "num-epochs": 1, "batch": 8,
        "he-backend": "mock", "key-bits": 256, "node-wait-s": 5.0, "seed": 4,

@@ -151,7 +151,7 @@ def test_fediv_csv_equals_arrays(tmp_path):
     from fedcausal_flwr.data.iv import IVDataConfig, own_split
 
     rng = np.random.default_rng(2)
-    rc = {**SMALL["fediv"][0], "num-rounds": 2, "iv-instrument": "z1,z2",
+    rc = {**SMALL["fediv"][0], "iv-rounds": 2, "iv-instrument": "z1,z2",
           "iv-treatment": "x", "iv-outcome": "y", **COMMON}
     data, cfgs = {}, {}
     for pid, n in enumerate((80, 120, 60)):

@@ -1,8 +1,9 @@
 """App glue of FedIV: settings from the run config, the built-in IV data, the test-MSE
 evaluator (the built-in process's true g is known) and the g-vs-g0 figure.
 
-Algorithm settings come from :class:`~fedcausal_flwr.core.deepgmm.FedIVSettings`, the data keys
-(``iv-scenario``, ``iv-dgp``, ``iv-n``, ``iv-n-test``, ``iv-alpha``) from
+Algorithm settings come from :class:`~fedcausal_flwr.core.deepgmm.FedIVSettings` (its rounds:
+``iv-rounds``; a ``num-rounds`` other than FDBNL's default is refused, not silently ignored),
+the data keys (``iv-scenario``, ``iv-dgp``, ``iv-n``, ``iv-n-test``, ``iv-alpha``) from
 :class:`~fedcausal_flwr.data.iv.IVDataConfig`; both validate before any node is contacted.
 """
 
@@ -26,8 +27,14 @@ DATA_CLASSES = {"fediv": IVDataConfig}
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     """FedIV with the run config's settings, scored against the built-in data's true g."""
+    from fedcausal_flwr.core.dbn import FDBNLSettings
     from fedcausal_flwr.strategies.fediv import FedIV
 
+    cap = FDBNLSettings().max_rounds  # the App declares num-rounds for FDBNL/PFDBNL only
+    if rc.get("num-rounds", cap) != cap:
+        raise ValueError(f"run config 'num-rounds' = {rc['num-rounds']!r} does not bound FedIV "
+                         f"(it is FDBNL/PFDBNL's ADMM cap, {cap}); FedIV's rounds are "
+                         f"'iv-rounds' (default {FedIVSettings().rounds})")
     s = FedIVSettings.from_run_config(rc)
     own = IVDataConfig.from_run_config(rc).outcome  # the nodes' own CSVs: no true g
     return FedIV(s, evaluate_fn=None if own else evaluator(rc))
