@@ -119,11 +119,12 @@ def baseline(r: dict) -> dict | None:
 
 def summarize(rows: list[dict], prefixes: list[int]) -> dict:
     """Per ``phase/scenario/clients/config``: runs, diverged, exchanges, local steps, selected
-    MSE and selected round (mean, sample sd); a sweep run also stands for its prefixes."""
+    MSE and selected round (mean, sample sd); a sweep run (not a variant's) also stands for its
+    prefixes."""
     groups: dict[str, list[dict]] = {}
     for r in rows:
         views = [r] + [{**r, **prefix(r, t)} for t in prefixes
-                       if t < r["rounds"] and "crit_hist" in r]
+                       if t < r["rounds"] and "crit_hist" in r and not r.get("variant")]
         for v in views:
             key = (f"{phase(r['seed'])}/{r['scenario']}/{r['clients']}/{config(v)}"
                    + (f"/{r['variant']}" if r.get("variant") else ""))

@@ -452,29 +452,32 @@ def fediv_rounds_dev() -> str:
 
 def fediv_rounds() -> str:
     """Issue 12.2 on the evaluation seeds: the new default against T = 200, R = 10, per
-    scenario: diverged, selected-round test MSE (mean ± sample sd), the paired difference."""
+    clients and scenario: diverged, selected-round test MSE (mean ± sample sd), the paired
+    difference."""
     groups = _fediv_rounds_groups("eval")
     rows = []
-    for sc in sorted({sc for g in groups.values() for sc in g}):
-        by_var = {setting.split("/")[-1]: (setting.split("/")[0], g[sc])
-                  for (_, setting), g in groups.items() if sc in g}
-        common = sorted(set.intersection(*(set(v["mse_by_seed"]) for _, v in by_var.values())))
+    cells = sorted({(int(k), sc) for (k, _), g in groups.items() for sc in g})
+    for clients, sc in cells:
+        by_var = {setting.rsplit("/", 1)[1]: (setting.rsplit("/", 1)[0], g[sc])
+                  for (k, setting), g in groups.items() if sc in g and int(k) == clients}
         for variant in ("default", "paper"):
             if variant not in by_var:
                 continue
             setting, v = by_var[variant]
             diff = "-"
             if variant == "default" and "paper" in by_var:
-                d = [v["mse_by_seed"][s] - by_var["paper"][1]["mse_by_seed"][s] for s in common]
+                other = by_var["paper"][1]["mse_by_seed"]
+                d = [v["mse_by_seed"][s] - other[s] for s in v["mse_by_seed"] if s in other]
                 diff = fmt(float(np.mean(d)), float(np.std(d, ddof=1)), 4) \
-                    + f" ({sum(x <= 0 for x in d)} / {len(d)} seeds no worse)"
+                    + f" ({sum(x <= 0 for x in d)} of {len(d)} seeds no worse)"
             label = {"default": "new default", "paper": "former default (Table 1)"}[variant]
-            rows.append([sc, f"{label}: {setting}", f"{min(v['seeds'])}-{max(v['seeds'])}",
-                         v["exchanges"], v["local_steps"], f"{v['diverged']} / {v['runs']}",
+            rows.append([clients, sc, f"{label}: {setting}",
+                         f"{min(v['seeds'])}-{max(v['seeds'])}", v["exchanges"],
+                         v["local_steps"], f"{v['diverged']} / {v['runs']}",
                          f"**{fmt(*v['mse_selected'], 4)}**" if variant == "default"
                          else fmt(*v["mse_selected"], 4),
                          f"{v['selected_round'][0]:.0f}", diff])
-    return markdown(["scenario", "variant", "evaluation seeds", "exchanges",
+    return markdown(["clients", "scenario", "variant", "evaluation seeds", "exchanges",
                      "local steps per client", "diverged", "selected MSE", "mean selected round",
                      "new - former, paired"], rows)
 
