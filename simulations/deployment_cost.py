@@ -20,7 +20,7 @@ The projected deployment time of the full default run is its exchanges times the
 seconds per exchange, plus start-up.
 
     python simulations/deployment_cost.py [--algorithms fdbnl fedgc ...] [--rounds 3]
-        [--skip-full fediv] [--trivial 10]
+        [--skip-full fediv] [--trivial 10] [--full fdbnl fedgc ...]
 """
 
 from __future__ import annotations
@@ -175,7 +175,28 @@ def flower_paths(algorithm: str, rounds: int, work: Path) -> dict[str, Any]:
     return out
 
 
-def full_default(algorithm: str) -> dict[str, Any]:
+def full_flower(algorithm: str, ref: RunResult, work: Path) -> dict[str, Any]:
+    """The full default run in a loopback deployment and under flwr run, beside ``ref``."""
+    k, out = NODES[algorithm], {}
+    for path in ("deploy", "simulate"):
+        cfg = {"algorithm": algorithm, "node-wait-s": 120.0, "outputs": str(work),
+               "run-name": f"{algorithm}-full-{path}"}
+        t0 = time.perf_counter()
+        if path == "deploy":
+            launch.deploy(k, cfg, workdir=work / f"{algorithm}-full-deployment", timeout=3600)
+        else:
+            launch.simulate(k, cfg, flwr_home=work / f"{algorithm}-full-flwr", timeout=3600)
+        wall = time.perf_counter() - t0
+        res = load_result(work / f"{algorithm}-full-{path}")
+        out[path] = {"status": res["status"], "wall_s": wall,
+                     "exchanges": per_exchange(res)[1],
+                     "max_diff": largest_difference(res, ref)}
+        log(f"{algorithm} full {path}: {res['status']}, {wall:.0f}s wall, "
+            f"max diff {out[path]['max_diff']:.2e}")
+    return out
+
+
+def full_default(algorithm: str) -> tuple[dict[str, Any], RunResult]:
     """The full default run in process (VFedCD: one mock epoch times the epochs)."""
     k = NODES[algorithm]
     rc: dict[str, Any] = {"algorithm": algorithm}
@@ -196,7 +217,7 @@ def full_default(algorithm: str) -> dict[str, Any]:
     return {"status": res.status, "rounds": len(res.history) * scale,
             "exchanges": int(res.timing.get("exchanges", 0)) * scale,
             "bytes": (up + down) * scale, "wall_s": wall * scale,
-            "scaled_from_one_epoch": scale > 1, "accuracy": acc}
+            "scaled_from_one_epoch": scale > 1, "accuracy": acc}, res
 
 
 def trivial_floor(exchanges: int, work: Path) -> dict[str, Any]:
@@ -233,6 +254,9 @@ def main() -> None:
     ap.add_argument("--skip-full", nargs="*", default=[],
                     help="algorithms whose full default run is not run in process")
     ap.add_argument("--trivial", type=int, default=10, help="exchanges of the trivial App")
+    ap.add_argument("--full", nargs="*", default=[],
+                    help="algorithms whose full default run also runs in a loopback "
+                         "deployment and under flwr run (not vfedcd)")
     args = ap.parse_args()
     clock = Clock()
     rows, out = [], {}
@@ -242,8 +266,10 @@ def main() -> None:
         for alg in args.algorithms:
             rec = {"nodes": NODES[alg], **flower_paths(alg, args.rounds, work)}
             if alg not in args.skip_full:
-                rec["full"] = full_default(alg)
+                rec["full"], ref = full_default(alg)
                 log(f"{alg} full default in process: {rec['full']}")
+                if alg in args.full and alg != "vfedcd":
+                    rec["full_flower"] = full_flower(alg, ref, work)
             out[alg] = rec
             write_results("deployment_cost", {"partial": True, "floor": floor,
                                               "algorithms": out}, args.out)
@@ -268,6 +294,15 @@ def main() -> None:
     checks = {f"{alg}: Flower paths equal the in-process run": "ok" if max(
         rec["deploy"]["max_diff"], rec["simulate"]["max_diff"]) <= 1e-8 else "DIFFERS"
         for alg, rec in out.items()}
+    for alg, rec in out.items():
+        if "full_flower" in rec:
+            ff = rec["full_flower"]
+            checks[f"{alg}: full default run completed and equal in both Flower paths"] = (
+                "ok" if all(ff[p]["status"] == "completed" and ff[p]["max_diff"] <= 1e-8
+                            for p in ff) else "FAILED")
+            checks[f"{alg}: full deployment <= 10 min, flwr run <= 3 min"] = (
+                "ok" if ff["deploy"]["wall_s"] <= 600 and ff["simulate"]["wall_s"] <= 180
+                else "MISSED")
     finish("deployment_cost", args, clock, checks, "deployment cost",
            {"floor": floor, "algorithms": out, "rows": rows, "headers": headers})
 

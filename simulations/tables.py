@@ -187,6 +187,21 @@ def fdbnl_solver_cost() -> str:
                      "rounds", "SHD(W)", "SHD(A)", "CPU / official (per seed)"], rows)
 
 
+def fdbnl_rounds() -> str:
+    """FDBNL/PFDBNL rounds and graph scores per stop rule and phi1, development seeds then
+    evaluation seeds (issue 12): ``fdbnl_rounds.py``'s two JSONs."""
+    rows = []
+    for name, seeds in (("fdbnl_rounds_dev", "dev"), ("fdbnl_rounds", "eval")):
+        r = read_results(name)
+        label = f"{seeds} {r['settings']['seeds'][0]}-{r['settings']['seeds'][-1]}"
+        for key, m in r["summary"].items():
+            scenario, variant = key.split(" | ")
+            rows.append([label, scenario, variant, fmt(*m["rounds"], 1), fmt(*m["shd_w"], 1),
+                         fmt(*m["shd_a"], 1), fmt(*m["tpr_w"])])
+    return markdown(["seeds", "scenario", "stop rule, rho1 growth", "rounds", "SHD(W)",
+                     "SHD(A)", "TPR(W)"], rows)
+
+
 def benchmark_flower_overhead() -> str:
     """Flower overhead of FDBNL: reference loop vs ``flwr run``, per K and round count."""
     r = read_results("benchmark_flower_overhead")
@@ -647,7 +662,7 @@ def reliability() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
-    fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, benchmark_flower_overhead,
+    fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, fdbnl_rounds, benchmark_flower_overhead,
     deployment_cost_before,
     fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts,
     fediv_table1, fediv_divergence, vfedcd_table1, vfedcd_table3_slow, vfedcd_sachs_dev,
