@@ -18,14 +18,23 @@ FedCF, ``cf_error_21 = ||C_22 (B21_hat - B21)||_F / ||C_22 B21||_F``. Each row i
 to a JSON-lines file as it finishes, so a long sweep loses nothing; ``--summary`` turns the
 rows into ``results/<out>.json`` (means and sample sds, ddof = 1) for ``tables.py``.
 
-    python simulations/statespace_windows.py --seeds 100..104 --grid \
-        "1000,30,0.3,1.5" "9999,30,1.0,1.5" ... [--runs fedgc fedcf fedcf-innovation]
-        [--jsonl results/statespace_windows_dev.jsonl]
-    python simulations/statespace_windows.py --summary results/statespace_windows_dev.jsonl \
-        --out simulations/results/statespace_windows_dev.json
+    python simulations/statespace_windows.py [--seeds 100..109] [--grid SPEC ...]
+        [--runs fedgc fedcf fedcf-innovation] [--jsonl FILE.jsonl]
+    python simulations/statespace_windows.py --summary FILE.jsonl --name NAME
 
-A grid entry is ``W,epochs,lr_server,lr_client``; ``default`` is the settings classes'
-defaults and ``paper`` the paper-faithful schedule (W = 1000, 30 epochs, 0.3 / 1.5).
+A grid entry ``SPEC`` is ``W,epochs,lr_server,lr_client``; ``default`` is the settings
+classes' defaults and ``paper`` the schedule before issue 12 (W = 1000, 30 epochs, 0.3 / 1.5;
+``StateSpaceSettings.paper_schedule``). What was run (results/, RESULTS.md):
+
+1. coarse, development seeds 100-104: ``paper`` and W in {9999: 10, 20, 30, 38 epochs;
+   5000: 10, 19 epochs} x lr_server {0.3, 0.6, 1.0, 1.5} x lr_client {1.5, 3.0}
+   -> ``statespace_windows_dev_coarse.jsonl`` / ``.json``;
+2. fine, development seeds 100-109: ``paper`` and W 9999 x {5, 8, 10, 12, 15, 20} epochs x
+   lr_server {0.6, 0.8, 1.0, 1.2, 1.5} x lr_client {1.0, 1.5}
+   -> ``statespace_windows_dev.jsonl`` / ``.json``;
+3. once, with the chosen default (W 10000, 20 epochs, 1.0 / 1.5), new evaluation seeds
+   5200-5209: ``--seeds 5200..5209 --grid default paper``
+   -> ``statespace_windows_eval.jsonl``, summary ``statespace_windows.json``.
 """
 
 from __future__ import annotations
