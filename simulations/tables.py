@@ -369,6 +369,54 @@ FEDIV_TABLE1_FILES = ("fed_gda", "fed_sgda", "central_gda", "central_rest",
                       "central_old_sgda_oadam")  # what fediv.md's --summarize command reads
 
 
+SS_RUNS = {"fedgc": "FedGC (App defaults)", "fedcf": "FedCF (App defaults, literal target)",
+           "fedcf-innovation": "FedCF, `ss-target=\"innovation\"` (the README's run)"}
+
+
+def ss_schedule(r: dict[str, Any]) -> str:
+    """``W 10000, 20 epochs, lr 1.0 / 1.5`` of a statespace_windows summary row."""
+    return f"W {r['window']}, {r['epochs']} epochs, lr {r['lr_server']:g} / {r['lr_client']:g}"
+
+
+def ss_cells(r: dict[str, Any]) -> list[str]:
+    """err_A21, norm_A12, cf_error_21 (mean ± sd) of a statespace_windows summary row."""
+    return [fmt(r[k]["mean"], r[k]["sd"], 3) if k in r else "-"
+            for k in ("err_A21", "norm_A12", "cf_error_21")]
+
+
+def statespace_windows() -> str:
+    """FedGC/FedCF: the new default schedule beside the schedule before issue 12, eval seeds."""
+    r = read_results("statespace_windows")
+    rows = [[SS_RUNS[x["run"]], "default" if x["grid"] == "default" else "before (paper)",
+             ss_schedule(x), f"{x['exchanges']['mean']:.0f}", seed_range(x["seeds"]),
+             *ss_cells(x)] for x in sorted(r["summary"], key=lambda x: list(SS_RUNS)
+                                           .index(x["run"]))]
+    return markdown(["run", "schedule", "", "exchanges", "seeds", "‖Â_21 − A_21‖_F",
+                     "‖Â_12‖_F", "CF_y (cf_error_21)"], rows)
+
+
+def statespace_windows_dev() -> str:
+    """The development grid (seeds 100-109): lr_client 1.5, one window per epoch, by lr_server
+    and epochs, beside the schedule before issue 12."""
+    r = read_results("statespace_windows_dev")
+    by: dict[tuple[str, str], dict[str, Any]] = {}
+    for x in r["summary"]:
+        by[(x["grid"], x["run"])] = x
+    grids = [g for g in dict.fromkeys(x["grid"] for x in r["summary"])
+             if g == "paper" or (g.endswith(",1.5") and int(g.split(",")[1]) in (5, 10, 15, 20))]
+    rows = []
+    for g in grids:
+        gc, cf, ci = (by[(g, run)] for run in SS_RUNS)
+        rows.append([ss_schedule(gc), f"{gc['exchanges']['mean']:.0f}",
+                     *(f"{x[k]['mean']:.3f}" for x, k in ((gc, "err_A21"), (gc, "norm_A12"),
+                                                          (cf, "err_A21"), (ci, "err_A21"),
+                                                          (ci, "norm_A12"),
+                                                          (ci, "cf_error_21")))])
+    return markdown(["schedule", "exchanges", "FedGC ‖Â_21 − A_21‖", "FedGC ‖Â_12‖",
+                     "FedCF ‖Â_21 − A_21‖", "FedCF innov. ‖Â_21 − A_21‖",
+                     "FedCF innov. ‖Â_12‖", "FedCF innov. CF_y"], rows)
+
+
 def fediv_runs(files: Sequence[str] = FEDIV_TABLE1_FILES) -> list[dict[str, Any]]:
     """The committed JSON lines of ``fediv_table1.py`` runs (``results/fediv_runs/*.jsonl``)."""
     return [r for f in files for r in read_jsonl(FEDIV_RUNS / f"{f}.jsonl")]
@@ -664,7 +712,8 @@ TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
     fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, fdbnl_rounds, benchmark_flower_overhead,
     deployment_cost_before,
-    fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts,
+    fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts, statespace_windows,
+    statespace_windows_dev,
     fediv_table1, fediv_divergence, vfedcd_table1, vfedcd_table3_slow, vfedcd_sachs_dev,
     vfedcd_sachs, reliability)}
 
