@@ -68,7 +68,8 @@ def test_flower_path_equals_reference(backend):
 
 @pytest.mark.parametrize("mode", ["framework", "ctv", "vfedcd"])
 def test_each_mode_in_flower_equals_its_reference_loop(mode):
-    rc = {**RC, "mode": mode, "l2": 0.01, "unfreeze": True, "loss": "nll"}
+    rc = {**RC, "mode": mode, "l2": 0.01, "unfreeze": True, "loss": "nll", "optimizer": "adam",
+          "lr": 0.05}
     result, grid = run(rc)
     ref = reference(rc)
     assert result.status == "completed"

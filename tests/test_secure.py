@@ -144,7 +144,10 @@ def dispatch_dz(party, dz, t):
         8, 2, 10) / 2**16
 
 
-@pytest.mark.parametrize("extra", [{}, {"l2": 0.05, "loss": "nll", "lambda1": 5e-4}])
+@pytest.mark.parametrize("extra", [{}, {"l2": 0.05, "loss": "nll", "lambda1": 5e-4},
+                                   {"optimizer": "adam", "adam_eps": 1e-3, "l2": 0.05,
+                                    "loss": "nll", "lr": 0.05},
+                                   {"optimizer": "sgdm"}])
 def test_paillier_mock_and_reference_give_the_same_trajectory(extra):
     xs = toy(2)
     s = V.VFedCDSettings.paper(batch=4, gamma=0.5, **extra)
