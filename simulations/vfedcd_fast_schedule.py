@@ -14,7 +14,9 @@ continues from the same state, so one 30-epoch run also gives 10, 15, 20 and 25 
 scores the DAG at every threshold of ``TAUS``: epochs and tau cost no extra training. Each
 (setting, seed) appends one JSON line to ``--runs`` (the scores, not B).
 
-Settings are changes to ``VFedCDSettings()``; ``--grid k=v1,v2 ...`` runs their product:
+Settings are changes to the App defaults of the time the study ran, ``VFedCDSettings.slow()``
+(SGD, lr 0.01, batch 16, NLL, lambda1 5e-4, l2 5e-3, gamma 5e-4, tau 0.6; Adam's eps 1e-8
+where a setting names no ``adam_eps``); ``--grid k=v1,v2 ...`` runs their product:
 
     python simulations/vfedcd_fast_schedule.py --seeds 100..102 --grid optimizer=adam \\
         batch=800,200 lr=0.01,0.03 gamma=0.01,0.02
@@ -44,6 +46,7 @@ from fedcausal_flwr.metrics import graph_metrics
 
 TAUS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.4, 1.6, 2.0)
 RUNS = RESULTS_DIR / "vfedcd_fast_schedule_runs.jsonl"
+BASE = {"mode": "vfedcd", "adam_eps": 1e-8}  # with VFedCDSettings.slow(): what "no change" meant
 PHASES = 5  # relayed exchanges per mini-batch step (forward, share, decode, gradient, update)
 
 
@@ -80,8 +83,8 @@ def score(B: np.ndarray, A: np.ndarray, tau: float) -> dict[str, float]:
 def run_one(changes: dict[str, Any], seed: int, snapshots: list[int]) -> dict:
     """Train once; scores at every snapshot epoch and threshold."""
     X, A = data(15, seed)
-    s = V.VFedCDSettings(**{"mode": "vfedcd", **changes, "epochs": max(snapshots),
-                            "he_backend": "mock", "seed": seed})
+    s = V.VFedCDSettings.slow(**{**BASE, **changes, "epochs": max(snapshots),
+                                 "he_backend": "mock", "seed": seed})
     tr, _ = split_standardised(X)
     S = blocks(X.shape[1], 3)
     sizes, order = [len(b) for b in S], np.concatenate(S)
@@ -145,7 +148,7 @@ def main() -> None:
         for c in per_setting[:a.top]:
             print(fmt(c))
         write_results("vfedcd_fast_schedule", {"seeds": a.seeds, "max_steps": a.max_steps,
-                                               "best_per_setting": per_setting[:a.top]})
+                                               "best_per_setting": per_setting[:a.top]}, a.out)
         return
     done = {(r["setting"], r["seed"], max(map(int, r["scores"])))
             for r in read_jsonl(a.runs)} if a.runs.exists() else set()
