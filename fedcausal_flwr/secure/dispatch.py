@@ -125,10 +125,10 @@ class Party:
         for t in range(self.K):
             z = self.tmp["z"][t]
             shape = (n, self.sizes[t] * self.h)
-            for msg in inbox.values():
-                c = b.from_wire(self.pk, msg[f"he2ss.t{t}"], shape)
+            cs = [b.from_wire(self.pk, msg[f"he2ss.t{t}"], shape) for msg in inbox.values()]
+            if cs:  # the holders' ciphertexts added, then decrypted together
                 with np.errstate(over="ignore"):
-                    z = z + b.owner_forward(self.sk, c, shape)
+                    z = z + b.owner_forward_sum(self.sk, cs, shape)
             if t == self.me:
                 self.tmp["z_own"] = z
             else:
