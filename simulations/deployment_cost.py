@@ -6,21 +6,25 @@ is the round trip. For every algorithm, with the App's defaults (``pyproject.tom
 built-in data:
 
 * in process (:class:`~fedcausal_flwr.testing.InProcessGrid`, the reference of every Flower
-  path): the full default run's exchanges, bytes, wall time and accuracy; VFedCD's 700 epochs
-  of 2048-bit Paillier are not run: its exchanges are one epoch's (mock backend, the same
+  path): the full default run's exchanges, bytes, wall time and accuracy; VFedCD's epochs of
+  2048-bit Paillier are not run here: its exchanges are one epoch's (mock backend, the same
   messages) times the epochs;
 * a loopback deployment (TLS + SuperNode authentication, :func:`launch.deploy`) and ``flwr run``
   (Ray, :func:`launch.simulate`) of the same defaults bounded to ``--rounds`` rounds (VFedCD:
   one epoch of one mini-batch step, mock backend): seconds per exchange (the rounds' seconds
   over their exchanges), start-up (the rest of the wall time) and the largest difference of
   their estimates from the in-process run with the same bound (0 expected);
-* Flower's own floor: a trivial App that sends one float64 array to each node per exchange.
+* Flower's own floor: a trivial App that sends one float64 array to each node per exchange;
+* ``--full ALG ...``: the whole default run of those algorithms in the deployment and under
+  ``flwr run`` (status, wall time, largest difference from the in-process run);
+* ``--vfedcd-real-epochs N``: the VFedCD default with its real keys deployed for N epochs
+  (cryptography included), projected to the default epochs.
 
 The projected deployment time of the full default run is its exchanges times the deployment's
 seconds per exchange, plus start-up.
 
     python simulations/deployment_cost.py [--algorithms fdbnl fedgc ...] [--rounds 3]
-        [--skip-full fediv] [--trivial 10] [--full fdbnl fedgc ...]
+        [--skip-full fediv] [--trivial 10] [--full fdbnl fedgc ...] [--vfedcd-real-epochs 1]
 """
 
 from __future__ import annotations
@@ -220,6 +224,29 @@ def full_default(algorithm: str) -> tuple[dict[str, Any], RunResult]:
             "scaled_from_one_epoch": scale > 1, "accuracy": acc}, res
 
 
+def vfedcd_real_keys(epochs: int, work: Path) -> dict[str, Any]:
+    """The VFedCD default (real 2048-bit keys) deployed for ``epochs`` epochs, beside the same
+    run in process with the mock backend (the same share arithmetic, so the same estimates)."""
+    rc: dict[str, Any] = {"algorithm": "vfedcd", "num-epochs": epochs, "node-wait-s": 120.0}
+    ref = in_process("vfedcd", {**rc, "he-backend": "mock", "insecure-test-keys": True,
+                                "vfedcd-accept-backends": "mock"}, NODES["vfedcd"])
+    cfg = {**rc, "outputs": str(work), "run-name": "vfedcd-real-deploy"}
+    t0 = time.perf_counter()
+    launch.deploy(NODES["vfedcd"], cfg, workdir=work / "vfedcd-real-deployment", timeout=7200)
+    wall = time.perf_counter() - t0
+    res = load_result(work / "vfedcd-real-deploy")
+    epoch_s = [float(h.get("seconds", 0.0)) for h in res["history"]]
+    default_epochs = int(launch_defaults()["num-epochs"])
+    out = {"status": res["status"], "epochs": epochs, "wall_s": wall,
+           "exchanges": per_exchange(res)[1], "s_per_epoch": float(np.mean(epoch_s)),
+           "startup_s": wall - sum(epoch_s), "default_epochs": default_epochs,
+           "projected_default_h": (wall - sum(epoch_s)
+                                   + float(np.mean(epoch_s)) * default_epochs) / 3600,
+           "max_diff": largest_difference(res, ref)}
+    log(f"vfedcd real keys deployed: {out}")
+    return out
+
+
 def trivial_floor(exchanges: int, work: Path) -> dict[str, Any]:
     """Flower's own per-exchange cost: one float64[10] to each of 2 nodes and back."""
     app = work / "trivial"
@@ -257,6 +284,8 @@ def main() -> None:
     ap.add_argument("--full", nargs="*", default=[],
                     help="algorithms whose full default run also runs in a loopback "
                          "deployment and under flwr run (not vfedcd)")
+    ap.add_argument("--vfedcd-real-epochs", type=int, default=0,
+                    help="deploy the VFedCD default with its real keys for this many epochs")
     args = ap.parse_args()
     clock = Clock()
     rows, out = [], {}
@@ -271,6 +300,8 @@ def main() -> None:
                 if alg in args.full and alg != "vfedcd":
                     rec["full_flower"] = full_flower(alg, ref, work)
             out[alg] = rec
+            if alg == "vfedcd" and args.vfedcd_real_epochs:
+                rec["real_keys"] = vfedcd_real_keys(args.vfedcd_real_epochs, work)
             write_results("deployment_cost", {"partial": True, "floor": floor,
                                               "algorithms": out}, args.out)
             full = rec.get("full", {})
