@@ -6,21 +6,25 @@ is the round trip. For every algorithm, with the App's defaults (``pyproject.tom
 built-in data:
 
 * in process (:class:`~fedcausal_flwr.testing.InProcessGrid`, the reference of every Flower
-  path): the full default run's exchanges, bytes, wall time and accuracy; VFedCD's 700 epochs
-  of 2048-bit Paillier are not run: its exchanges are one epoch's (mock backend, the same
+  path): the full default run's exchanges, bytes, wall time and accuracy; VFedCD's epochs of
+  2048-bit Paillier are not run here: its exchanges are one epoch's (mock backend, the same
   messages) times the epochs;
 * a loopback deployment (TLS + SuperNode authentication, :func:`launch.deploy`) and ``flwr run``
   (Ray, :func:`launch.simulate`) of the same defaults bounded to ``--rounds`` rounds (VFedCD:
   one epoch of one mini-batch step, mock backend): seconds per exchange (the rounds' seconds
   over their exchanges), start-up (the rest of the wall time) and the largest difference of
   their estimates from the in-process run with the same bound (0 expected);
-* Flower's own floor: a trivial App that sends one float64 array to each node per exchange.
+* Flower's own floor: a trivial App that sends one float64 array to each node per exchange;
+* ``--full ALG ...``: the whole default run of those algorithms in the deployment and under
+  ``flwr run`` (status, wall time, largest difference from the in-process run);
+* ``--vfedcd-real-epochs N``: the VFedCD default with its real keys deployed for N epochs
+  (cryptography included), projected to the default epochs.
 
 The projected deployment time of the full default run is its exchanges times the deployment's
 seconds per exchange, plus start-up.
 
     python simulations/deployment_cost.py [--algorithms fdbnl fedgc ...] [--rounds 3]
-        [--skip-full fediv] [--trivial 10]
+        [--skip-full fediv] [--trivial 10] [--full fdbnl fedgc ...] [--vfedcd-real-epochs 1]
 """
 
 from __future__ import annotations
@@ -177,7 +181,28 @@ def flower_paths(algorithm: str, rounds: int, work: Path) -> dict[str, Any]:
     return out
 
 
-def full_default(algorithm: str) -> dict[str, Any]:
+def full_flower(algorithm: str, ref: RunResult, work: Path) -> dict[str, Any]:
+    """The full default run in a loopback deployment and under flwr run, beside ``ref``."""
+    k, out = NODES[algorithm], {}
+    for path in ("deploy", "simulate"):
+        cfg = {"algorithm": algorithm, "node-wait-s": 120.0, "outputs": str(work),
+               "run-name": f"{algorithm}-full-{path}"}
+        t0 = time.perf_counter()
+        if path == "deploy":
+            launch.deploy(k, cfg, workdir=work / f"{algorithm}-full-deployment", timeout=3600)
+        else:
+            launch.simulate(k, cfg, flwr_home=work / f"{algorithm}-full-flwr", timeout=3600)
+        wall = time.perf_counter() - t0
+        res = load_result(work / f"{algorithm}-full-{path}")
+        out[path] = {"status": res["status"], "wall_s": wall,
+                     "exchanges": per_exchange(res)[1],
+                     "max_diff": largest_difference(res, ref)}
+        log(f"{algorithm} full {path}: {res['status']}, {wall:.0f}s wall, "
+            f"max diff {out[path]['max_diff']:.2e}")
+    return out
+
+
+def full_default(algorithm: str) -> tuple[dict[str, Any], RunResult]:
     """The full default run in process (VFedCD: one mock epoch times the epochs)."""
     k = NODES[algorithm]
     rc: dict[str, Any] = {"algorithm": algorithm}
@@ -198,7 +223,30 @@ def full_default(algorithm: str) -> dict[str, Any]:
     return {"status": res.status, "rounds": len(res.history) * scale,
             "exchanges": int(res.timing.get("exchanges", 0)) * scale,
             "bytes": (up + down) * scale, "wall_s": wall * scale,
-            "scaled_from_one_epoch": scale > 1, "accuracy": acc}
+            "scaled_from_one_epoch": scale > 1, "accuracy": acc}, res
+
+
+def vfedcd_real_keys(epochs: int, work: Path) -> dict[str, Any]:
+    """The VFedCD default (real 2048-bit keys) deployed for ``epochs`` epochs, beside the same
+    run in process with the mock backend (the same share arithmetic, so the same estimates)."""
+    rc: dict[str, Any] = {"algorithm": "vfedcd", "num-epochs": epochs, "node-wait-s": 120.0}
+    ref = in_process("vfedcd", {**rc, "he-backend": "mock", "insecure-test-keys": True,
+                                "vfedcd-accept-backends": "mock"}, NODES["vfedcd"])
+    cfg = {**rc, "outputs": str(work), "run-name": "vfedcd-real-deploy"}
+    t0 = time.perf_counter()
+    launch.deploy(NODES["vfedcd"], cfg, workdir=work / "vfedcd-real-deployment", timeout=7200)
+    wall = time.perf_counter() - t0
+    res = load_result(work / "vfedcd-real-deploy")
+    epoch_s = [float(h.get("seconds", 0.0)) for h in res["history"]]
+    default_epochs = int(launch_defaults()["num-epochs"])
+    out = {"status": res["status"], "epochs": epochs, "wall_s": wall,
+           "exchanges": per_exchange(res)[1], "s_per_epoch": float(np.mean(epoch_s)),
+           "startup_s": wall - sum(epoch_s), "default_epochs": default_epochs,
+           "projected_default_h": (wall - sum(epoch_s)
+                                   + float(np.mean(epoch_s)) * default_epochs) / 3600,
+           "max_diff": largest_difference(res, ref)}
+    log(f"vfedcd real keys deployed: {out}")
+    return out
 
 
 def trivial_floor(exchanges: int, work: Path) -> dict[str, Any]:
@@ -235,6 +283,11 @@ def main() -> None:
     ap.add_argument("--skip-full", nargs="*", default=[],
                     help="algorithms whose full default run is not run in process")
     ap.add_argument("--trivial", type=int, default=10, help="exchanges of the trivial App")
+    ap.add_argument("--full", nargs="*", default=[],
+                    help="algorithms whose full default run also runs in a loopback "
+                         "deployment and under flwr run (not vfedcd)")
+    ap.add_argument("--vfedcd-real-epochs", type=int, default=0,
+                    help="deploy the VFedCD default with its real keys for this many epochs")
     args = ap.parse_args()
     clock = Clock()
     rows, out = [], {}
@@ -244,9 +297,13 @@ def main() -> None:
         for alg in args.algorithms:
             rec = {"nodes": NODES[alg], **flower_paths(alg, args.rounds, work)}
             if alg not in args.skip_full:
-                rec["full"] = full_default(alg)
+                rec["full"], ref = full_default(alg)
                 log(f"{alg} full default in process: {rec['full']}")
+                if alg in args.full and alg != "vfedcd":
+                    rec["full_flower"] = full_flower(alg, ref, work)
             out[alg] = rec
+            if alg == "vfedcd" and args.vfedcd_real_epochs:
+                rec["real_keys"] = vfedcd_real_keys(args.vfedcd_real_epochs, work)
             write_results("deployment_cost", {"partial": True, "floor": floor,
                                               "algorithms": out}, args.out)
             full = rec.get("full", {})
@@ -270,6 +327,15 @@ def main() -> None:
     checks = {f"{alg}: Flower paths equal the in-process run": "ok" if max(
         rec["deploy"]["max_diff"], rec["simulate"]["max_diff"]) <= 1e-8 else "DIFFERS"
         for alg, rec in out.items()}
+    for alg, rec in out.items():
+        if "full_flower" in rec:
+            ff = rec["full_flower"]
+            checks[f"{alg}: full default run completed and equal in both Flower paths"] = (
+                "ok" if all(ff[p]["status"] == "completed" and ff[p]["max_diff"] <= 1e-8
+                            for p in ff) else "FAILED")
+            checks[f"{alg}: full deployment <= 10 min, flwr run <= 3 min"] = (
+                "ok" if ff["deploy"]["wall_s"] <= 600 and ff["simulate"]["wall_s"] <= 180
+                else "MISSED")
     finish("deployment_cost", args, clock, checks, "deployment cost",
            {"floor": floor, "algorithms": out, "rows": rows, "headers": headers})
 

@@ -15,7 +15,8 @@ Solvers of the server step (3) (``FDBNLSettings.server_*``):
 
 Settings profiles: ``official`` runs our loop with the official code's choices (lambda applied
 once in the server step, phi1 = 1.65, the dual update with W^(t)) so that both solve the same
-problem on the same data; ``app`` is the App's defaults (pooled lambda, phi1 = 1.6, Eq. (4)).
+problem on the same data; ``app`` is the App's defaults (pooled lambda, Eq. (4); phi1 1.6 when
+results/fdbnl_solver_cost.json was written, 2.5 since issue 12).
 The official ``package/FDBNL.py`` (PeChen123/FDBN_Learning) is loaded from ``--official`` (its
 git directory, its checkout or the file) and run in this process on the same arrays; it needs
 numpy and scipy only. Cost is CPU seconds of this process (``time.process_time``, BLAS pinned to

@@ -26,7 +26,7 @@ from fedcausal_flwr.privacy import composed
 # shifts through the innovation target on differences, where theta does not reach the server,
 # so the paper's baselines (no augmentation, pre-trained client) would not differ there.
 PAPER_DESIGN = {"ss-shift-known": True, "ss-gc-target": "predicted", "ss-difference": False,
-                "ss-lr-server": 1.5}
+                "ss-lr-server": 1.5, "ss-window": 1000, "ss-epochs": 30}  # schedule before issue 12
 
 
 def one_run(seed: int, extra: dict) -> tuple[float, float, float, float]:

@@ -48,7 +48,7 @@ CASES = list(PAPER["ours"])
 # shifts through the innovation target on differences, where theta does not reach the server,
 # so the paper's baselines (no augmentation, pre-trained client) would not differ there.
 PAPER_DESIGN = {"ss-shift-known": True, "ss-gc-target": "predicted", "ss-difference": False,
-                "ss-lr-server": 1.5}
+                "ss-lr-server": 1.5, "ss-window": 1000, "ss-epochs": 30}  # schedule before issue 12
 
 
 def test_system(sys: LTISystem, case: str) -> LTISystem:

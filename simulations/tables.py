@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness import RESULTS_DIR, SIM_DIR, fmt, markdown, read_jsonl, read_results
+from harness import RESULTS_DIR, SIM_DIR, fmt, markdown, mean_sd, read_jsonl, read_results
 
 RESULTS_MD = SIM_DIR / "RESULTS.md"
 MARKER = re.compile(r"(<!-- table:(?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /table -->)",
@@ -185,6 +185,21 @@ def fdbnl_solver_cost() -> str:
                      "-" if ratio is None else fmt(*ratio)])
     return markdown(["K", "settings", "solver", "seeds", "CPU s", "CPU s/round", "evals/round",
                      "rounds", "SHD(W)", "SHD(A)", "CPU / official (per seed)"], rows)
+
+
+def fdbnl_rounds() -> str:
+    """FDBNL/PFDBNL rounds and graph scores per stop rule and phi1, development seeds then
+    evaluation seeds (issue 12): ``fdbnl_rounds.py``'s two JSONs."""
+    rows = []
+    for name, seeds in (("fdbnl_rounds_dev", "dev"), ("fdbnl_rounds", "eval")):
+        r = read_results(name)
+        label = f"{seeds} {r['settings']['seeds'][0]}-{r['settings']['seeds'][-1]}"
+        for key, m in r["summary"].items():
+            scenario, variant = key.split(" | ")
+            rows.append([label, scenario, variant, fmt(*m["rounds"], 1), fmt(*m["shd_w"], 1),
+                         fmt(*m["shd_a"], 1), fmt(*m["tpr_w"])])
+    return markdown(["seeds", "scenario", "stop rule, rho1 growth", "rounds", "SHD(W)",
+                     "SHD(A)", "TPR(W)"], rows)
 
 
 def benchmark_flower_overhead() -> str:
@@ -352,6 +367,54 @@ def fedcf_default_shifts() -> str:
 FEDIV_RUNS = RESULTS_DIR / "fediv_runs"
 FEDIV_TABLE1_FILES = ("fed_gda", "fed_sgda", "central_gda", "central_rest",
                       "central_old_sgda_oadam")  # what fediv.md's --summarize command reads
+
+
+SS_RUNS = {"fedgc": "FedGC (App defaults)", "fedcf": "FedCF (App defaults, literal target)",
+           "fedcf-innovation": "FedCF, `ss-target=\"innovation\"` (the README's run)"}
+
+
+def ss_schedule(r: dict[str, Any]) -> str:
+    """``W 10000, 20 epochs, lr 1.0 / 1.5`` of a statespace_windows summary row."""
+    return f"W {r['window']}, {r['epochs']} epochs, lr {r['lr_server']:g} / {r['lr_client']:g}"
+
+
+def ss_cells(r: dict[str, Any]) -> list[str]:
+    """err_A21, norm_A12, cf_error_21 (mean ± sd) of a statespace_windows summary row."""
+    return [fmt(r[k]["mean"], r[k]["sd"], 3) if k in r else "-"
+            for k in ("err_A21", "norm_A12", "cf_error_21")]
+
+
+def statespace_windows() -> str:
+    """FedGC/FedCF: the new default schedule beside the schedule before issue 12, eval seeds."""
+    r = read_results("statespace_windows")
+    rows = [[SS_RUNS[x["run"]], "default" if x["grid"] == "default" else "before (paper)",
+             ss_schedule(x), f"{x['exchanges']['mean']:.0f}", seed_range(x["seeds"]),
+             *ss_cells(x)] for x in sorted(r["summary"], key=lambda x: list(SS_RUNS)
+                                           .index(x["run"]))]
+    return markdown(["run", "schedule", "", "exchanges", "seeds", "‖Â_21 − A_21‖_F",
+                     "‖Â_12‖_F", "CF_y (cf_error_21)"], rows)
+
+
+def statespace_windows_dev() -> str:
+    """The development grid (seeds 100-109): lr_client 1.5, one window per epoch, by lr_server
+    and epochs, beside the schedule before issue 12."""
+    r = read_results("statespace_windows_dev")
+    by: dict[tuple[str, str], dict[str, Any]] = {}
+    for x in r["summary"]:
+        by[(x["grid"], x["run"])] = x
+    grids = [g for g in dict.fromkeys(x["grid"] for x in r["summary"])
+             if g == "paper" or (g.endswith(",1.5") and int(g.split(",")[1]) in (5, 10, 15, 20))]
+    rows = []
+    for g in grids:
+        gc, cf, ci = (by[(g, run)] for run in SS_RUNS)
+        rows.append([ss_schedule(gc), f"{gc['exchanges']['mean']:.0f}",
+                     *(f"{x[k]['mean']:.3f}" for x, k in ((gc, "err_A21"), (gc, "norm_A12"),
+                                                          (cf, "err_A21"), (ci, "err_A21"),
+                                                          (ci, "norm_A12"),
+                                                          (ci, "cf_error_21")))])
+    return markdown(["schedule", "exchanges", "FedGC ‖Â_21 − A_21‖", "FedGC ‖Â_12‖",
+                     "FedCF ‖Â_21 − A_21‖", "FedCF innov. ‖Â_21 − A_21‖",
+                     "FedCF innov. ‖Â_12‖", "FedCF innov. CF_y"], rows)
 
 
 def fediv_runs(files: Sequence[str] = FEDIV_TABLE1_FILES) -> list[dict[str, Any]]:
@@ -565,6 +628,60 @@ def vfedcd_table3_slow() -> str:
     return markdown(["mode", "ours SHD", "ours F1", "edges found", "paper SHD / F1 / Corr"], rows)
 
 
+VFEDCD_FAST_EVAL = RESULTS_DIR / "vfedcd_fast_eval.jsonl"
+VFEDCD_FAST_PRESETS = (("fast", "App default: Adam lr 0.1, batch 200, 30 epochs"),
+                       ("slow", "previous default (`VFedCDSettings.slow()`): SGD lr 0.01, "
+                                "batch 16, 700 epochs"),
+                       ("paper", "paper (`VFedCDSettings.paper()`): SGD lr 0.01, batch 16, "
+                                 "500 epochs, MSE"))
+
+
+def vfedcd_fast_schedule() -> str:
+    """Issue 12.3: the few-step schedule on development seeds (best cells of the study) and
+    the evaluation seeds (new default, previous default, paper), with exchanges per run."""
+    study = read_results("vfedcd_fast_schedule")
+    rows = []
+    for c in study["best_per_setting"][:6]:
+        rows.append([f"dev {min(study['seeds'])}-{max(study['seeds'])}", c["setting"],
+                     c["epochs"], c["tau"], c["steps"], c["exchanges"],
+                     f"{c['shd'][0]:.1f} +- {c['shd'][1]:.1f}",
+                     f"{c['f1'][0]:.3f} +- {c['f1'][1]:.3f}"])
+    evals = read_jsonl(VFEDCD_FAST_EVAL)
+    for preset, label in VFEDCD_FAST_PRESETS:
+        r = [x for x in evals if x["preset"] == preset]
+        if not r:
+            continue
+        s = importlib.import_module("vfedcd_table1").settings(preset, [])
+        steps = s.epochs * -(-800 // s.batch)
+        seeds = sorted(x["seed"] for x in r)
+        shd, f1 = mean_sd(x["shd"] for x in r), mean_sd(x["f1"] for x in r)
+        rows.append([f"eval {seeds[0]}-{seeds[-1]}", label, s.epochs, s.tau, steps, 5 * steps,
+                     f"{shd[0]:.1f} +- {shd[1]:.1f}", f"{f1[0]:.3f} +- {f1[1]:.3f}"])
+    return markdown(["seeds", "setting (dev: changes to `VFedCDSettings.slow()`)", "epochs", "tau",
+                     "steps", "exchanges", "SHD", "F1"],
+                    rows)
+
+
+def vfedcd_fast_crypto() -> str:
+    """Issue 12.3: CPU seconds of cryptography per epoch (per phase and party) and the
+    projected loopback deployment of the default run."""
+    r = read_results("vfedcd_fast_crypto")
+    per = r["cpu_s_per_epoch"]
+    rows = [[ph, *(f"{v[k]:.1f}" for k in sorted(v)), f"{sum(v.values()):.1f}"]
+            for ph, v in per.items()]
+    pr = r["projection"]
+    head = (f"{r['run_config']['he-backend']}, {r['run_config']['key-bits']}-bit keys, batch "
+            f"{r['run_config']['batch']} ({r['steps_per_epoch']} steps per epoch): "
+            f"{r['cpu_s_per_epoch_one_core']:.0f} CPU s per epoch on one core (parties in turn), "
+            f"{r['cpu_s_per_epoch_concurrent']:.0f} s with the 3 parties on {pr['cores']} cores. "
+            f"Projected loopback deployment of {pr['epochs']} epochs: {pr['exchanges']} "
+            f"exchanges x {pr['exchange_s']:g} s + {pr['epochs']} x "
+            f"{r['cpu_s_per_epoch_concurrent']:.0f} s + {r['keys_and_setup_s']:.0f} s = "
+            f"{pr['seconds']:.0f} s ({pr['seconds'] / 3600:.2f} h).\n\n")
+    return head + markdown(["phase", "party 0 CPU s", "party 1 CPU s", "party 2 CPU s", "sum"],
+                           rows)
+
+
 def vfedcd_sachs_dev() -> str:
     """Issue 13.4 development study (Sachs-shaped synthetic data): each config's best (epochs,
     tau) on seeds 100-104, the App defaults as they are, and the confirmed configs on 100-109."""
@@ -656,12 +773,16 @@ def headline() -> str:
     def pair(v: tuple) -> str:
         return f"{v[0]:g} / {v[1]:.3f}"
 
+    fast = [r for r in read_jsonl(VFEDCD_FAST_EVAL) if r["preset"] == "fast"]
+    rows.append(["VFedCD", "SHD / F1, 15 attributes, 3 parties, App default (Adam, 30 epochs, "
+                 f"600 exchanges) ({seed_range([r['seed'] for r in fast])})",
+                 pair(vf.PAPER[15]), f"{vfedcd_mean(fast)[0]:.1f} / {vfedcd_mean(fast)[1]:.3f}"])
     r15 = vfedcd_select(15, "vfedcd")
-    rows.append(["VFedCD", f"SHD / F1, 15 attributes, 3 parties (data seeds "
+    rows.append(["VFedCD", f"SHD / F1, 15 attributes, 3 parties, `slow` preset (data seeds "
                  f"{seed_range([r['seed'] for r in r15])})", pair(vf.PAPER[15]),
                  f"{vfedcd_mean(r15)[0]:.1f} / {vfedcd_mean(r15)[1]:.3f}"])
     other = [vfedcd_select(d, "vfedcd") for d in (10, 25)]
-    rows.append(["VFedCD", f"SHD / F1, 10 and 25 attributes "
+    rows.append(["VFedCD", f"SHD / F1, 10 and 25 attributes, `slow` "
                  f"({seed_range([r['seed'] for r in other[0] + other[1]])})",
                  ", ".join(pair(vf.PAPER[d]) for d in (10, 25)),
                  ", ".join(f"{m[0]:.1f} / {m[1]:.3f}" for m in map(vfedcd_mean, other))])
@@ -716,11 +837,13 @@ def reliability() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
-    fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, benchmark_flower_overhead,
+    fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, fdbnl_rounds, benchmark_flower_overhead,
     deployment_cost_before,
-    fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts,
+    fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts, statespace_windows,
+    statespace_windows_dev,
     fediv_table1, fediv_divergence, fediv_rounds_dev, fediv_rounds, vfedcd_table1,
-    vfedcd_table3_slow, vfedcd_sachs_dev, vfedcd_sachs, reliability)}
+    vfedcd_table3_slow, vfedcd_sachs_dev, vfedcd_sachs, vfedcd_fast_schedule, vfedcd_fast_crypto,
+    reliability)}
 
 
 # ----------------------------------------------------------------------------- markdown files

@@ -1,7 +1,8 @@
 """VFedCD settings for Sachs-shaped data (issue 13, item 4): choose on synthetic development
 data, evaluate once on Sachs.
 
-The App's defaults (preset ``slow`` of ``vfedcd_table1.py``) were chosen on 15 attributes with
+The App's defaults of the time (preset ``slow`` of ``vfedcd_table1.py``,
+``VFedCDSettings.slow()`` since the few-step defaults) were chosen on 15 attributes with
 E = 4d = 60 edges; on Sachs (11 proteins, 853 observational rows) they keep 3-5 edges, about
 the empty graph. Here every choice is made on development data shaped like Sachs: the spec's
 nonlinear ANM (``data.vertical.simulate_anm``: MLP mechanisms, Gaussian noise) with d = 11,
@@ -64,8 +65,9 @@ TAUS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2)
 RUNS = RESULTS_DIR / "vfedcd_sachs_runs.jsonl"
 PAPER_SACHS_SHD = PAPER["sachs"][0]  # the paper's Table 2
 
-# Changes to the App defaults (VFedCDSettings(): nll loss, lambda1 5e-4, l2 5e-3, gamma 5e-4,
-# lr 0.01, hidden 10, 700 epochs); "raw" is a data choice (no per-party z-score).
+# Changes to the App defaults of the time (VFedCDSettings.slow(): nll loss, lambda1 5e-4,
+# l2 5e-3, gamma 5e-4, SGD, lr 0.01, batch 16, hidden 10, 700 epochs); "raw" is a data
+# choice (no per-party z-score).
 CONFIGS: dict[str, dict[str, Any]] = {
     "default": {},
     "lambda1_0": {"lambda1": 0.0},
@@ -87,7 +89,7 @@ def settings_of(config: dict[str, Any], seed: int) -> tuple[V.VFedCDSettings, bo
     c = dict(config)
     raw = bool(c.pop("raw", False))
     c.pop("tau", None)
-    return V.VFedCDSettings(**{**c, "mode": "vfedcd", "he_backend": "mock", "seed": seed}), \
+    return V.VFedCDSettings.slow(**{**c, "mode": "vfedcd", "he_backend": "mock", "seed": seed}), \
         not raw
 
 
@@ -211,7 +213,7 @@ def summary(runs: Path, out: Path | None) -> None:
     for c in best_per_config(stage1):
         print("  " + row_fmt(c))
     default5 = [c for c in stage1 if c["config"] == "default" and c["epochs"] == 700
-                and c["tau"] == V.VFedCDSettings().tau]
+                and c["tau"] == V.VFedCDSettings.slow().tau]
     confirmed = [c for c in CONFIGS
                  if set(DEV_SEEDS) <= {r["seed"] for r in dev if r["config"] == c}]
     stage2 = choose([r for r in dev if r["config"] in confirmed], DEV_SEEDS)[0] \
@@ -239,7 +241,7 @@ def summary(runs: Path, out: Path | None) -> None:
               f"{payload['eval']['shd'][1]:.1f}, F1 {payload['eval']['f1'][0]:.3f} ± "
               f"{payload['eval']['f1'][1]:.3f}, edges {payload['eval']['nnz'][0]:.1f} ± "
               f"{payload['eval']['nnz'][1]:.1f}  (truth {EDGES} edges)")
-        key = ("default", 700, V.VFedCDSettings().tau)
+        key = ("default", 700, V.VFedCDSettings.slow().tau)
         if key in old:
             payload["eval_default"] = cell_summary(old[key])
             o = payload["eval_default"]
@@ -255,7 +257,7 @@ def summary(runs: Path, out: Path | None) -> None:
                             "seed": sa[best["config"]]["seed"]}
         if "default" in sa:
             payload["sachs"]["old_default"] = score(
-                np.array(sa["default"]["graphs"]["700"]), A, V.VFedCDSettings().tau)
+                np.array(sa["default"]["graphs"]["700"]), A, V.VFedCDSettings.slow().tau)
         s = payload["sachs"]
         print(f"Sachs (training seed {s['seed']}, evaluated once): SHD {ours['shd']}, "
               f"F1 {ours['f1']:.3f}, edges {ours['nnz']} | paper SHD {PAPER_SACHS_SHD} | "

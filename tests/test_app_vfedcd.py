@@ -68,7 +68,8 @@ def test_flower_path_equals_reference(backend):
 
 @pytest.mark.parametrize("mode", ["framework", "ctv", "vfedcd"])
 def test_each_mode_in_flower_equals_its_reference_loop(mode):
-    rc = {**RC, "mode": mode, "l2": 0.01, "unfreeze": True, "loss": "nll"}
+    rc = {**RC, "mode": mode, "l2": 0.01, "unfreeze": True, "loss": "nll", "optimizer": "adam",
+          "lr": 0.05}
     result, grid = run(rc)
     ref = reference(rc)
     assert result.status == "completed"
@@ -238,7 +239,8 @@ def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
     B = np.zeros((6, 6))
     B[np.ix_(order, order)] = V.graph(ref.F, [2, 1, 3])
     np.testing.assert_allclose(result.estimates["B"], B, rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(result.estimates["dag"], V.dag_at_threshold(B, 0.6))
+    np.testing.assert_array_equal(result.estimates["dag"],
+                                  V.dag_at_threshold(B, strategy.settings.tau))
     np.testing.assert_allclose([h["loss"] for h in result.history],
                                [h["loss"] for h in ref.history], rtol=1e-12)
     assert [h["epoch"] for h in result.history] == [1, 2]

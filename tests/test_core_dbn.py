@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import check_grad
 
 from fedcausal_flwr.core import dbn
+from fedcausal_flwr.data.synthetic import federated_dbn
 
 PAPER = dbn.PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 
@@ -220,7 +221,7 @@ def test_warm_start_reaches_same_or_lower_objective():
     start (W and A jointly from zero, 5 chained calls) ends: the same thresholded W in every
     round, the objective within 1e-8 (relative) in most rounds; one L-BFGS-B call stops early
     now and then (up to ~1e-4 here, made up by the next round's warm start), a second call
-    brings every round within 1e-6."""
+    brings every round within 1e-5 (1e-6 with the slower rho1 growth phi1 1.6 of before)."""
     rng = np.random.default_rng(21)
     _, _, Xt, Xlag = svar_data(8, 400, rng)
     clients = split_clients(Xt, Xlag, 4)
@@ -248,7 +249,7 @@ def test_warm_start_reaches_same_or_lower_objective():
     one, two = np.array(gaps[1]), np.array(gaps[2])
     assert len(one) >= 20
     assert np.median(one) <= 1e-8 and one.max() <= 1e-3
-    assert two.max() <= 1e-6
+    assert two.max() <= 1e-5
 
 
 def test_server_round_warm_starts_from_the_state():
@@ -480,3 +481,18 @@ def test_pfdbnl_client_step_paper_vs_code_compat():
     np.testing.assert_array_equal(paper[2], W_k)
     np.testing.assert_allclose(paper[0], dbn.pfdbnl_copy(paper[2], payload[0], payload[4],
                                                          s.mu, state.rho2))
+
+
+def test_stop_rule_waits_for_the_clients_to_agree():
+    """h(W) alone is tiny in round 1 (W is still near zero): on heterogeneous clients the old
+    rule stopped there; the default rule also waits for every B_k to reach the consensus."""
+    clients, _ = federated_dbn(100, 5, 100, 10, p=1, weights="paper", generator="svar",
+                               heterogeneous=True)
+    moms = [dbn.moments(*c) for c in clients]
+    s = dbn.FDBNLSettings()
+    _, old = dbn.fdbnl_reference(moms, s.replace(primal_tol=float("inf")))
+    assert len(old) == 1 and old[0]["h"] <= s.h_tol and old[0]["primal_residual"] > 0.1
+    state, hist = dbn.fdbnl_reference(moms, s)
+    assert 1 < len(hist) < s.max_rounds
+    assert state.h <= s.h_tol and state.residual <= s.primal_tol
+    assert all(r["h"] > s.h_tol or r["primal_residual"] > s.primal_tol for r in hist[:-1])

@@ -438,3 +438,20 @@ def test_fedgc_default_learns_with_shifts_no_filter_models():
     assert err21 < 0.12 and norm12 < 0.1
     paper = errors(replace(default, target="predicted", difference=False))
     assert paper[1] > 0.5
+
+
+@pytest.mark.parametrize("cls", [ss.FedGCSettings, ss.FedCFSettings])
+def test_the_default_schedule_is_one_window_per_epoch_and_the_old_one_stays(cls):
+    """Issue 12: at the default T a default run is epochs + 2 exchanges (one window per
+    epoch); the schedule before (W = 1000, 30 epochs, 0.3 / 1.5) stays reachable, by the
+    run config too, and changes nothing else."""
+    T = merged_config({}, "fedcf" if cls is ss.FedCFSettings else "fedgc")["ss-t"]
+    s, p = cls(), cls.paper_schedule()
+    assert len(ss.windows(T, s.window, s.epochs)) == s.epochs <= 38
+    assert len(ss.windows(T, p.window, p.epochs)) == 300
+    assert (p.window, p.epochs, p.lr_server, p.lr_client) == (1000, 30, 0.3, 1.5)
+    assert replace(p, window=s.window, epochs=s.epochs, lr_server=s.lr_server,
+                   lr_client=s.lr_client) == s
+    rc = {"ss-window": 1000, "ss-epochs": 30, "ss-lr-server": 0.3, "ss-lr-client": 1.5}
+    assert cls.from_run_config(rc) == p
+    assert cls.paper_schedule(seed=3) == replace(p, seed=3)

@@ -186,11 +186,16 @@ def test_sachs_file(shared_data):
 
 
 def test_settings_defaults_paper_preset_and_bounds():
-    s, p = V.VFedCDSettings(), V.VFedCDSettings.paper()
-    assert (s.epochs, s.lambda1, s.gamma, s.tau, s.l2, s.loss) == (700, 5e-4, 5e-4, 0.6, 5e-3,
-                                                                   "nll")
-    assert (p.epochs, p.lambda1, p.gamma, p.tau, p.l2, p.loss) == (500, 5e-3, 0.006, 0.1, 0.0,
-                                                                   "mse")
+    s, p, slow = V.VFedCDSettings(), V.VFedCDSettings.paper(), V.VFedCDSettings.slow()
+    fields = ("epochs", "batch", "lr", "optimizer", "lambda1", "gamma", "tau", "l2", "loss",
+              "he_backend")
+    assert tuple(getattr(s, f) for f in fields) == (30, 200, 0.1, "adam", 1e-3, 0.01, 0.7, 0.0,
+                                                    "nll", "paillier-packed")
+    assert s.adam_eps == 0.003
+    assert tuple(getattr(p, f) for f in fields) == (500, 16, 0.01, "sgd", 5e-3, 0.006, 0.1,
+                                                    0.0, "mse", "paillier-packed")
+    assert tuple(getattr(slow, f) for f in fields) == (700, 16, 0.01, "sgd", 5e-4, 5e-4, 0.6,
+                                                       5e-3, "nll", "paillier-packed")
     assert V.VFedCDSettings.paper(seed=3).seed == 3 and p.he_backend == s.he_backend
     for key, bad, words in [("mode", "secure", "'vfedcd'"), ("loss", "mae", "'nll'"),
                             ("split", "even", "'exact'"), ("he-backend", "rsa", "'mock'"),

@@ -203,7 +203,9 @@ def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
                                         [[ids[r], *X[r, cols]] for r in rows]),
                      "id-key": KEY}
         x = X[order][:, cols]
-        data[pid] = {"x": (x - x.mean(0)) / x.std(0), "columns": cols,
+        # the raw rows, z-scored by the client as the App's CSV path does (handing in
+        # (x - mean) / sd computed here differs from it in the last bits of some values)
+        data[pid] = {"x": x, "standardize": True, "columns": cols,
                      "sample_ids": np.asarray(token, dtype=np.int64)[order],
                      "accept_backends": "mock", "min_key_bits": 256}
         start += d

@@ -80,6 +80,43 @@ def test_packed_slots_carry_signed_values_at_the_headroom_bound(keys):
     assert [int(v) for v in got.ravel()] == [int(v) for v in want.ravel()]
 
 
+def test_two_masked_values_at_the_bound_add_in_one_slot(keys):
+    """Two HE2SS values of +-(2^105 - 1) added (the owner decrypts two holders at once) read
+    back exactly, slot by slot, with mixed signs."""
+    pk, sk = keys
+    S, top = paillier.slots(pk), 2**105 - 1
+    a = np.array([[top, -top, top, 3, -1][:S + 1]], dtype=object)
+    b = np.array([[top, -top, -top, -5, -1][:S + 1]], dtype=object)
+    c = paillier.add_cipher(pk, [paillier.encrypt(pk, paillier.pack(pk, a)),
+                                 paillier.encrypt(pk, paillier.pack(pk, b))])
+    got = paillier.unpack(pk, paillier.decrypt(sk, c), S + 1)
+    assert [int(v) for v in got.ravel()] == [int(x) + int(y) for x, y in
+                                             zip(a.ravel(), b.ravel(), strict=True)]
+
+
+@pytest.mark.parametrize("name", shares.BACKENDS)
+def test_owner_decrypts_several_holders_at_once(name, keys):
+    """The owner's summed share equals the sum of its one-by-one shares (mod 2^64), with a
+    decryption per two holders when packed (one for all when not)."""
+    b = shares.backend(name, BITS)
+    pk, sk = keys if name != "mock" else (None, None)
+    rng = np.random.default_rng(2)
+    cs = []
+    for _ in range(3):  # three holders: two groups when packed
+        m = rng.integers(-2**62, 2**62, (3, 4))
+        lo, hi = shares.forward_masks(rng, m.shape)
+        cs.append(b.mask_forward(pk, b.encrypt(pk, m), lo, hi))
+    one = np.zeros((3, 4), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for c in cs:
+            one = one + b.owner_forward(sk, c, (3, 4))
+    before = dict(getattr(b, "ops", {}))
+    assert np.array_equal(b.owner_forward_sum(sk, cs, (3, 4)), one)
+    if name != "mock":
+        per = np.size(cs[0])
+        assert b.ops["decrypt"] - before["decrypt"] == per * (2 if b.pack else 1)
+
+
 @pytest.mark.parametrize("name", shares.BACKENDS)
 def test_he2ss_shares_sum_to_the_product(name, keys):
     b = shares.backend(name, BITS)
@@ -144,7 +181,10 @@ def dispatch_dz(party, dz, t):
         8, 2, 10) / 2**16
 
 
-@pytest.mark.parametrize("extra", [{}, {"l2": 0.05, "loss": "nll", "lambda1": 5e-4}])
+@pytest.mark.parametrize("extra", [{}, {"l2": 0.05, "loss": "nll", "lambda1": 5e-4},
+                                   {"optimizer": "adam", "adam_eps": 1e-3, "l2": 0.05,
+                                    "loss": "nll", "lr": 0.05},
+                                   {"optimizer": "sgdm"}])
 def test_paillier_mock_and_reference_give_the_same_trajectory(extra):
     xs = toy(2)
     s = V.VFedCDSettings.paper(batch=4, gamma=0.5, **extra)

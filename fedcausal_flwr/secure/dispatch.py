@@ -53,6 +53,7 @@ class Party:
         K = self.K
         self.F = [[core.init_fragment(me, k, t, sizes, s) for t in range(K)] for k in range(K)]
         self.dec = core.init_decoder(me, sizes[me], s)
+        self.memory: dict[Any, Any] = {"dec": []}  # optimizer memory (Adam's moments)
         self.enc_in: dict[tuple[int, int], np.ndarray] = {}
         self.tmp: dict[str, Any] = {}
         self.updates = 0
@@ -124,10 +125,10 @@ class Party:
         for t in range(self.K):
             z = self.tmp["z"][t]
             shape = (n, self.sizes[t] * self.h)
-            for msg in inbox.values():
-                c = b.from_wire(self.pk, msg[f"he2ss.t{t}"], shape)
+            cs = [b.from_wire(self.pk, msg[f"he2ss.t{t}"], shape) for msg in inbox.values()]
+            if cs:  # the holders' ciphertexts added, then decrypted together
                 with np.errstate(over="ignore"):
-                    z = z + b.owner_forward(self.sk, c, shape)
+                    z = z + b.owner_forward_sum(self.sk, cs, shape)
             if t == self.me:
                 self.tmp["z_own"] = z
             else:
@@ -143,8 +144,8 @@ class Party:
             with np.errstate(over="ignore"):
                 Z = Z + np.asarray(msg["z"], dtype=np.uint64).reshape(Z.shape)
         Zf = core.dequantize(Z, 2 * s.frac).reshape(n, d_t, self.h)
-        self.dec, dZ, loss = core.decoder_step(core.decayed(self.dec, s), Zf,
-                                               self.x[self.tmp["idx"]], s.lr)
+        self.dec, dZ, loss = core.train_decoder(self.dec, Zf, self.x[self.tmp["idx"]], s,
+                                                self.memory["dec"])
         gq = core.quantize(dZ, s.frac)
         self.tmp["grads"] = {(me, me): core.dequantize(
             core.encoder_grad_q(self.tmp["xq"], gq), 2 * s.frac)}
@@ -183,7 +184,8 @@ class Party:
                 g = core.norm_backward(w, G[st[k]:st[k + 1], st[t]:st[t + 1]])
                 if (k, t) in grads:
                     g = g + grads[k, t].reshape(w.shape)
-                self.F[k][t] = core.update_fragment(w, g, k, t, s)
+                self.F[k][t] = core.update_fragment(w, g, k, t, s,
+                                                    self.memory.setdefault((k, t), {}))
         self.tmp = {}
         self.updates += 1
         return self._encrypted_fragments(), self.graph_fragments()
@@ -204,6 +206,7 @@ class PlainParty:
         self.starts = core.starts_of(sizes)
         self.W = [core.init_fragment(me, me, t, sizes, s) for t in range(self.K)]
         self.dec = core.init_decoder(me, sizes[me], s)
+        self.memory: dict[Any, Any] = {"dec": []}  # optimizer memory (Adam's moments)
         self.tmp: dict[str, Any] = {}
         self.updates = 0
 
@@ -226,8 +229,8 @@ class PlainParty:
         s, idx = self.s, self.tmp["idx"]
         Z = self.tmp["own"] + sum(np.asarray(H).reshape(self.tmp["own"].shape)
                                   for H in inbox.values())
-        self.dec, dZ, loss = core.decoder_step(core.decayed(self.dec, s),
-                                               core.dequantize(Z, 2 * s.frac), self.x[idx], s.lr)
+        self.dec, dZ, loss = core.train_decoder(self.dec, core.dequantize(Z, 2 * s.frac),
+                                                self.x[idx], s, self.memory["dec"])
         gq = core.quantize(dZ, s.frac)
         self.tmp["gq"] = {self.me: gq}
         return gq, loss
@@ -241,7 +244,8 @@ class PlainParty:
         for t in range(self.K):
             data = core.dequantize(core.encoder_grad_q(self.tmp["xq"], gq[t]), 2 * s.frac)
             ctv = core.norm_backward(self.W[t], G[st[me]:st[me + 1], st[t]:st[t + 1]])
-            self.W[t] = core.update_fragment(self.W[t], data + ctv, me, t, s)
+            self.W[t] = core.update_fragment(self.W[t], data + ctv, me, t, s,
+                                             self.memory.setdefault(t, {}))
         self.tmp = {}
         self.updates += 1
         return self.graph_fragments()

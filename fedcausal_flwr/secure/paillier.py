@@ -26,7 +26,9 @@ Speed-ups, each measured by ``simulations/vfedcd_paillier_benchmark.py``:
   computationally, behind discrete logarithms modulo the k/2-bit primes p and q (about the
   work of factoring a k/2-bit modulus, below the k-bit key's own level), where fresh ``r^n``
   hides it perfectly; ``noise="full"`` keeps that at about 15x the encryption cost.
-- Packing (:func:`pack`): ``slots`` signed values per plaintext, 106 bits each.
+- Packing (:func:`pack`): ``slots`` signed values per plaintext, 107 bits each (room for the
+  sum of two masked values, :func:`add_cipher`, so an owner decrypts two holders' shares at
+  once).
 - Processes (:func:`set_workers`, default 1): decryption and noise spread over worker processes.
 """
 
@@ -49,7 +51,8 @@ except ModuleNotFoundError as e:
 
 DEFAULT_BITS = 2048
 NOISES = ("djn", "full")
-SLOT_BITS = 106  # |slot value| < 2^105: a 64-bit ring value + 2^63 + a 104-bit mask, + sign
+SLOT_BITS = 107  # |slot value| < 2^106: the sum of two HE2SS values (each below 2^105: a
+# 64-bit ring value + 2^63 + a 104-bit mask), + sign; 19 slots at 2048 bits as with 106
 _POOL: list = [None, 1]  # the process pool and its size
 
 
@@ -238,6 +241,20 @@ def add_plain(pk: PublicKey, c: np.ndarray, m: np.ndarray, kind: str = "djn") ->
     return np.array(out, dtype=object).reshape(c.shape)
 
 
+def add_cipher(pk: PublicKey, cs: list[np.ndarray]) -> np.ndarray:
+    """``Enc(a_1 + ... + a_m)`` from ciphertext arrays ``Enc(a_j)`` of one shape (products mod
+    n^2; no new noise: the owner decrypts the sum)."""
+    nsq = pk.nsq
+    flat = [np.asarray(c, dtype=object).ravel().tolist() for c in cs]
+    out = []
+    for vals in zip(*flat, strict=True):
+        acc = vals[0]
+        for v in vals[1:]:
+            acc = acc * v % nsq
+        out.append(acc)
+    return np.array(out, dtype=object).reshape(np.shape(cs[0]))
+
+
 def matmul_plain(pk: PublicKey, x: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``Enc(x a)`` for integer ``x`` (n x m) and ``c = Enc(a)`` (m x p): n x p ciphertexts."""
     nsq = pk.nsq
@@ -260,7 +277,7 @@ def matmul_plain(pk: PublicKey, x: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 # ---- packing -----------------------------------------------------------------------------
 def slots(pk: PublicKey) -> int:
-    """Values per packed plaintext: ``S 106 <= k - 2`` so ``|sum_j v_j 2^(106 j)| < n/2``."""
+    """Values per packed plaintext: ``S 107 <= k - 2`` so ``|sum_j v_j 2^(107 j)| < n/2``."""
     return max(1, (pk.n.bit_length() - 2) // SLOT_BITS)
 
 
@@ -270,13 +287,14 @@ def blocks(pk: PublicKey, cols: int) -> int:
 
 
 def pack(pk: PublicKey, m: np.ndarray) -> np.ndarray:
-    """Rows of signed ints (r x c) as r x ``blocks`` integers ``sum_j v_j 2^(106 j)``.
+    """Rows of signed ints (r x c) as r x ``blocks`` integers ``sum_j v_j 2^(107 j)``.
 
-    Headroom: every slot must stay in ``|v| < 2^105`` through the homomorphic operations (the
+    Headroom: every slot must stay in ``|v| < 2^106`` through the homomorphic operations (the
     caller's bound: ring values and products below 2^63 plus masks below 2^104, see
-    ``shares``). Then slots never carry into each other (negative slots borrow, and
-    :func:`unpack` undoes the borrow by reading each slot centered) and the packed value stays
-    below ``2^(106 S) <= 2^(k-2) < n/2``, so a centered decryption is exact.
+    ``shares``, and at most two such values added by :func:`add_cipher`). Then slots never
+    carry into each other (negative slots borrow, and :func:`unpack` undoes the borrow by
+    reading each slot centered) and the packed value stays below ``2^(107 S) <= 2^(k-2) <
+    n/2``, so a centered decryption is exact.
     """
     m = np.asarray(m, dtype=object)
     S, B = slots(pk), blocks(pk, m.shape[1])

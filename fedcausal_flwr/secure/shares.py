@@ -9,9 +9,14 @@ O decrypts ``v = m + 2^63 + r`` (no wrap mod n, statistically hiding m with 40 b
 and keeps ``v mod 2^64``. Backward HE2SS (Alg. 4) keeps a bounded float mask ``phi`` instead:
 O decrypts ``m - phi``.
 
+An owner adds the HE2SS ciphertexts of several holders before decrypting
+(:meth:`Mock.owner_forward_sum`): it keeps only their sum mod 2^64 anyway, so one decryption
+serves two holders (packed) or all of them (one value per ciphertext).
+
 Backends: ``paillier`` (real keys, one value per ciphertext), ``paillier-packed`` (real keys,
 ``paillier.slots`` values per ciphertext: every ring value, product and masked value above is
-below 2^105 in magnitude, so it fits a 106-bit slot without carrying into its neighbour) and
+below 2^105 in magnitude, so it and the sum of two of them fit a 107-bit slot without carrying
+into its neighbour) and
 ``mock`` (the same share arithmetic, no encryption: "ciphertexts" are the uint64 plaintexts).
 All give the same shares bit for bit. A backend's ciphertext objects are opaque to the
 protocol: it passes them on and names the logical (rows, cols) shape where it must.
@@ -29,6 +34,7 @@ if TYPE_CHECKING:
 DEFAULT_BITS = 2048  # Paillier modulus bits (``paillier.DEFAULT_BITS``; no phe import here)
 
 TWO63 = np.uint64(1 << 63)
+SUMMED = 2  # HE2SS values (each below 2^105) one 107-bit packed slot holds added
 
 
 def ring(a: np.ndarray) -> np.ndarray:
@@ -105,6 +111,15 @@ class Mock:
     def owner_forward(self, sk: Any, c: np.ndarray, shape: tuple[int, int]) -> np.ndarray:  # noqa: ARG002
         """The owner's share: the masked value itself."""
         return c
+
+    def owner_forward_sum(self, sk: Any, cs: list[np.ndarray], shape: tuple[int, int]
+                          ) -> np.ndarray:
+        """``sum_j`` of the owner's shares of the HE2SS ciphertexts ``cs`` (mod 2^64)."""
+        total = np.zeros(shape, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for c in cs:
+                total = total + self.owner_forward(sk, c, shape)
+        return total
 
     def owner_backward(self, sk: Any, c: np.ndarray, shape: tuple[int, int]) -> np.ndarray:  # noqa: ARG002
         """``m - phi`` as int64."""
@@ -202,6 +217,18 @@ class Paillier(Mock):
     def owner_forward(self, sk, c, shape):
         """``Dec(c) mod 2^64``."""
         return ring(self._decrypt(sk, c, shape))
+
+    def owner_forward_sum(self, sk, cs, shape):
+        """Ciphertexts added (:func:`paillier.add_cipher`) before one decryption: two at a
+        time when packed (:data:`SUMMED` values fit a slot), all at once otherwise."""
+        group = SUMMED if self.pack else max(1, len(cs))
+        total = np.zeros(shape, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for i in range(0, len(cs), group):
+                c = cs[i] if len(cs[i:i + group]) == 1 else \
+                    paillier.add_cipher(sk.public, cs[i:i + group])
+                total = total + self.owner_forward(sk, c, shape)
+        return total
 
     def owner_backward(self, sk, c, shape):
         """``Dec(c)`` as int64."""

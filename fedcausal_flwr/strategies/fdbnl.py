@@ -42,7 +42,6 @@ class FDBNL(CausalStrategy):
     def __init__(self, settings: FDBNLSettings | None = None, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
         self.state: dbn.ServerState | None = None
-        self._replies: dict[int, list[np.ndarray]] = {}
 
     def expected_props(self, infos):
         """Clients must agree on d and p (the configured ones when given)."""
@@ -80,16 +79,13 @@ class FDBNL(CausalStrategy):
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Global step, duals, alpha and rho."""
-        self._replies = dict(replies)
         local = {c: (a[0], a[1]) for c, a in replies.items()}
         self.state = dbn.fdbnl_server_round(self.state, local, self.settings)
 
     def record(self) -> dict[str, Any]:
-        """h, penalties and the primal residual max_k ||B_k - W|| / ||W||."""
-        W = self.state.W
-        res = dbn.primal_residual([a[0] for a in self._replies.values()], W)
+        """h, penalties and the primal residual max_k ||B_k - W|| / max(||W||, 1)."""
         return {"h": self.state.h, "alpha": self.state.alpha, "rho1": self.state.rho1,
-                "rho2": self.state.rho2, "primal_residual": float(res)}
+                "rho2": self.state.rho2, "primal_residual": self.state.residual}
 
     def estimates(self) -> dict[str, np.ndarray]:
         """Unthresholded and thresholded W and A."""

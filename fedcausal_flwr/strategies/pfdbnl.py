@@ -40,7 +40,6 @@ class PFDBNL(FDBNL):
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Exact average, duals, alpha (mean h) and rho."""
-        self._replies = dict(replies)
         self.state = dbn.pfdbnl_server_round(self.state, replies, self.settings)
 
     def estimates(self) -> dict[str, np.ndarray]:
