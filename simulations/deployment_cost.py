@@ -6,9 +6,8 @@ is the round trip. For every algorithm, with the App's defaults (``pyproject.tom
 built-in data:
 
 * in process (:class:`~fedcausal_flwr.testing.InProcessGrid`, the reference of every Flower
-  path): the full default run's exchanges, bytes, wall time and accuracy; VFedCD's epochs of
-  2048-bit Paillier are not run here: its exchanges are one epoch's (mock backend, the same
-  messages) times the epochs;
+  path): the full default run's exchanges, bytes, wall time and accuracy (VFedCD with the mock
+  backend: the same messages and estimates as its real keys, without the cryptography);
 * a loopback deployment (TLS + SuperNode authentication, :func:`launch.deploy`) and ``flwr run``
   (Ray, :func:`launch.simulate`) of the same defaults bounded to ``--rounds`` rounds (VFedCD:
   one epoch of one mini-batch step, mock backend): seconds per exchange (the rounds' seconds
@@ -203,27 +202,23 @@ def full_flower(algorithm: str, ref: RunResult, work: Path) -> dict[str, Any]:
 
 
 def full_default(algorithm: str) -> tuple[dict[str, Any], RunResult]:
-    """The full default run in process (VFedCD: one mock epoch times the epochs)."""
-    k = NODES[algorithm]
+    """The full default run in process (VFedCD: with the mock backend, the same messages and
+    estimates as its real keys without the cryptography)."""
     rc: dict[str, Any] = {"algorithm": algorithm}
-    scale = 1
     if algorithm == "vfedcd":
-        epochs = int(launch_defaults()["num-epochs"])
-        rc = {**rc, "num-epochs": 1, "he-backend": "mock", "insecure-test-keys": True,
+        rc = {**rc, "he-backend": "mock", "insecure-test-keys": True,
               "vfedcd-accept-backends": "mock"}
-        scale = epochs
     t0 = time.perf_counter()
-    res = in_process(algorithm, rc, k)
+    res = in_process(algorithm, rc, NODES[algorithm])
     wall = time.perf_counter() - t0
     up = sum(int(h.get("bytes_up", 0)) for h in res.history)
     down = sum(int(h.get("bytes_down", 0)) for h in res.history)
     acc = {m: res.metrics[m] for m in ("shd_w", "shd_a", "tpr_w", "err_A21", "norm_A12",
                                        "cf_error_21", "test_mse", "shd", "f1")
            if m in res.metrics}
-    return {"status": res.status, "rounds": len(res.history) * scale,
-            "exchanges": int(res.timing.get("exchanges", 0)) * scale,
-            "bytes": (up + down) * scale, "wall_s": wall * scale,
-            "scaled_from_one_epoch": scale > 1, "accuracy": acc}, res
+    return {"status": res.status, "rounds": len(res.history),
+            "exchanges": int(res.timing.get("exchanges", 0)), "bytes": up + down,
+            "wall_s": wall, "accuracy": acc}, res
 
 
 def vfedcd_real_keys(epochs: int, work: Path) -> dict[str, Any]:

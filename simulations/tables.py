@@ -249,6 +249,45 @@ def deployment_cost_before() -> str:
          "`flwr run` s/exchange", "projected `flwr run` min", "max est. diff"], rows)
 
 
+
+AFTER_FILES = ("deployment_cost_after", "deployment_cost_after_fediv_vfedcd")
+REAL_KEYS_FILE = "deployment_cost_vfedcd_real_keys"
+
+
+def deployment_cost_after() -> str:
+    """Each algorithm's default App run after issue 12: exchanges before and after, the whole run
+    measured in a loopback deployment and under ``flwr run`` (VFedCD: one real-key epoch
+    deployed, projected), from ``deployment_cost.py``'s JSONs beside the "before" one."""
+    before = read_results("deployment_cost_before")["algorithms"]
+    real = read_results(REAL_KEYS_FILE)["algorithms"]["vfedcd"]["real_keys"]
+    rows = []
+    for name in AFTER_FILES:
+        for alg, rec in read_results(name)["algorithms"].items():
+            full, dep, sim = rec.get("full", {}), rec["deploy"], rec["simulate"]
+            ex, ff = full.get("exchanges"), rec.get("full_flower")
+            acc = ", ".join(f"{k} {v:.3g}" for k, v in full.get("accuracy", {}).items())
+            if ff:
+                d, f = ff["deploy"], ff["simulate"]
+                deploy = f"{d['wall_s'] / 60:.1f} measured ({d['status']})"
+                run = f"{f['wall_s'] / 60:.1f} measured ({f['status']})"
+                diff = max(d["max_diff"], f["max_diff"], dep["max_diff"], sim["max_diff"])
+            elif alg == "vfedcd":
+                rk = real
+                deploy = (f"{rk['projected_default_h'] * 60:.0f} projected from "
+                          f"{rk['epochs']} real-key epoch ({rk['s_per_epoch']:.0f} s/epoch, "
+                          f"{rk['status']})")
+                run, diff = _minutes(ex, sim) + " projected (mock)", max(
+                    rk["max_diff"], dep["max_diff"], sim["max_diff"])
+            else:
+                deploy, run = _minutes(ex, dep) + " projected", _minutes(ex, sim) + " projected"
+                diff = max(dep["max_diff"], sim["max_diff"])
+            rows.append([alg, rec["nodes"], before[alg]["full"]["exchanges"], ex or "-",
+                         acc or "-", f"{dep['s_per_exchange']:.2f}", deploy, run,
+                         f"{diff:.0e}"])
+    return markdown(["algorithm", "nodes", "exchanges before", "exchanges now",
+                     "accuracy (in process)", "deploy s/exchange", "deployment min",
+                     "`flwr run` min", "max est. diff"], rows)
+
 # ----------------------------------------------------------------------------- FedGC / FedCF
 CF_LABELS = {"literal": "literal (paper), i.i.d. u",
              "refined target": "refined target (server regresses on ĥ_a^t)",
@@ -838,7 +877,7 @@ def reliability() -> str:
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
     fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, fdbnl_rounds, benchmark_flower_overhead,
-    deployment_cost_before,
+    deployment_cost_before, deployment_cost_after,
     fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts, statespace_windows,
     statespace_windows_dev,
     fediv_table1, fediv_divergence, fediv_rounds_dev, fediv_rounds, vfedcd_table1,
