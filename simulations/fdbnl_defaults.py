@@ -164,7 +164,8 @@ def main() -> None:
     log("\n" + table(["variant", "tau", "mean rank", "SHD W+A", "SHD(W)", "SHD(A)", "rounds"],
                      rows))
     for sc in args.scenarios:
-        best = min((c for c in summ["cells"].values() if c["scenario"] == sc),
+        best = min((c for c in {**summ["cells"], **summ.get("app", {})}.values()
+                    if c["scenario"] == sc),
                    key=lambda c: c["shd"][0])
         log(f"  best in {sc}: {best['variant']} tau {best['tau']:g} SHD(W) "
             f"{fmt(*best['shd_w'], 1)} SHD(A) {fmt(*best['shd_a'], 1)}")
