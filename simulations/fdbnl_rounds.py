@@ -66,7 +66,8 @@ def run(scenario: str, seed: int, change: dict[str, Any]) -> dict[str, float]:
                                     heterogeneous=het)
     moms = client_moments(clients)
     cls = PFDBNLSettings if alg == "pfdbnl" else FDBNLSettings
-    s = cls().replace(tau_w=tau, tau_a=tau, **change)
+    # lambda 0.1 pooled: the App default when this ran (0.05 since fdbnl_defaults.py)
+    s = cls().replace(tau_w=tau, tau_a=tau, **{"lambda_w": 0.1, "lambda_a": 0.1, **change})
     if alg == "pfdbnl":
         st, hist = pfdbnl_reference(moms, s, seed)
         ms = [dbn_graph_metrics(st.W_local[k], st.A_local[k], *truths[k], tau, tau)

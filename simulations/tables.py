@@ -202,6 +202,38 @@ def fdbnl_rounds() -> str:
                      "SHD(A)", "TPR(W)"], rows)
 
 
+def fdbnl_defaults_dev() -> str:
+    """FDBNL default candidates on development seeds (issue 13): mean rank over scenarios of
+    the mean SHD(W) + SHD(A), best first (``fdbnl_defaults.py``, results/fdbnl_defaults_dev)."""
+    r = read_results("fdbnl_defaults_dev")
+    rows = [[o["variant"], short(o["tau"]), f"{o['mean_rank']:.2f}", f"{o['mean_shd']:.1f}",
+             f"{o['mean_shd_w']:.1f}", f"{o['mean_shd_a']:.1f}", f"{o['mean_rounds']:.0f}"]
+            for o in r["overall"].values()]
+    return markdown(["lambda scale / lambda / dual step", "tau", "mean rank", "SHD W + A",
+                     "SHD(W)", "SHD(A)", "rounds"], rows)
+
+
+def fdbnl_defaults() -> str:
+    """FDBNL defaults on the evaluation seeds (issue 13): per scenario SHD(W) / SHD(A) (mean ±
+    sd) and rounds of each reported profile (``fdbnl_defaults.py``, results/fdbnl_defaults)."""
+    r = read_results("fdbnl_defaults")
+    cells = {**r["cells"], **r.get("app", {})}
+    scenarios = [*r["scenarios"]]
+    rows = []
+    for sc in scenarios:
+        for label, vt in r["report"].items():
+            v, tau = vt.split("@")
+            c = cells[f"{sc} | {v} | tau {float(tau):g}"]
+            rows.append([sc, label, fmt(*c["shd_w"], 1), fmt(*c["shd_a"], 1), fmt(*c["tpr_w"]),
+                         fmt(c["rounds"][0], digits=0)])
+    for label, vt in r["report"].items():
+        v, tau = vt.split("@")
+        o = r["overall"][f"{v} | tau {float(tau):g}"]
+        rows.append(["**mean of the 6 scenarios**", label, f"{o['mean_shd_w']:.1f}",
+                     f"{o['mean_shd_a']:.1f}", "", f"{o['mean_rounds']:.0f}"])
+    return markdown(["scenario", "profile", "SHD(W)", "SHD(A)", "TPR(W)", "rounds"], rows)
+
+
 def benchmark_flower_overhead() -> str:
     """Flower overhead of FDBNL: reference loop vs ``flwr run``, per K and round count."""
     r = read_results("benchmark_flower_overhead")
@@ -876,8 +908,8 @@ def reliability() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
-    fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, fdbnl_rounds, benchmark_flower_overhead,
-    deployment_cost_before, deployment_cost_after,
+    fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, fdbnl_rounds, fdbnl_defaults_dev,
+    fdbnl_defaults, benchmark_flower_overhead, deployment_cost_before, deployment_cost_after,
     fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts, statespace_windows,
     statespace_windows_dev,
     fediv_table1, fediv_divergence, fediv_rounds_dev, fediv_rounds, vfedcd_table1,

@@ -19,6 +19,7 @@ from fedcausal_flwr.data.synthetic import (
     dbn_series,
     dbn_truth,
     federated_dbn,
+    noise_scale_vector,
     stable_truth,
     truths_dbn,
 )
@@ -186,6 +187,43 @@ def test_heterogeneous_truths_and_data_differ():
             assert not np.array_equal(clients[i][0], clients[j][0])
     with pytest.raises(ValueError, match="client index"):
         client_dbn(3, 3, 3, 10, d=6)
+
+
+def test_scale_free_graph_is_dag_with_hubs():
+    """graph="sf": DAGs of mean degree ~4 whose in+out degrees are heavier-tailed than ER's."""
+    d, er_max, sf_max, sf_edges = 20, [], [], []
+    for s in range(100):
+        W, _ = dbn_truth(s, d, graph="sf")
+        assert is_dag(W)
+        deg = (W != 0).sum(0) + (W != 0).sum(1)
+        sf_max.append(deg.max())
+        sf_edges.append(np.count_nonzero(W))
+        er_max.append(((dbn_truth(s, d)[0] != 0).sum(0) + (dbn_truth(s, d)[0] != 0).sum(1)).max())
+    assert abs(np.mean(sf_edges) - 2 * (d - 1) + 1) < 0.5  # m = 2 per node, 1 for node 2
+    assert np.mean(sf_max) > np.mean(er_max) + 2
+    assert np.array_equal(dbn_truth(4, d), dbn_truth(4, d, graph="er"))  # default unchanged
+    with pytest.raises(ValueError, match="graph must be"):
+        dbn_truth(0, 5, graph="ba")
+    W, A = stable_truth(3, 10, graph="sf")
+    assert companion_radius(W, A) < 1 and is_dag(W)
+
+
+def test_noise_scales_set_the_noise_sd_per_variable():
+    """noise_scales=(lo, hi): variable j's innovation sd is s_j in [lo, hi], from the data seed."""
+    W, A = np.zeros((4, 4)), np.zeros((4, 4))  # no edges: x_t is the innovation itself
+    sc = noise_scale_vector(4, 9, (0.5, 2.0))
+    assert np.all((sc >= 0.5) & (sc <= 2.0)) and np.ptp(sc) > 0
+    X = dbn_series(W, A, 20000, seed=9, noise_scales=(0.5, 2.0))
+    np.testing.assert_allclose(X.std(0), sc, rtol=0.03)
+    np.testing.assert_array_equal(dbn_series(W, A, 50, seed=9, noise_scales=None),
+                                  dbn_series(W, A, 50, seed=9))
+    Xc, _ = dbn_data(W, A, 20000, seed=9, generator="code", noise_scales=(0.5, 2.0))
+    np.testing.assert_allclose(Xc.std(0), sc, rtol=0.03)
+    with pytest.raises(ValueError, match="noise_scales"):
+        noise_scale_vector(3, 0, (0.0, 1.0))
+    clients, _ = federated_dbn(2, 2, 10, d=4, generator="svar", noise_scales=(0.5, 2.0))
+    plain, _ = federated_dbn(2, 2, 10, d=4, generator="svar")
+    assert not np.allclose(clients[0][0], plain[0][0])
 
 
 # --- DREAM4 ------------------------------------------------------------------------------
