@@ -20,16 +20,12 @@ from fedcausal_flwr.core import deepgmm as dg
 from fedcausal_flwr.data import iv
 
 
-def run(scenario: str, seed: int, lr_g: float, lr_f: float, local: int, rounds: int,
-        optimizer: str, k: int = 10, n: int = 20000) -> dict:
-    """One FedGDA run with per-round criterion and (diagnostic) test MSE."""
-    if seed < 100:
-        raise ValueError("the sweep runs on development seeds >= 100 only")
-    rc = {"iv-scenario": scenario, "iv-dgp": "paper", "seed": seed, "iv-n": n, "iv-alpha": 0.3}
-    s = dg.FedIVSettings(lr_g=lr_g, lr_f=lr_f, mode="gda", local_epochs=local, rounds=rounds,
-                         optimizer=optimizer)
+def federation(rc: dict, k: int, val_features: int, seed: int):
+    """The k clients' training batches, validation batches with their features, the test set,
+    an evaluation network and ``evaluate(theta) -> {"crit", "mse"}`` (pooled criterion and
+    test MSE of g = theta) for the FedIV data of run config ``rc``."""
     test = iv.test_set(rc)
-    basis = dg.rff(int(np.prod(test.z.shape[1:])), 32, seed)
+    basis = dg.rff(int(np.prod(test.z.shape[1:])), val_features, seed)
     g_eval, _ = dg.networks(test.x.shape[1:], test.z.shape[1:], 0)
     data = [iv.client_data(rc, i, k) for i in range(k)]
     tr = [dg.batch(d["train"].x, d["train"].y, d["train"].z) for d in data]
@@ -41,6 +37,18 @@ def run(scenario: str, seed: int, lr_g: float, lr_f: float, local: int, rounds: 
                                     + (v[0].n,) for v in val])
         return {"crit": crit, "mse": dg.mse(dg.g_values(g_eval, theta, test.x), test.g)}
 
+    return tr, val, test, g_eval, evaluate
+
+
+def run(scenario: str, seed: int, lr_g: float, lr_f: float, local: int, rounds: int,
+        optimizer: str, k: int = 10, n: int = 20000) -> dict:
+    """One FedGDA run with per-round criterion and (diagnostic) test MSE."""
+    if seed < 100:
+        raise ValueError("the sweep runs on development seeds >= 100 only")
+    rc = {"iv-scenario": scenario, "iv-dgp": "paper", "seed": seed, "iv-n": n, "iv-alpha": 0.3}
+    s = dg.FedIVSettings(lr_g=lr_g, lr_f=lr_f, mode="gda", local_epochs=local, rounds=rounds,
+                         optimizer=optimizer)
+    tr, val, test, g_eval, evaluate = federation(rc, k, 32, seed)
     t0 = time.time()
     st = dg.fedgda_reference(tr, s, seed, val, evaluate=evaluate)
     crit = [h["crit"] for h in st.history]

@@ -41,10 +41,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from fediv_gda_sweep import federation
 from harness import append_jsonl, mean_sd, parser, read_jsonl, settings, table, write_results
 
 from fedcausal_flwr.core import deepgmm as dg
-from fedcausal_flwr.data import iv
 
 DEV, EVAL = range(100, 120), range(4000, 4010)
 #: the two variants of the evaluation: the App default and Table 1's T = 200, R = 10
@@ -60,19 +60,7 @@ def phase(seed: int) -> str:
 def run(scenario: str, seed: int, s: dg.FedIVSettings, k: int = 10, n: int = 20000) -> dict:
     """One FedGDA run with the per-round criterion and test MSE (round 0: the initial g)."""
     rc = {"iv-scenario": scenario, "iv-dgp": "paper", "seed": seed, "iv-n": n, "iv-alpha": 0.3}
-    test = iv.test_set(rc)
-    basis = dg.rff(int(np.prod(test.z.shape[1:])), s.val_features, seed)
-    g_eval, _ = dg.networks(test.x.shape[1:], test.z.shape[1:], 0)
-    data = [iv.client_data(rc, i, k) for i in range(k)]
-    tr = [dg.batch(d["train"].x, d["train"].y, d["train"].z) for d in data]
-    val = [(dg.batch(d["val"].x, d["val"].y, d["val"].z), dg.features(d["val"].z, basis))
-           for d in data]
-
-    def evaluate(theta: dg.Params) -> dict:
-        crit = dg.pooled_criterion([dg.validation_sums(dg.set_params(g_eval, theta), *v)
-                                    + (v[0].n,) for v in val])
-        return {"crit": crit, "mse": dg.mse(dg.g_values(g_eval, theta, test.x), test.g)}
-
+    tr, val, test, g_eval, evaluate = federation(rc, k, s.val_features, seed)
     g0, _ = dg.networks(tuple(tr[0].x.shape[1:]), tuple(tr[0].z.shape[1:]), seed)
     first = evaluate(dg.get_params(g0))
     t0, c0 = time.time(), time.process_time()
