@@ -157,48 +157,39 @@ def largest_difference(a: dict[str, Any], b: RunResult) -> float:
     return float(max(diffs)) if diffs else float("nan")
 
 
+def on_flower(algorithm: str, path: str, rc: dict[str, Any], ref: RunResult, work: Path,
+              tag: str) -> dict[str, Any]:
+    """One run of ``rc`` in a loopback deployment (``path="deploy"``) or under flwr run, its
+    status, wall time, seconds per exchange, start-up and largest difference from ``ref``."""
+    k, name = NODES[algorithm], f"{algorithm}-{tag}{path}"
+    cfg = {**rc, "outputs": str(work), "run-name": name}
+    t0 = time.perf_counter()
+    if path == "deploy":
+        launch.deploy(k, cfg, workdir=work / f"{name}-deployment", timeout=3600)
+    else:
+        launch.simulate(k, cfg, flwr_home=work / f"{name}-flwr", timeout=3600)
+    wall = time.perf_counter() - t0
+    res = load_result(work / name)
+    sec, ex = per_exchange(res)
+    out = {"status": res["status"], "wall_s": wall, "s_per_exchange": sec, "exchanges": ex,
+           "startup_s": wall - sec * ex, "max_diff": largest_difference(res, ref)}
+    log(f"{algorithm} {tag}{path}: {res['status']}, {wall:.0f}s wall, {ex} exchanges, "
+        f"{sec:.2f}s each, max diff {out['max_diff']:.2e}")
+    return out
+
+
 def flower_paths(algorithm: str, rounds: int, work: Path) -> dict[str, Any]:
     """Bounded run in a loopback deployment and under flwr run, beside the in-process one."""
-    k, rc = NODES[algorithm], bounded(algorithm, rounds)
-    ref = in_process(algorithm, rc, k)
-    out: dict[str, Any] = {"bounded_exchanges": ref.timing.get("exchanges")}
-    for path in ("deploy", "simulate"):
-        cfg = {**rc, "outputs": str(work), "run-name": f"{algorithm}-{path}"}
-        t0 = time.perf_counter()
-        if path == "deploy":
-            launch.deploy(k, cfg, workdir=work / f"{algorithm}-deployment", timeout=1800)
-        else:
-            launch.simulate(k, cfg, flwr_home=work / f"{algorithm}-flwr", timeout=1800)
-        wall = time.perf_counter() - t0
-        res = load_result(work / f"{algorithm}-{path}")
-        sec, ex = per_exchange(res)
-        out[path] = {"status": res["status"], "wall_s": wall, "s_per_exchange": sec,
-                     "exchanges": ex, "startup_s": wall - sec * ex,
-                     "max_diff": largest_difference(res, ref)}
-        log(f"{algorithm} {path}: {res['status']}, {wall:.0f}s wall, {ex} exchanges, "
-            f"{sec:.2f}s each, max diff {out[path]['max_diff']:.2e}")
-    return out
+    rc = bounded(algorithm, rounds)
+    ref = in_process(algorithm, rc, NODES[algorithm])
+    return {"bounded_exchanges": ref.timing.get("exchanges"),
+            **{p: on_flower(algorithm, p, rc, ref, work, "") for p in ("deploy", "simulate")}}
 
 
 def full_flower(algorithm: str, ref: RunResult, work: Path) -> dict[str, Any]:
     """The full default run in a loopback deployment and under flwr run, beside ``ref``."""
-    k, out = NODES[algorithm], {}
-    for path in ("deploy", "simulate"):
-        cfg = {"algorithm": algorithm, "node-wait-s": 120.0, "outputs": str(work),
-               "run-name": f"{algorithm}-full-{path}"}
-        t0 = time.perf_counter()
-        if path == "deploy":
-            launch.deploy(k, cfg, workdir=work / f"{algorithm}-full-deployment", timeout=3600)
-        else:
-            launch.simulate(k, cfg, flwr_home=work / f"{algorithm}-full-flwr", timeout=3600)
-        wall = time.perf_counter() - t0
-        res = load_result(work / f"{algorithm}-full-{path}")
-        out[path] = {"status": res["status"], "wall_s": wall,
-                     "exchanges": per_exchange(res)[1],
-                     "max_diff": largest_difference(res, ref)}
-        log(f"{algorithm} full {path}: {res['status']}, {wall:.0f}s wall, "
-            f"max diff {out[path]['max_diff']:.2e}")
-    return out
+    rc = {"algorithm": algorithm, "node-wait-s": 120.0}
+    return {p: on_flower(algorithm, p, rc, ref, work, "full-") for p in ("deploy", "simulate")}
 
 
 def full_default(algorithm: str) -> tuple[dict[str, Any], RunResult]:

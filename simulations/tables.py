@@ -282,7 +282,10 @@ def deployment_cost_before() -> str:
 
 
 
-AFTER_FILES = ("deployment_cost_after", "deployment_cost_after_fediv_vfedcd")
+#: the "after" runs: (results file, the algorithms taken from it); the state-space run was
+#: made before FDBNL's lambda changed, so its FDBNL rows are superseded by the later file
+AFTER_FILES = (("deployment_cost_after_statespace", ("fedgc", "fedcf")),
+               ("deployment_cost_after", ("fdbnl", "pfdbnl", "fediv", "vfedcd")))
 REAL_KEYS_FILE = "deployment_cost_vfedcd_real_keys"
 
 
@@ -293,8 +296,10 @@ def deployment_cost_after() -> str:
     before = read_results("deployment_cost_before")["algorithms"]
     real = read_results(REAL_KEYS_FILE)["algorithms"]["vfedcd"]["real_keys"]
     rows = []
-    for name in AFTER_FILES:
+    for name, algs in AFTER_FILES:
         for alg, rec in read_results(name)["algorithms"].items():
+            if alg not in algs:
+                continue
             full, dep, sim = rec.get("full", {}), rec["deploy"], rec["simulate"]
             ex, ff = full.get("exchanges"), rec.get("full_flower")
             acc = ", ".join(f"{k} {v:.3g}" for k, v in full.get("accuracy", {}).items())
