@@ -378,3 +378,48 @@ def test_vertical_edges_default_to_four_per_attribute():
     assert pooled_data({"d": 10, "n": 30})[1].sum() == 40  # the paper's E = 4d
     assert pooled_data({"d": 6, "n": 30})[1].sum() == 15  # capped at d(d-1)/2
     assert pooled_data({"d": 10, "edges": 7, "n": 30})[1].sum() == 7
+
+
+def test_zscore_scaler_maps_test_rows_with_the_training_statistics():
+    from fedcausal_flwr.data.vertical import fitted_scaler
+
+    rng = np.random.default_rng(0)
+    tr, te = rng.normal(3.0, 2.0, (200, 3)), rng.normal(3.0, 2.0, (50, 3))
+    scale = fitted_scaler(tr)
+    np.testing.assert_allclose(scale(tr).mean(0), 0, atol=1e-12)
+    np.testing.assert_allclose(scale(tr).std(0), 1, atol=1e-9)
+    np.testing.assert_allclose(scale(te), (te - tr.mean(0)) / tr.std(0), atol=1e-9)
+
+
+def test_yeo_johnson_scaler_unskews_log_normal_columns_and_keeps_gaussian_ones():
+    from scipy.stats import skew
+
+    from fedcausal_flwr.data.vertical import fitted_scaler
+
+    rng = np.random.default_rng(1)
+    g = rng.standard_normal((2000, 1))
+    X = np.hstack([g, np.exp(1.5 * rng.standard_normal((2000, 1)))])
+    assert skew(X[:, 1]) > 5
+    Y = fitted_scaler(X, "yeo-johnson")(X)
+    np.testing.assert_allclose(Y.mean(0), 0, atol=1e-9)
+    assert abs(skew(Y[:, 1])) < 0.3
+    assert np.corrcoef(Y[:, 0], g[:, 0])[0, 1] > 0.999  # a Gaussian column barely bends
+    # monotone per column, and test rows use the training rows' exponent (no refit)
+    te = np.exp(1.5 * rng.standard_normal((30, 1)) + 2.0)
+    scale = fitted_scaler(X[:, 1:], "yeo-johnson")
+    assert (np.diff(scale(np.sort(te, 0))[:, 0]) > 0).all()
+    assert not np.allclose(scale(te), fitted_scaler(te, "yeo-johnson")(te))
+
+
+def test_parties_take_the_run_configs_transform_fitted_on_their_training_rows():
+    from fedcausal_flwr.data.vertical import party_data, pooled_data, split_standardised
+
+    rc = {"d": 6, "n": 50, "transform": "yeo-johnson"}
+    X = pooled_data(rc)[0]
+    tr, te, cols = party_data(rc, 1, 2)
+    want = split_standardised(X[:, cols], 0.2, "yeo-johnson")
+    np.testing.assert_allclose(tr, want[0])
+    np.testing.assert_allclose(te, want[1])
+    assert not np.allclose(tr, split_standardised(X[:, cols], 0.2)[0])
+    with pytest.raises(ValueError, match="transform"):
+        party_data({**rc, "transform": "log"}, 0, 2)

@@ -19,6 +19,7 @@ from fedcausal_flwr.clients import register
 from fedcausal_flwr.data.csvdata import read_csv
 from fedcausal_flwr.data.statespace import svd_var_client
 from fedcausal_flwr.data.timeseries import lagged_segments
+from fedcausal_flwr.data.vertical import VerticalData
 from fedcausal_flwr.testing import SMALL, InProcessGrid, same_result
 
 COMMON = {"min-nodes": 2, "node-wait-s": 5.0, "round-timeout-s": 30.0, "seed": 1}
@@ -203,9 +204,10 @@ def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
                                         [[ids[r], *X[r, cols]] for r in rows]),
                      "id-key": KEY}
         x = X[order][:, cols]
-        # the raw rows, z-scored by the client as the App's CSV path does (handing in
+        # the raw rows, transformed by the client as the App's CSV path does (handing in
         # (x - mean) / sd computed here differs from it in the last bits of some values)
-        data[pid] = {"x": x, "standardize": True, "columns": cols,
+        data[pid] = {"x": x, "transform": VerticalData.from_run_config(rc).transform,
+                     "columns": cols,
                      "sample_ids": np.asarray(token, dtype=np.int64)[order],
                      "accept_backends": "mock", "min_key_bits": 256}
         start += d

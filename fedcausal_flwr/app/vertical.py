@@ -55,7 +55,8 @@ def client(algorithm: str, context: Context):
     cls = client_class(algorithm)
     if path is not None:
         x, cols, ids, names = own_data(path, context, pid, k)
-        extra = {**constructor_kwargs(cls, names), "standardize": True}
+        extra = {**constructor_kwargs(cls, names),
+                 "transform": VerticalData.from_run_config(context.run_config).transform}
     else:
         try:
             x, _, cols = party_data(context.run_config, pid, k)
@@ -75,8 +76,8 @@ def client(algorithm: str, context: Context):
 
 def own_data(path, context: Context, pid: int, k: int
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """``(x, columns, sample_ids, names)`` of a party's own CSV (x raw: the client z-scores
-    it over the shared rows, ``standardize=True``).
+    """``(x, columns, sample_ids, names)`` of a party's own CSV (x raw: the client maps it by
+    the run config's ``transform``, fitted over the shared rows).
 
     The CSV has an ID column (node config ``id-column``, default ``id``) and this party's
     attributes. Alignment: each ID is hashed with HMAC-SHA256 under the key the parties share

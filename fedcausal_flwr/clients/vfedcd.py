@@ -40,7 +40,7 @@ from fedcausal_flwr.clients.base import CausalClient, Fit
 from fedcausal_flwr.core import vfedcd as core
 from fedcausal_flwr.core.vfedcd import PartyConsent, VFedCDSettings
 from fedcausal_flwr.data.csvdata import standardized
-from fedcausal_flwr.data.vertical import checked_party
+from fedcausal_flwr.data.vertical import TRANSFORMS, checked_party, fitted_scaler
 from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.secure import dispatch
 from fedcausal_flwr.secure.shares import Mock
@@ -90,9 +90,12 @@ class VFedCDClient(CausalClient):
     names : sequence of str, optional
         Labels of this party's columns, in the order of ``x`` (default ``x<global index>``);
         the server assembles the global list in the order of the attributes' global indices.
-    standardize : bool
-        z-score each column over the shared rows (own CSVs; the built-in parties arrive
-        standardized over their training rows).
+    transform : str, optional
+        What this party does to its columns over the shared rows before training: "zscore" or
+        "yeo-johnson" (:func:`~fedcausal_flwr.data.vertical.fitted_scaler`; the App passes the
+        run config's ``transform``, default :class:`~fedcausal_flwr.data.vertical.VerticalData`);
+        None (default) keeps ``x`` as given (the built-in parties arrive transformed over
+        their training rows).
     """
 
     phases = {f"vfedcd_{p}": p for p in ("keys", "setup", "forward", "share", "decode",
@@ -106,7 +109,7 @@ class VFedCDClient(CausalClient):
                  accept_modes: str | Sequence[str] | None = None,
                  min_key_bits: int | None = None,
                  consent_from: str = "the ClientApp's arguments",
-                 names: Sequence[str] | None = None, standardize: bool = False) -> None:
+                 names: Sequence[str] | None = None, transform: str | None = None) -> None:
         self.who = f"party {partition_id}"
         self.consent, self.consent_from = self._consent(
             {"vfedcd-accept-backends": accept_backends, "vfedcd-accept-modes": accept_modes,
@@ -123,7 +126,10 @@ class VFedCDClient(CausalClient):
         self.ids = np.asarray(sample_ids, dtype=np.int64)
         if len(np.unique(self.ids)) != len(self.ids):
             raise ValueError(f"{self.who}: sample ids are not distinct")
-        self.standardize = bool(standardize)
+        if transform is not None and transform not in TRANSFORMS:
+            raise ValueError(f"{self.who}: transform {transform!r}: expected one of "
+                             f"{', '.join(TRANSFORMS)} or None")
+        self.transform = transform
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.context = context
         self._state: dict[str, Any] = {}
@@ -134,10 +140,12 @@ class VFedCDClient(CausalClient):
             self.x = self._aligned(self._state["rows"])
 
     def _aligned(self, rows: np.ndarray) -> np.ndarray:
-        """This party's rows of the shared ids, z-scored over them if ``standardize``."""
+        """This party's rows of the shared ids, mapped by ``transform`` fitted on them."""
         x = self.x_all[rows]
-        return standardized(x, self.names, f"{self.who}, its {len(x)} shared samples") \
-            if self.standardize else x
+        if self.transform is None:
+            return x
+        standardized(x, self.names, f"{self.who}, its {len(x)} shared samples")  # not constant
+        return fitted_scaler(x, self.transform, self.names)(x)
 
     def _align(self, config: dict[str, Any]) -> np.ndarray:
         """First phase: keep the rows of the server's shared ids (kept in the state)."""

@@ -88,7 +88,10 @@ def node_data(algorithm: str, context: Context) -> dict[str, Any]:
 
         pid = int(context.node_config.get("partition-id", 0))
         k = int(context.node_config.get("num-partitions", 1))
+        from fedcausal_flwr.data.vertical import VerticalData
+
         x, cols, ids, names = own_data(path, context, pid, k)
-        return {"x": x, "columns": cols, "sample_ids": ids, "names": names, "standardize": True}
+        return {"x": x, "columns": cols, "sample_ids": ids, "names": names,
+                "transform": VerticalData.from_run_config(context.run_config).transform}
     raise ValueError(f"{who}: unknown algorithm {algorithm!r}; expected one of fdbnl, pfdbnl, "
                      "fedgc, fedcf, fediv, vfedcd")

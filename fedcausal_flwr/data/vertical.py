@@ -8,7 +8,7 @@ the run config and their defaults are :class:`VerticalData` (the App declares th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.settings import Settings, setting
+
+TRANSFORMS = ("zscore", "yeo-johnson")
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,9 @@ class VerticalData(Settings):
     "node": each party reads its own CSV (node config ``data-path``; no truth);
     ``d`` attributes, ``edges`` edges (0: the paper's E = 4d; at most d(d-1)/2), ``n`` samples
     and ``data_seed`` of the synthetic set; ``parts``: party sizes, e.g. "5,5,5" (default: K
-    contiguous near-equal blocks); ``test_fraction``: the last rows held out for testing.
+    contiguous near-equal blocks); ``test_fraction``: the last rows held out for testing;
+    ``transform``: what each party does to its own columns before training (:func:`fitted_scaler`):
+    "zscore" or "yeo-johnson" (a power transform per column, then z-score).
     """
 
     data: str = setting("synthetic", "data", choices=("synthetic", "sachs", "node"))
@@ -37,6 +41,7 @@ class VerticalData(Settings):
     data_seed: int = setting(0, "data-seed")
     parts: str = setting("", "parts")
     test_fraction: float = setting(0.2, "test-fraction", ge=0, lt=1)
+    transform: str = setting("zscore", "transform", choices=TRANSFORMS)
 
 
 def random_dag(d: int, edges: int, rng: np.random.Generator) -> np.ndarray:
@@ -140,23 +145,52 @@ def party_blocks(rc: Mapping[str, Any], d: int, k: int) -> list[np.ndarray]:
     return blocks(d, [int(s) for s in parts.split(",")] if parts else k)
 
 
-def split_standardised(X: np.ndarray, test_fraction: float = 0.2
+def fitted_scaler(tr: np.ndarray, transform: str = "zscore",
+                  names: Sequence[str] | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """The column-wise map fitted on the rows ``tr``: "zscore" (mean 0, sd 1 on ``tr``) or
+    "yeo-johnson" (Yeo & Johnson 2000: each column's power transform, its exponent by maximum
+    likelihood on ``tr``, then z-scored); near-Gaussian columns keep their shape, skewed
+    positive ones (intensities, concentrations) come out near their logarithm."""
+    from scipy import stats
+
+    if transform not in TRANSFORMS:
+        raise ValueError(f"transform {transform!r}: expected one of {', '.join(TRANSFORMS)}")
+    lams = [stats.yeojohnson(c)[1] for c in tr.T] if transform == "yeo-johnson" else None
+
+    def power(x: np.ndarray) -> np.ndarray:
+        if lams is None:
+            return x
+        y = np.column_stack([stats.yeojohnson(c, lam) for c, lam in zip(x.T, lams, strict=True)])
+        for j in np.flatnonzero(~np.isfinite(y).all(0)):
+            raise ValueError(f"column {names[j] if names else j}: the Yeo-Johnson transform "
+                             f"(exponent {lams[j]:.3g}) overflows; use transform = 'zscore'")
+        return y
+
+    p = power(tr)
+    mu, sd = p.mean(0), p.std(0) + 1e-12
+    return lambda x: (power(x) - mu) / sd
+
+
+def split_standardised(X: np.ndarray, test_fraction: float = 0.2, transform: str = "zscore"
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """First (1 - f) rows for training, the rest for test, z-scored with train statistics."""
+    """First (1 - f) rows for training, the rest for test, both mapped by the
+    :func:`fitted_scaler` of the training rows (default: z-scored with train statistics)."""
     n_train = int(round(len(X) * (1 - test_fraction)))
     tr, te = X[:n_train], X[n_train:]
-    mu, sd = tr.mean(0), tr.std(0) + 1e-12
-    return (tr - mu) / sd, (te - mu) / sd
+    scale = fitted_scaler(tr, transform)
+    return scale(tr), scale(te)
 
 
 def party_data(rc: Mapping[str, Any], pid: int, k: int
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Party ``pid``'s standardised train and test columns and its global column indices."""
+    """Party ``pid``'s train and test columns (run config ``transform``, fitted on its training
+    rows) and its global column indices."""
     X, _ = pooled_data(rc)
     S = party_blocks(rc, X.shape[1], k)
     if len(S) != k:
         raise ValueError(f"run config 'parts' names {len(S)} parties but there are {k}")
-    tr, te = split_standardised(X[:, S[pid]], VerticalData.from_run_config(rc).test_fraction)
+    c = VerticalData.from_run_config(rc)
+    tr, te = split_standardised(X[:, S[pid]], c.test_fraction, c.transform)
     return tr, te, S[pid]
 
 
