@@ -31,6 +31,29 @@ run once after the choice with ``--variants``:
 (``divergence_dev.jsonl``: the T = 200, R = 10 runs of the current default on the same
 development seeds, from ``fediv_divergence.py``, the baseline of the sweep: only its seeds
 that this script ran too are kept, so every comparison is paired.)
+
+Gradient clip under this schedule (issue 13, item 2): ``--clips`` runs every job once per
+value of ``grad_clip`` (0: Algorithm 1's raw gradients), the App's settings otherwise;
+``--reuse`` copies a run of the same settings, scenario, seed and clients from an earlier
+file instead of running it again, and a run already in ``--jsonl`` is skipped (resume).
+``--clip-summary`` reads such files: per seed phase, scenario and clip the runs diverged
+(stopped), the runs with a client dropped in some round, the selected MSE (mean, sample sd),
+and the paired difference to raw (clip 0) and to the default (clip 2) on common seeds
+(mean ± standard error). Development seeds 100-119, evaluation seeds 7100-7109:
+
+    nice -n 10 python simulations/fediv_rounds.py --scenarios step abs linear \
+        --seeds 100..109 --clips 0 2 5 --reuse simulations/results/fediv_runs/rounds_dev.jsonl \
+        --jsonl simulations/results/fediv_runs/clip_dev.jsonl
+    python simulations/fediv_rounds.py --clip-summary \
+        simulations/results/fediv_runs/clip_dev.jsonl simulations/results/fediv_runs/clip_eval.jsonl
+
+The rule of the choice, written down before any of these runs was read: a clip is eligible
+if on the development seeds no run of it diverged (stopped) and no run had a client dropped,
+in every scenario. Among the eligible clips the one with the lowest selected MSE averaged over
+all its development runs (the scenarios pooled, equal seeds per scenario) is chosen, unless
+its paired difference to clip 2 over the same runs is within one standard error of 0 (a tie):
+then the default 2 stays. A chosen clip other than 2 is then run once on the evaluation seeds
+7100-7109 beside 0 and 2 before the default changes.
 """
 
 from __future__ import annotations
@@ -47,14 +70,18 @@ from harness import append_jsonl, mean_sd, parser, read_jsonl, settings, table, 
 from fedcausal_flwr.core import deepgmm as dg
 
 DEV, EVAL = range(100, 120), range(4000, 4010)
+#: the clip study's evaluation seeds (issue 13, item 2), never used before it
+CLIP_EVAL = range(7100, 7110)
+#: what makes two runs the same run (``--reuse``, resume)
+SAME = ("scenario", "seed", "clients", "lr_g", "lr_f", "local", "rounds", "grad_clip")
 #: the two variants of the evaluation: the App default and Table 1's T = 200, R = 10
 VARIANTS = {"default": {},
             "paper": {"lr_g": 0.02, "lr_f": 0.2, "local_epochs": 10, "rounds": 200}}
 
 
 def phase(seed: int) -> str:
-    """``dev`` (100-119), ``eval`` (4000-4009) or ``other``."""
-    return "dev" if seed in DEV else "eval" if seed in EVAL else "other"
+    """``dev`` (100-119), ``eval`` (4000-4009 and the clip study's 7100-7109) or ``other``."""
+    return "dev" if seed in DEV else "eval" if seed in EVAL or seed in CLIP_EVAL else "other"
 
 
 def run(scenario: str, seed: int, s: dg.FedIVSettings, k: int = 10, n: int = 20000) -> dict:
@@ -159,9 +186,18 @@ def main() -> None:
     ap.add_argument("--prefixes", nargs="*", type=int, default=[30, 40, 50])
     ap.add_argument("--jsonl", default="")
     ap.add_argument("--summarize", nargs="*", default=None, help="only summarise JSONL files")
+    ap.add_argument("--clips", nargs="*", type=float, default=[],
+                    help="run every job once per grad_clip value (0: raw gradients)")
+    ap.add_argument("--reuse", nargs="*", default=[],
+                    help="JSONL files whose runs of the same settings are copied, not rerun")
+    ap.add_argument("--clip-summary", nargs="*", default=None,
+                    help="only summarise the clip study's JSONL files")
     a = ap.parse_args()
     torch.set_num_threads(1)
     rows: list[dict] = []
+    if a.clip_summary is not None:
+        clip_main(a)
+        return
     if a.summarize is not None:
         for path in a.summarize:
             got = read_jsonl(Path(path))
@@ -172,10 +208,26 @@ def main() -> None:
     else:
         jobs = [("", grid_entry(e)) for e in a.grid]
         jobs += [(v, VARIANTS[v]) for v in a.variants]
+        if a.clips:
+            jobs = [(v, {**over, "grad_clip": c}) for v, over in jobs or [("", {})]
+                    for c in a.clips]
+        done = {same(r) for r in read_jsonl(Path(a.jsonl))} \
+            if a.jsonl and Path(a.jsonl).exists() else set()
+        earlier = {same(r): (r, Path(f).name) for f in a.reuse for r in read_jsonl(Path(f))
+                   if not r.get("variant")}
         for sc in a.scenarios:
             for seed in a.seeds:
                 for variant, over in jobs:
-                    r = run(sc, seed, dg.FedIVSettings().replace(**over), a.clients)
+                    s = dg.FedIVSettings().replace(**over)
+                    key = same({"scenario": sc, "seed": seed, "clients": a.clients,
+                                "lr_g": s.lr_g, "lr_f": s.lr_f, "local": s.local_epochs,
+                                "rounds": s.rounds, "grad_clip": s.grad_clip})
+                    if key in done:
+                        continue
+                    if not variant and key in earlier:
+                        r = {**earlier[key][0], "reused_from": earlier[key][1]}
+                    else:
+                        r = run(sc, seed, s, a.clients)
                     if variant:
                         r["variant"] = variant
                     rows.append(r)
@@ -183,12 +235,114 @@ def main() -> None:
                           flush=True)
                     if a.jsonl:
                         append_jsonl(a.jsonl, r)
+    if a.clips:
+        print("\n".join(clip_lines(clip_summary(rows))))
+        return
     summary = summarize(rows, a.prefixes)
     out = lines(summary)
     print("\n".join(out))
     if a.summarize is not None:
         write_results("fediv_rounds", {"settings": settings(a), "summary": summary,
                                        "table": out}, a.out)
+
+
+def same(r: dict) -> tuple:
+    """The fields that make two runs the same run (floats as floats: 2 == 2.0)."""
+    return tuple(float(r[k]) if k in ("lr_g", "lr_f", "grad_clip") else r[k] for k in SAME)
+
+
+def paired(a: dict[int, float], b: dict[int, float]) -> dict:
+    """``a - b`` on the seeds both have: mean, standard error, n, seeds no worse."""
+    d = np.array([a[s] - b[s] for s in sorted(a) if s in b], dtype=float)
+    if d.size == 0:
+        return {"n": 0, "mean": None, "se": None, "no_worse": 0}
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else None
+    return {"n": int(d.size), "mean": float(d.mean()), "se": se,
+            "no_worse": int((d <= 0).sum())}
+
+
+def clip_summary(rows: list[dict]) -> dict:
+    """Per ``phase/scenario/clip``: runs, seeds, diverged, runs with a client dropped, selected
+    MSE (mean, sample sd), selected round, the paired difference to clip 0 and to clip 2."""
+    groups: dict[tuple[str, str, float], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((phase(r["seed"]), r["scenario"], float(r["grad_clip"])),
+                          []).append(r)
+    by_seed = {k: {r["seed"]: r["mse_selected"] for r in rs} for k, rs in groups.items()}
+    out = {}
+    for (ph, sc, c), rs in sorted(groups.items()):
+        seeds = [r["seed"] for r in rs]
+        if len(seeds) != len(set(seeds)):
+            raise ValueError(f"{ph}/{sc}/clip {c:g}: a seed twice: {sorted(seeds)}")
+        v = {"runs": len(rs), "seeds": sorted(seeds), "grad_clip": c,
+             "diverged": sum(bool(r["stopped"]) for r in rs),
+             "diverged_rounds": sorted(r["diverged_round"] for r in rs if r["stopped"]),
+             "with_drops": sum(r["rounds_with_drops"] > 0 for r in rs),
+             "mse_selected": mean_sd(r["mse_selected"] for r in rs),
+             "selected_round": mean_sd(r["selected_round"] for r in rs),
+             "exchanges": rs[0]["rounds"] + 1, "setting": config(rs[0]),
+             "mse_by_seed": {r["seed"]: r["mse_selected"] for r in rs}}
+        for ref in (0.0, 2.0):
+            if ref != c and (ph, sc, ref) in by_seed:
+                v[f"vs_{ref:g}"] = paired(by_seed[(ph, sc, c)], by_seed[(ph, sc, ref)])
+        out[f"{ph}/{sc}/{c:g}"] = v
+    return out
+
+
+def choose(summary: dict) -> dict:
+    """The module docstring's rule on the development rows: eligible clips (no run diverged or
+    with a client dropped, in every scenario), the lowest pooled mean selected MSE, a tie with
+    clip 2 (paired difference within one standard error of 0) keeps 2."""
+    dev = {k: v for k, v in summary.items() if k.startswith("dev/")}
+    scenarios = sorted({k.split("/")[1] for k in dev})
+    clips = sorted({v["grad_clip"] for v in dev.values()})
+    per: dict[str, dict] = {}
+    for c in clips:
+        cells = [dev.get(f"dev/{sc}/{c:g}") for sc in scenarios]
+        if any(x is None for x in cells):
+            continue
+        mse = [m for x in cells for m in x["mse_by_seed"].values()]
+        d = [x["mse_by_seed"][s] - dev[f"dev/{x_sc}/2"]["mse_by_seed"][s]
+             for x, x_sc in zip(cells, scenarios, strict=True)
+             for s in x["mse_by_seed"] if s in dev[f"dev/{x_sc}/2"]["mse_by_seed"]]
+        per[f"{c:g}"] = {
+            "eligible": all(x["diverged"] == 0 and x["with_drops"] == 0 for x in cells),
+            "runs": len(mse), "mse_pooled": float(np.mean(mse)),
+            "vs_2": {"n": len(d), "mean": float(np.mean(d)),
+                     "se": float(np.std(d, ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0}}
+    eligible = {c: v for c, v in per.items() if v["eligible"]}
+    best = min(eligible, key=lambda c: eligible[c]["mse_pooled"]) if eligible else None
+    chosen = best
+    if best is not None and best != "2" and "2" in eligible \
+            and abs(eligible[best]["vs_2"]["mean"]) <= eligible[best]["vs_2"]["se"]:
+        chosen = "2"
+    return {"scenarios": scenarios, "per_clip": per, "lowest_eligible": best, "chosen": chosen}
+
+
+def clip_lines(summary: dict) -> list[str]:
+    """A text table of the clip summary."""
+    def d(v: dict | None) -> str:
+        if not v or not v["n"]:
+            return "-"
+        return f"{v['mean']:+.4f} ± {v['se'] or 0:.4f} ({v['no_worse']}/{v['n']})"
+    rows = [[*k.split("/"), f"{v['diverged']} / {v['runs']}", f"{v['with_drops']} / {v['runs']}",
+             f"{v['mse_selected'][0]:.4f} ± {v['mse_selected'][1]:.4f}",
+             f"{v['selected_round'][0]:.0f}", d(v.get("vs_0")), d(v.get("vs_2"))]
+            for k, v in summary.items()]
+    return table(["seeds", "scenario", "clip", "diverged", "client dropped", "selected MSE",
+                  "sel. round", "- raw (paired)", "- clip 2 (paired)"], rows).splitlines()
+
+
+def clip_main(a) -> None:  # noqa: ANN001
+    """Summarise the clip study's JSON lines and apply the rule."""
+    rows = [r for f in a.clip_summary for r in read_jsonl(Path(f))]
+    summary = clip_summary(rows)
+    rule = choose(summary)
+    out = clip_lines(summary)
+    print("\n".join(out))
+    print(json.dumps(rule, indent=1))
+    write_results("fediv_clip", {"settings": settings(a), "summary": summary, "rule": rule,
+                                 "table": out}, a.out)
 
 
 if __name__ == "__main__":
