@@ -50,7 +50,7 @@ and the paired difference to raw (clip 0) and to the default (clip 2) on common 
 The rule of the choice, written down before any of these runs was read: a clip is eligible
 if on the development seeds no run of it diverged (stopped) and no run had a client dropped,
 in every scenario. Among the eligible clips the one with the lowest selected MSE averaged over
-all its development runs (the scenarios pooled, equal seeds per scenario) is chosen, unless
+all its development runs (every run of every scenario one term) is chosen, unless
 its paired difference to clip 2 over the same runs is within one standard error of 0 (a tie):
 then the default 2 stays. A chosen clip other than 2 is then run once on the evaluation seeds
 7100-7109 beside 0 and 2 before the default changes.

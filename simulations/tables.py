@@ -621,6 +621,60 @@ def fediv_rounds() -> str:
                      "new - former, paired"], rows)
 
 
+def _paired_cell(v: dict | None) -> str:
+    """A paired difference as ``mean ± s.e. (k of n no worse)``; ``-`` when absent."""
+    if not v or not v["n"]:
+        return "-"
+    return (f"{v['mean']:+.4f} ± {v['se'] or 0:.4f} "
+            f"({v['no_worse']} of {v['n']} seeds no worse)")
+
+
+def fediv_clip() -> str:
+    """Issue 13.2 under the 50 x 40 schedule: FedGDA with f's gradient clipped at each value
+    (0: raw, Algorithm 1), per seed range and scenario: diverged, runs with a client dropped,
+    selected MSE (mean ± sample sd), the paired differences to raw and to clip 2 (± s.e.)."""
+    r = read_results("fediv_clip")
+    rows = []
+    order = sorted(r["summary"].items(), key=lambda kv: (kv[0].split("/")[0] != "dev",
+                                                          kv[1]["seeds"][0] >= 110,
+                                                          kv[0].split("/")[1],
+                                                          kv[1]["grad_clip"]))
+    for key, v in order:
+        ph, sc, _ = key.split("/")
+        seeds = v["seeds"]
+        rng = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) \
+            else ", ".join(map(str, seeds))
+        c = v["grad_clip"]
+        label = "raw gradients (Alg. 1)" if c == 0 else f"f clipped at {c:g}" + (
+            " (default)" if c == 2 else "")
+        rows.append([f"{'dev' if ph == 'dev' else 'evaluation'} {rng}", sc, label,
+                     f"{v['diverged']} / {v['runs']}"
+                     + (f" (round{'s' * (len(v['diverged_rounds']) > 1)} "
+                        f"{', '.join(map(str, v['diverged_rounds']))})"
+                        if v["diverged_rounds"] else ""),
+                     f"{v['with_drops']} / {v['runs']}", fmt(*v["mse_selected"], 4),
+                     f"{v['selected_round'][0]:.0f}", _paired_cell(v.get("vs_0")),
+                     _paired_cell(v.get("vs_2"))])
+    return markdown(["seeds", "scenario", "f's local gradient", "diverged (stopped)",
+                     "a client dropped", "selected MSE", "mean selected round",
+                     "minus raw, paired", "minus clip 2, paired"], rows)
+
+
+def fediv_clip_rule() -> str:
+    """Issue 13.2: the clip rule on the development runs, per clip: eligible (no run diverged
+    or with a client dropped in any scenario), pooled mean selected MSE, paired difference to
+    clip 2 (± s.e.), and which clip the rule keeps."""
+    rule = read_results("fediv_clip")["rule"]
+    rows = [[f"{float(c):g}", "yes" if v["eligible"] else "no", v["runs"],
+             f"{v['mse_pooled']:.4f}",
+             "-" if c == "2" else f"{v['vs_2']['mean']:+.4f} ± {v['vs_2']['se']:.4f}",
+             "**chosen**" if c == rule["chosen"] else ""]
+            for c, v in sorted(rule["per_clip"].items(), key=lambda kv: float(kv[0]))]
+    return markdown(["clip", "eligible (no divergence, no drop)",
+                     f"dev runs ({', '.join(rule['scenarios'])})", "pooled selected MSE",
+                     "minus clip 2, paired", "rule"], rows)
+
+
 # ----------------------------------------------------------------------------- VFedCD
 VFEDCD_RUNS = RESULTS_DIR / "vfedcd_runs.jsonl"
 
@@ -917,7 +971,8 @@ TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     fdbnl_defaults, benchmark_flower_overhead, deployment_cost_before, deployment_cost_after,
     fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts, statespace_windows,
     statespace_windows_dev,
-    fediv_table1, fediv_divergence, fediv_rounds_dev, fediv_rounds, vfedcd_table1,
+    fediv_table1, fediv_divergence, fediv_rounds_dev, fediv_rounds, fediv_clip,
+    fediv_clip_rule, vfedcd_table1,
     vfedcd_table3_slow, vfedcd_sachs_dev, vfedcd_sachs, vfedcd_fast_schedule, vfedcd_fast_crypto,
     reliability)}
 
