@@ -263,7 +263,8 @@ def paired(a: dict[int, float], b: dict[int, float]) -> dict:
 
 def clip_summary(rows: list[dict]) -> dict:
     """Per ``phase/scenario/clip``: runs, seeds, diverged, runs with a client dropped, selected
-    MSE (mean, sample sd), selected round, the paired difference to clip 0 and to clip 2."""
+    MSE (mean, sample sd), selected round, the paired difference to clip 0 (all its seeds, and
+    those where its run did not stop) and to clip 2."""
     groups: dict[tuple[str, str, float], list[dict]] = {}
     for r in rows:
         groups.setdefault((phase(r["seed"]), r["scenario"], float(r["grad_clip"])),
@@ -285,6 +286,10 @@ def clip_summary(rows: list[dict]) -> dict:
         for ref in (0.0, 2.0):
             if ref != c and (ph, sc, ref) in by_seed:
                 v[f"vs_{ref:g}"] = paired(by_seed[(ph, sc, c)], by_seed[(ph, sc, ref)])
+        if c != 0.0 and (ph, sc, 0.0) in groups:  # raw's runs that did not stop
+            raw = {r["seed"]: r["mse_selected"] for r in groups[(ph, sc, 0.0)]
+                   if not r["stopped"]}
+            v["vs_0_not_stopped"] = paired(by_seed[(ph, sc, c)], raw)
         out[f"{ph}/{sc}/{c:g}"] = v
     return out
 

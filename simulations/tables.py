@@ -654,10 +654,11 @@ def fediv_clip() -> str:
                         if v["diverged_rounds"] else ""),
                      f"{v['with_drops']} / {v['runs']}", fmt(*v["mse_selected"], 4),
                      f"{v['selected_round'][0]:.0f}", _paired_cell(v.get("vs_0")),
-                     _paired_cell(v.get("vs_2"))])
+                     _paired_cell(v.get("vs_0_not_stopped")), _paired_cell(v.get("vs_2"))])
     return markdown(["seeds", "scenario", "f's local gradient", "diverged (stopped)",
                      "a client dropped", "selected MSE", "mean selected round",
-                     "minus raw, paired", "minus clip 2, paired"], rows)
+                     "minus raw, paired", "minus raw, paired, seeds where raw did not stop",
+                     "minus clip 2, paired"], rows)
 
 
 def fediv_clip_rule() -> str:
