@@ -10,7 +10,8 @@ number of runs that diverge. The levers: more local work per exchange (R) and la
 
 Every run is the reference loop (``core.deepgmm.fedgda_reference``, equal to the Flower path)
 on the built-in data (DGP "paper", n = 20000, Dirichlet(0.3) quantity skew over ``--clients``)
-with the App's settings otherwise (f's local gradient clipped to norm 2, divergence detection).
+with the App's settings otherwise (f's local gradient clipped to norm 2 in this study's runs, the
+default then; divergence detection).
 A sweep run of ``--rounds T`` logs, per round, the federated criterion and the (diagnostic)
 test MSE, so the selected-round MSE of every shorter run T' <= T (``--prefixes``) is read off
 the same run: rounds never depend on later ones, and the selection over rounds 0..T' is what a
@@ -38,7 +39,8 @@ value of ``grad_clip`` (0: Algorithm 1's raw gradients), the App's settings othe
 file instead of running it again, and a run already in ``--jsonl`` is skipped (resume).
 ``--clip-summary`` reads such files: per seed phase, scenario and clip the runs diverged
 (stopped), the runs with a client dropped in some round, the selected MSE (mean, sample sd),
-and the paired difference to raw (clip 0) and to the default (clip 2) on common seeds
+and the paired difference to raw (clip 0) and to clip 2 (the default before the study) on
+common seeds
 (mean ± standard error). Development seeds 100-119, evaluation seeds 7100-7109:
 
     nice -n 10 python simulations/fediv_rounds.py --scenarios step abs linear \

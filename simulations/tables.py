@@ -634,6 +634,7 @@ def fediv_clip() -> str:
     (0: raw, Algorithm 1), per seed range and scenario: diverged, runs with a client dropped,
     selected MSE (mean ± sample sd), the paired differences to raw and to clip 2 (± s.e.)."""
     r = read_results("fediv_clip")
+    chosen = float(r["rule"]["chosen"]) if r["rule"]["chosen"] is not None else None
     rows = []
     order = sorted(r["summary"].items(), key=lambda kv: (kv[0].split("/")[0] != "dev",
                                                           kv[1]["seeds"][0] >= 110,
@@ -645,8 +646,9 @@ def fediv_clip() -> str:
         rng = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) \
             else ", ".join(map(str, seeds))
         c = v["grad_clip"]
-        label = "raw gradients (Alg. 1)" if c == 0 else f"f clipped at {c:g}" + (
-            " (default)" if c == 2 else "")
+        label = ("raw gradients (Alg. 1)" if c == 0 else f"f clipped at {c:g}") + (
+            " (default before the study)" if c == 2 and chosen != 2 else "") + (
+            " (chosen)" if c == chosen else "")
         rows.append([f"{'dev' if ph == 'dev' else 'evaluation'} {rng}", sc, label,
                      f"{v['diverged']} / {v['runs']}"
                      + (f" (round{'s' * (len(v['diverged_rounds']) > 1)} "
