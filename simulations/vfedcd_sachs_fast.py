@@ -55,12 +55,12 @@ from vfedcd_sachs_settings import (
     cell_summary,
     dev_data,
     score,
+    snapshot_graphs,
 )
 
 from fedcausal_flwr.core import vfedcd as V
 from fedcausal_flwr.data.vertical import (
     VerticalData,
-    blocks,
     fitted_scaler,
     sachs,
     split_standardised,
@@ -97,16 +97,7 @@ def graphs(X: np.ndarray, config: dict[str, Any], seed: int) -> dict[int, np.nda
     tr, _ = split_standardised(X, 0.2, c.pop("transform"))
     s = V.VFedCDSettings(**{**c, "mode": "vfedcd", "he_backend": "mock", "seed": seed,
                             "epochs": max(SNAPSHOTS)})
-    S = blocks(X.shape[1], [4, 4, 3])
-    sizes, order = [len(b) for b in S], np.concatenate(S)
-    state, done, out = None, 0, {}
-    for ep in SNAPSHOTS:
-        state = V.train_reference([tr[:, b] for b in S], s, epochs=ep - done, state=state)
-        done = ep
-        B = np.zeros((len(order), len(order)))
-        B[np.ix_(order, order)] = V.graph(state.F, sizes)
-        out[ep] = B
-    return out
+    return snapshot_graphs(tr, s, SNAPSHOTS)
 
 
 def cells(names: list[str], seeds: range) -> dict[tuple[str, int, float], dict]:
@@ -166,11 +157,7 @@ def table1_check(chosen: dict, app: tuple[str, int, float]) -> dict[str, Any]:
             c = {**base, **{k: v for k, v in ch.items() if k != "tau"}}
             tr, _ = split_standardised(X, 0.2, c.pop("transform"))
             s = V.VFedCDSettings(**{**c, "mode": "vfedcd", "he_backend": "mock", "seed": seed})
-            S = blocks(X.shape[1], 3)
-            sizes, order = [len(b) for b in S], np.concatenate(S)
-            state = V.train_reference([tr[:, b] for b in S], s)
-            B = np.zeros((len(order), len(order)))
-            B[np.ix_(order, order)] = V.graph(state.F, sizes)
+            B = snapshot_graphs(tr, s, ())[s.epochs]
             per[name].append(score(B, A, ch.get("tau", app[2])))
     out = {"data": "vfedcd_table1.data(15, seed), seeds 100-109", "changes": changes}
     for name, ms in per.items():
