@@ -13,7 +13,7 @@ from flwr.app import Context
 from flwr.common.logger import log
 from flwr.serverapp import Grid, ServerApp
 
-from fedcausal_flwr.app import glue
+from fedcausal_flwr.app import check_foreign_keys, glue
 from fedcausal_flwr.results import RunResult
 
 app = ServerApp()
@@ -82,6 +82,7 @@ def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
     out = output_dir(rc, algorithm)
     try:
         module = glue(algorithm)
+        check_foreign_keys(algorithm, rc)  # a key of another algorithm would be ignored
         strategy = module.strategy(algorithm, rc)  # validates the settings: before any node
     except BaseException as e:
         status = (f"failed: {type(e).__name__}: {e}" if isinstance(e, Exception)

@@ -868,6 +868,55 @@ def vfedcd_sachs() -> str:
     return markdown(["data (seeds)", "setting", "SHD", "F1", "edges", "paper SHD"], rows)
 
 
+def _cell(c: dict, configs: dict) -> str:
+    return (f"{c['config']} ({_changes(configs[c['config']])}), {c['epochs']} epochs, "
+            f"tau {c['tau']:g}")
+
+
+def vfedcd_sachs_fast_dev() -> str:
+    """Issue 13.4 after issue 12: the few-step defaults on Sachs-shaped data of two families,
+    each config's best (epochs, tau) on the 40 development data sets, and the App defaults
+    before the study."""
+    r = read_results("vfedcd_sachs_fast")
+    rows = [[("**chosen** " if c == r["chosen"] else "") + _cell(c, r["configs"]),
+             fmt(*c["f1"], 3), fmt(*c["shd"], 1), fmt(*c["nnz"], 1),
+             f"{c['gaussian']['f1'][0]:.3f} / {c['skewed']['f1'][0]:.3f}"]
+            for c in r["dev_best_per_config"][:12]]
+    p = r["dev_previous"]
+    rows.append(["App defaults before (" + _cell(p, r["configs"]) + ")", fmt(*p["f1"], 3),
+                 fmt(*p["shd"], 1), fmt(*p["nnz"], 1),
+                 f"{p['gaussian']['f1'][0]:.3f} / {p['skewed']['f1'][0]:.3f}"])
+    return markdown(["config (changes to the App's few-step defaults)", "F1", "SHD", "edges",
+                     "F1 gaussian / skewed"], rows)
+
+
+def vfedcd_sachs_fast() -> str:
+    """Issue 13.4 after issue 12: evaluation seeds, the d = 15 check of the App defaults, and
+    Sachs once, beside the empty graph, pooled DAGMA and the paper."""
+    r = read_results("vfedcd_sachs_fast")
+    ev, t1, sa = r["eval"], r["table1"], r["sachs"]
+    label = {"chosen": "chosen", "previous": "App defaults before (z-score)",
+             "app": "App defaults now (yeo-johnson)"}
+    seeds = "{}-{}".format(*r["eval_seeds"])
+    rows = [[f"Sachs-shaped, eval seeds {seeds} (both families)",
+             f"{label[w]}: {_cell(ev[w], r['configs'])}", fmt(*ev[w]["shd"], 1),
+             fmt(*ev[w]["f1"], 3), fmt(*ev[w]["nnz"], 1), "-"] for w in label]
+    rows += [["d = 15, E = 60, dev seeds 100-109 (few-step study's data)", name,
+              fmt(*t1[k]["shd"], 1), fmt(*t1[k]["f1"], 3), fmt(*t1[k]["nnz"], 1), "-"]
+             for k, name in (("previous", "App defaults before"),
+                             ("chosen", f"chosen ({_changes(t1['changes'])})"),
+                             *((k, k) for k in t1 if k.startswith("only ")))]
+    rows += [[f"Sachs, once (training seed {sa['seed']})", f"{label[w]}",
+              f"**{sa[w]['shd']}**" if w == "chosen" else sa[w]["shd"], f"{sa[w]['f1']:.3f}",
+              sa[w]["nnz"], f"{sa['paper_shd']:g}"] for w in label]
+    for b in read_results("vfedcd_baselines")["rows"]:
+        if b["d"] == "sachs":
+            rows.append(["Sachs, pooled (not federated)", f"{b['method']}, {b['transform']}",
+                         b["shd"], f"{b['f1']:.3f}", b["nnz"], ""])
+    rows.append(["Sachs", "empty graph", sa["empty_shd"], "0.000", 0, ""])
+    return markdown(["data (seeds)", "setting", "SHD", "F1", "edges", "paper SHD"], rows)
+
+
 # ----------------------------------------------------------------------------- headline
 def headline() -> str:
     """RESULTS.md's headline rows of the families beyond FDBNL, from their result files."""
@@ -908,7 +957,8 @@ def headline() -> str:
 
     fast = [r for r in read_jsonl(VFEDCD_FAST_EVAL) if r["preset"] == "fast"]
     rows.append(["VFedCD", "SHD / F1, 15 attributes, 3 parties, App default (Adam, 30 epochs, "
-                 f"600 exchanges) ({seed_range([r['seed'] for r in fast])})",
+                 "600 exchanges; parties z-score, the default before `transform`) "
+                 f"({seed_range([r['seed'] for r in fast])})",
                  pair(vf.PAPER[15]), f"{vfedcd_mean(fast)[0]:.1f} / {vfedcd_mean(fast)[1]:.3f}"])
     r15 = vfedcd_select(15, "vfedcd")
     rows.append(["VFedCD", f"SHD / F1, 15 attributes, 3 parties, `slow` preset (data seeds "
@@ -926,17 +976,19 @@ def headline() -> str:
                  " / ".join(f"{vfedcd_mean(c)[0]:.1f}" for c in t3)])
     sachs = vfedcd_select("sachs", "vfedcd")
     nnz = [r["nnz"] for r in sachs]
-    rows.append(["VFedCD", f"Sachs SHD (training seeds {seed_range([r['seed'] for r in sachs])})",
+    rows.append(["VFedCD", f"Sachs SHD, `slow` preset (training seeds "
+                 f"{seed_range([r['seed'] for r in sachs])})",
                  f"{vf.PAPER['sachs'][0]:g}",
                  f"{vfedcd_mean(sachs)[0]:.1f} ({min(nnz)}-{max(nnz)} edges)"])
-    st = read_results("vfedcd_sachs_settings")
+    st = read_results("vfedcd_sachs_fast")
     ch, sa = st["chosen"], st["sachs"]
-    rows.append(["VFedCD", f"Sachs SHD, setting chosen on Sachs-shaped synthetic data (dev "
-                 f"seeds {seed_range(ch['seeds'])}; {_changes(st['grid']['configs'][ch['config']])}"
-                 f", tau {ch['tau']:g}), run once (training seed {sa['seed']})",
-                 f"{vf.PAPER['sachs'][0]:g}",
-                 f"{sa['chosen']['shd']} ({sa['chosen']['nnz']} edges, F1 "
-                 f"{sa['chosen']['f1']:.3f}; empty graph {sa['empty_shd']})"])
+    for who, what in (("chosen", "setting chosen on Sachs-shaped synthetic data (dev seeds "
+                       "{}-{}; ".format(*st["dev_seeds"]) + _changes(st["configs"][ch["config"]]) +
+                       f", tau {ch['tau']:g})"), ("app", "App default (yeo-johnson transform)")):
+        rows.append(["VFedCD", f"Sachs SHD, {what}, run once (training seed {sa['seed']})",
+                     f"{vf.PAPER['sachs'][0]:g}",
+                     f"{sa[who]['shd']} ({sa[who]['nnz']} edges, F1 {sa[who]['f1']:.3f}; "
+                     f"empty graph {sa['empty_shd']})"])
     return markdown(["algorithm", "measure (seeds)", "paper", "ours"], rows)
 
 
@@ -976,7 +1028,8 @@ TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     statespace_windows_dev,
     fediv_table1, fediv_divergence, fediv_rounds_dev, fediv_rounds, fediv_clip,
     fediv_clip_rule, vfedcd_table1,
-    vfedcd_table3_slow, vfedcd_sachs_dev, vfedcd_sachs, vfedcd_fast_schedule, vfedcd_fast_crypto,
+    vfedcd_table3_slow, vfedcd_sachs_dev, vfedcd_sachs, vfedcd_sachs_fast_dev, vfedcd_sachs_fast,
+    vfedcd_fast_schedule, vfedcd_fast_crypto,
     reliability)}
 
 

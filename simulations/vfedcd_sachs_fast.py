@@ -24,12 +24,18 @@ mode "vfedcd", mock backend; 80/20 split, the transform fitted on the training r
 
 Criterion, fixed before the study: the (config, epochs, tau) with the highest mean F1 over the
 40 development data sets (seeds 100-119 of both families), ties broken by the lower mean SHD.
-Evaluation: the chosen cell and the App defaults on seeds 7000-7019 of both families (never used
-before), then both once on Sachs (training seed 0). SHD counts a reversal once; F1 on directed
-edges; ``edges``: the number predicted.
+Evaluation: the chosen cell, the App defaults before this study (z-score) and after it on seeds
+7000-7019 of both families (never used before), then each once on Sachs (training seed 0).
+SHD counts a reversal once; F1 on directed edges; ``edges``: the number predicted.
+
+App defaults, rule fixed before the ``table1`` stage ran: the chosen cell's changes become the
+App's defaults if, on the data the few-step defaults were chosen on (``vfedcd_table1.data``:
+d = 15, E = 60, n = 1000, development seeds 100-109), its mean F1 is at most 0.01 below the
+App defaults'; otherwise only the changes whose single-change cell passes that test do.
 
     python simulations/vfedcd_sachs_fast.py --stage dev
     python simulations/vfedcd_sachs_fast.py --stage eval
+    python simulations/vfedcd_sachs_fast.py --stage table1
     python simulations/vfedcd_sachs_fast.py --stage sachs
 """
 
@@ -39,7 +45,7 @@ import time
 from typing import Any
 
 import numpy as np
-from harness import DEFAULT_DATA, RESULTS_DIR, parser, write_results
+from harness import DEFAULT_DATA, RESULTS_DIR, mean_sd, parser, write_results
 from vfedcd_sachs_settings import (
     EDGES,
     PAPER_SACHS_SHD,
@@ -49,12 +55,12 @@ from vfedcd_sachs_settings import (
     cell_summary,
     dev_data,
     score,
+    snapshot_graphs,
 )
 
 from fedcausal_flwr.core import vfedcd as V
 from fedcausal_flwr.data.vertical import (
     VerticalData,
-    blocks,
     fitted_scaler,
     sachs,
     split_standardised,
@@ -72,7 +78,8 @@ CHANGES: dict[str, dict[str, Any]] = {
     "batch_100": {"batch": 100}}
 CONFIGS = {f"{name}/{tf}": {**ch, "transform": tf}
            for tf in ("zscore", "yeo-johnson") for name, ch in CHANGES.items()}
-APP = f"default/{VerticalData().transform}"  # the App's defaults as they are
+PREVIOUS = "default/zscore"  # the App's defaults before this study
+APP = f"default/{VerticalData().transform}"  # the App's defaults now
 
 
 def family_data(family: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -90,16 +97,7 @@ def graphs(X: np.ndarray, config: dict[str, Any], seed: int) -> dict[int, np.nda
     tr, _ = split_standardised(X, 0.2, c.pop("transform"))
     s = V.VFedCDSettings(**{**c, "mode": "vfedcd", "he_backend": "mock", "seed": seed,
                             "epochs": max(SNAPSHOTS)})
-    S = blocks(X.shape[1], [4, 4, 3])
-    sizes, order = [len(b) for b in S], np.concatenate(S)
-    state, done, out = None, 0, {}
-    for ep in SNAPSHOTS:
-        state = V.train_reference([tr[:, b] for b in S], s, epochs=ep - done, state=state)
-        done = ep
-        B = np.zeros((len(order), len(order)))
-        B[np.ix_(order, order)] = V.graph(state.F, sizes)
-        out[ep] = B
-    return out
+    return snapshot_graphs(tr, s, SNAPSHOTS)
 
 
 def cells(names: list[str], seeds: range) -> dict[tuple[str, int, float], dict]:
@@ -141,26 +139,55 @@ def line(c: dict) -> str:
             f"{c['nnz'][0]:.1f}  ({fams})")
 
 
+def table1_check(chosen: dict, app: tuple[str, int, float]) -> dict[str, Any]:
+    """The chosen cell, each of its changes alone and the App defaults on d = 15 data
+    (development seeds 100-109 of the few-step study), mean and sample sd of F1 and SHD."""
+    from vfedcd_table1 import data
+
+    base = CONFIGS[app[0]]
+    changes = {k: v for k, v in CONFIGS[chosen["config"]].items() if base.get(k, None) != v}
+    if chosen["tau"] != app[2]:
+        changes["tau"] = chosen["tau"]
+    variants = {"previous": {}, "chosen": changes,
+                **{f"only {k}": {k: v} for k, v in changes.items()}}
+    per: dict[str, list[dict]] = {name: [] for name in variants}
+    for seed in range(100, 110):
+        X, A = data(15, seed)
+        for name, ch in variants.items():
+            c = {**base, **{k: v for k, v in ch.items() if k != "tau"}}
+            tr, _ = split_standardised(X, 0.2, c.pop("transform"))
+            s = V.VFedCDSettings(**{**c, "mode": "vfedcd", "he_backend": "mock", "seed": seed})
+            B = snapshot_graphs(tr, s, ())[s.epochs]
+            per[name].append(score(B, A, ch.get("tau", app[2])))
+    out = {"data": "vfedcd_table1.data(15, seed), seeds 100-109", "changes": changes}
+    for name, ms in per.items():
+        out[name] = {k: list(mean_sd(m[k] for m in ms)) for k in ("f1", "shd", "nnz")}
+        print(f"d = 15, seeds 100-109, {name:>18s}: F1 {out[name]['f1'][0]:.3f} ± "
+              f"{out[name]['f1'][1]:.3f}  SHD {out[name]['shd'][0]:.1f} ± "
+              f"{out[name]['shd'][1]:.1f}  edges {out[name]['nnz'][0]:.1f}")
+    return out
+
+
 def main() -> None:
     ap = parser(__doc__, seeds=None)
-    ap.add_argument("--stage", choices=("dev", "eval", "sachs"), required=True)
+    ap.add_argument("--stage", choices=("dev", "eval", "table1", "sachs"), required=True)
     a = ap.parse_args()
     path = RESULTS_DIR / "vfedcd_sachs_fast.json"
     if a.stage == "dev":
         rank = ranked(cells(list(CONFIGS), DEV_SEEDS))
         best_per = best_per_config(rank)
-        app = next(c for c in rank if c["config"] == APP and c["epochs"] == 30
+        app = next(c for c in rank if c["config"] == PREVIOUS and c["epochs"] == 30
                    and c["tau"] == V.VFedCDSettings().tau)
         print("development, best (epochs, tau) per config:")
         for c in best_per:
             print(line(c))
-        print("App defaults as they are:\n" + line(app) + "\nCHOSEN:\n" + line(rank[0]))
+        print("App defaults before this study:\n" + line(app) + "\nCHOSEN:\n" + line(rank[0]))
         write_results("vfedcd_sachs_fast", {
             "families": FAMILIES, "skew": SKEW, "edges": EDGES, "parties": K,
             "dev_seeds": [DEV_SEEDS[0], DEV_SEEDS[-1]], "snapshots": SNAPSHOTS, "taus": TAUS,
             "configs": CONFIGS, "criterion": "highest mean F1 over the 40 development data "
             "sets, ties: lower mean SHD", "dev_best_per_config": best_per, "dev_top": rank[:15],
-            "dev_app": app, "chosen": rank[0]}, a.out)
+            "dev_previous": app, "chosen": rank[0]}, a.out)
         return
     import json
 
@@ -168,7 +195,8 @@ def main() -> None:
     res.pop("meta", None)
     ch = res["chosen"]
     pairs = {"chosen": (ch["config"], ch["epochs"], ch["tau"]),
-             "app": (APP, 30, V.VFedCDSettings().tau)}
+             "previous": (PREVIOUS, 30, V.VFedCDSettings().tau),
+             "app": (APP, V.VFedCDSettings().epochs, V.VFedCDSettings().tau)}
     if a.stage == "eval":
         table = cells(list(dict.fromkeys(p[0] for p in pairs.values())), EVAL_SEEDS)
         res["eval_seeds"] = [EVAL_SEEDS[0], EVAL_SEEDS[-1]]
@@ -177,10 +205,13 @@ def main() -> None:
             res["eval"][who] = {"config": key[0], "epochs": key[1], "tau": key[2],
                                 **summary_of(table[key])}
             print(f"evaluation {who}: " + line(res["eval"][who]))
-        d = [table[pairs["chosen"]][k]["shd"] - table[pairs["app"]][k]["shd"]
-             for k in table[pairs["app"]]]
-        res["eval"]["paired_shd_chosen_minus_app"] = [float(np.mean(d)),
-                                                      float(np.std(d, ddof=1) / np.sqrt(len(d)))]
+        for who in ("chosen", "app"):
+            d = [table[pairs[who]][k]["shd"] - table[pairs["previous"]][k]["shd"]
+                 for k in table[pairs["previous"]]]
+            res["eval"][f"paired_shd_{who}_minus_previous"] = [
+                float(np.mean(d)), float(np.std(d, ddof=1) / np.sqrt(len(d)))]
+    elif a.stage == "table1":
+        res["table1"] = table1_check(ch, pairs["previous"])
     else:
         X, A, _ = sachs(DEFAULT_DATA / "sachs")
         res["sachs"] = {"true_edges": int(A.sum()), "empty_shd": int(A.sum()),

@@ -109,8 +109,14 @@ def split(X: np.ndarray, standardise: bool) -> np.ndarray:
 def train(X: np.ndarray, s: V.VFedCDSettings, standardise: bool,
           snapshots: tuple[int, ...] = SNAPSHOTS) -> dict[int, np.ndarray]:
     """Weighted graphs B (columns in data order) after each epoch count in ``snapshots``."""
-    tr = split(X, standardise)
-    S = blocks(X.shape[1], K)
+    return snapshot_graphs(split(X, standardise), s, snapshots)
+
+
+def snapshot_graphs(tr: np.ndarray, s: V.VFedCDSettings, snapshots: tuple[int, ...]
+                    ) -> dict[int, np.ndarray]:
+    """Graphs B of one run on the training rows ``tr`` (K contiguous parties) after each epoch
+    count in ``snapshots`` (and ``s.epochs``): training goes on from the same state."""
+    S = blocks(tr.shape[1], K)
     sizes, order = [len(b) for b in S], np.concatenate(S)
     state, done, out = None, 0, {}
     for ep in sorted({e for e in snapshots if e < s.epochs} | {s.epochs}):

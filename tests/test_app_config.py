@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcausal_flwr.app import drift, glue, owners, settings_class
+from fedcausal_flwr.app import drift, foreign_keys, glue, owners, settings_class
 
 APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"]
@@ -22,6 +22,31 @@ def test_settings_defaults_are_the_app_defaults(algorithm):
     assert cls.from_run_config(APP_CONFIG) == cls()  # the run-config path adds no default
     strategy = glue(algorithm).strategy(algorithm, APP_CONFIG)  # the App's own path
     assert strategy.settings == cls()
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_the_declared_config_sets_no_key_of_another_algorithm(algorithm):
+    assert foreign_keys(algorithm, APP_CONFIG) == []
+
+
+@pytest.mark.parametrize(("algorithm", "key", "value", "words"), [
+    ("fediv", "num-rounds", 7, "read by fdbnl, pfdbnl, not by fediv (did you mean 'iv-rounds'"),
+    ("fdbnl", "hidden", 20, "read by vfedcd, not by fdbnl"),
+    ("vfedcd", "iv-rounds", 7, "read by fediv, not by vfedcd"),
+    ("fedgc", "lambda1", 0.5, "not by fedgc"),
+])
+def test_a_key_of_another_algorithm_is_refused_not_ignored(tmp_path, algorithm, key, value,
+                                                           words):
+    import json
+
+    from fedcausal_flwr.server_app import run
+
+    rc = {**APP_CONFIG, "algorithm": algorithm, key: value, "outputs": str(tmp_path),
+          "run-name": "r"}
+    with pytest.raises(ValueError, match=f"'{key}' = {value}"):
+        run(None, rc)  # refused before any node is asked: no grid needed
+    status = json.loads((tmp_path / "r" / "result.json").read_text())["status"]
+    assert status.startswith("failed") and words in status
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)

@@ -69,17 +69,6 @@ def test_flower_path_equals_reference(extra):
         assert np.isfinite(result.metrics[key])
 
 
-def test_num_rounds_is_not_fedivs_and_is_refused_not_ignored():
-    """FedIV's rounds are ``iv-rounds``; ``num-rounds`` (FDBNL/PFDBNL's ADMM cap, declared
-    once for the App) set to anything but its default is an error, not a silent no-op."""
-    from fedcausal_flwr.core.dbn import FDBNLSettings
-
-    fdbnl_default = {**RC, "num-rounds": FDBNLSettings().max_rounds}  # the App declares it
-    assert app_iv.strategy("fediv", fdbnl_default).settings.rounds == RC["iv-rounds"]
-    with pytest.raises(ValueError, match="'num-rounds' = 7 .*'iv-rounds'"):
-        app_iv.strategy("fediv", {**RC, "num-rounds": 7})
-
-
 def test_only_parameters_and_sums_cross_the_wire():
     rc = {**RC, "iv-rounds": 2}
     k = 3

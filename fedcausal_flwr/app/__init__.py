@@ -10,6 +10,7 @@ One glue module per algorithm family (``app/dbn.py``, ``app/statespace.py``, ``a
 - ``DATA_CLASSES``: ``{algorithm: the Settings class of its built-in data keys}``;
 - optionally ``CLIENT_CLASSES``: ``{algorithm: the Settings class of the run-config keys its
   client reads}`` (VFedCD's party consent);
+- optionally ``RAW_KEYS``: ``{algorithm: run-config keys it reads outside those classes}``;
 - optionally ``truth(algorithm, run_config)`` (matrices for the learned-vs-true PNG) and
   ``save_plots(algorithm, run_config, result, out)`` (the family's own figures).
 """
@@ -82,6 +83,42 @@ def drift(algorithm: str, app_config: Mapping[str, Any]) -> list[str]:
                 out.append(f"{algorithm}: {key!r} is {app_config[key]!r} in the App config but "
                            f"{value!r} in {cls.__name__}")
     return out
+
+
+def readers(algorithm: str) -> list[type]:
+    """Every class whose run-config keys ``algorithm``'s run reads."""
+    return [AppConfig, settings_class(algorithm), data_class(algorithm),
+            *client_classes(algorithm)]
+
+
+def foreign_keys(algorithm: str, rc: Mapping[str, Any]) -> list[str]:
+    """One line per run-config key that ``algorithm`` never reads but another algorithm does,
+    set to other than that algorithm's default (it would be silently ignored)."""
+    from difflib import get_close_matches
+
+    def read_by(a: str) -> set[str]:
+        return {k for c in readers(a) for k in c.keys()} | \
+            set(getattr(glue(a), "RAW_KEYS", {}).get(a, ()))
+
+    mine = read_by(algorithm)
+    out = []
+    for key in sorted(set(rc) - mine):
+        theirs = {a: c for a in FAMILIES for c in readers(a) if key in c.keys()}
+        if not theirs or all(rc[key] == c().run_config()[key] for c in theirs.values()):
+            continue
+        near = get_close_matches(key, sorted(mine), n=2, cutoff=0.6)
+        out.append(f"{key!r} = {rc[key]!r} is read by {', '.join(theirs)}, not by "
+                   f"{algorithm}" + (f" (did you mean {' or '.join(map(repr, near))}?)"
+                                     if near else ""))
+    return out
+
+
+def check_foreign_keys(algorithm: str, rc: Mapping[str, Any]) -> None:
+    """Refuse a run config that sets keys ``algorithm`` ignores (:func:`foreign_keys`)."""
+    bad = foreign_keys(algorithm, rc)
+    if bad:
+        raise ValueError(f"run config sets keys algorithm {algorithm!r} does not read: "
+                         + "; ".join(bad))
 
 
 def owners(key: str) -> list[str]:

@@ -27,14 +27,8 @@ DATA_CLASSES = {"fediv": IVDataConfig}
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     """FedIV with the run config's settings, scored against the built-in data's true g."""
-    from fedcausal_flwr.core.dbn import FDBNLSettings
     from fedcausal_flwr.strategies.fediv import FedIV
 
-    cap = FDBNLSettings().max_rounds  # the App declares num-rounds for FDBNL/PFDBNL only
-    if rc.get("num-rounds", cap) != cap:
-        raise ValueError(f"run config 'num-rounds' = {rc['num-rounds']!r} does not bound FedIV "
-                         f"(it is FDBNL/PFDBNL's ADMM cap, {cap}); FedIV's rounds are "
-                         f"'iv-rounds' (default {FedIVSettings().rounds})")
     s = FedIVSettings.from_run_config(rc)
     own = IVDataConfig.from_run_config(rc).outcome  # the nodes' own CSVs: no true g
     return FedIV(s, evaluate_fn=None if own else evaluator(rc))

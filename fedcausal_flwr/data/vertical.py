@@ -41,7 +41,7 @@ class VerticalData(Settings):
     data_seed: int = setting(0, "data-seed")
     parts: str = setting("", "parts")
     test_fraction: float = setting(0.2, "test-fraction", ge=0, lt=1)
-    transform: str = setting("zscore", "transform", choices=TRANSFORMS)
+    transform: str = setting("yeo-johnson", "transform", choices=TRANSFORMS)
 
 
 def random_dag(d: int, edges: int, rng: np.random.Generator) -> np.ndarray:
