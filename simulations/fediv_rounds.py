@@ -76,6 +76,9 @@ DEV, EVAL = range(100, 120), range(4000, 4010)
 CLIP_EVAL = range(7100, 7110)
 #: what makes two runs the same run (``--reuse``, resume)
 SAME = ("scenario", "seed", "clients", "lr_g", "lr_f", "local", "rounds", "grad_clip")
+#: f's gradient clip of this study's runs (the App default then; now 5, see ``--clips``), so
+#: a rerun of the committed sweeps and evaluations reproduces them
+STUDY_CLIP = 2.0
 #: the two variants of the evaluation: the App default and Table 1's T = 200, R = 10
 VARIANTS = {"default": {},
             "paper": {"lr_g": 0.02, "lr_f": 0.2, "local_epochs": 10, "rounds": 200}}
@@ -220,7 +223,7 @@ def main() -> None:
         for sc in a.scenarios:
             for seed in a.seeds:
                 for variant, over in jobs:
-                    s = dg.FedIVSettings().replace(**over)
+                    s = dg.FedIVSettings(grad_clip=STUDY_CLIP).replace(**over)
                     key = same({"scenario": sc, "seed": seed, "clients": a.clients,
                                 "lr_g": s.lr_g, "lr_f": s.lr_f, "local": s.local_epochs,
                                 "rounds": s.rounds, "grad_clip": s.grad_clip})
