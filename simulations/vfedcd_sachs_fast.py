@@ -45,7 +45,7 @@ import time
 from typing import Any
 
 import numpy as np
-from harness import DEFAULT_DATA, RESULTS_DIR, mean_sd, parser, write_results
+from harness import DEFAULT_DATA, mean_sd, parser, read_results, write_results
 from vfedcd_sachs_settings import (
     EDGES,
     PAPER_SACHS_SHD,
@@ -172,7 +172,6 @@ def main() -> None:
     ap = parser(__doc__, seeds=None)
     ap.add_argument("--stage", choices=("dev", "eval", "table1", "sachs"), required=True)
     a = ap.parse_args()
-    path = RESULTS_DIR / "vfedcd_sachs_fast.json"
     if a.stage == "dev":
         rank = ranked(cells(list(CONFIGS), DEV_SEEDS))
         best_per = best_per_config(rank)
@@ -189,9 +188,7 @@ def main() -> None:
             "sets, ties: lower mean SHD", "dev_best_per_config": best_per, "dev_top": rank[:15],
             "dev_previous": app, "chosen": rank[0]}, a.out)
         return
-    import json
-
-    res = json.loads(path.read_text())
+    res = read_results("vfedcd_sachs_fast")
     res.pop("meta", None)
     ch = res["chosen"]
     pairs = {"chosen": (ch["config"], ch["epochs"], ch["tau"]),

@@ -123,6 +123,5 @@ def check_foreign_keys(algorithm: str, rc: Mapping[str, Any]) -> None:
 
 def owners(key: str) -> list[str]:
     """The classes whose field ``key`` is, over every algorithm (for orphan checks)."""
-    classes = {AppConfig} | {c for a in FAMILIES for c in (settings_class(a), data_class(a),
-                                                           *client_classes(a))}
+    classes = {c for a in FAMILIES for c in readers(a)}
     return sorted(c.__name__ for c in classes if key in c.keys())
