@@ -42,8 +42,8 @@ ALGORITHMS = {
 
 # docs/api/<file>.md -> modules it documents
 API_MODULES = {
-    "strategies": ["fedcausal_flwr.strategies", "fedcausal_flwr.strategies.base"],
-    "clients": ["fedcausal_flwr.clients", "fedcausal_flwr.clients.base"],
+    "strategies": ["fedcausal_flwr.strategies", "fedcausal_flwr.federation.strategy"],
+    "clients": ["fedcausal_flwr.clients", "fedcausal_flwr.federation.client"],
     "settings": ["fedcausal_flwr.settings"],
     "results": ["fedcausal_flwr.results"],
     "data": ["fedcausal_flwr.data.csvdata", "fedcausal_flwr.names"],

@@ -11,7 +11,7 @@ from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
 from fedcausal_flwr.app import glue
-from fedcausal_flwr.clients.base import reply
+from fedcausal_flwr.federation.client import reply
 
 
 def handle(msg: Message, context: Context) -> Message:

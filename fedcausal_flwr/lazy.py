@@ -6,11 +6,13 @@ from typing import Any
 
 
 def lazy_getattr(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` that imports ``package.<exports[name]>`` on first use."""
+    """A module ``__getattr__`` that imports ``exports[name]`` on first use: a module path,
+    absolute (``fedcausal_flwr.dbn.strategy``) or relative to ``package`` (``.node``)."""
 
     def __getattr__(name: str) -> Any:
         if name not in exports:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(import_module(f"{package}.{exports[name]}"), name)
+        module = exports[name]
+        return getattr(import_module(module, package if module.startswith(".") else None), name)
 
     return __getattr__

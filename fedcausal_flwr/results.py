@@ -188,7 +188,7 @@ class RunResult:
         VFedCD ``B``; FedGC/FedCF ``A_hat`` (lag 1, transposed from the state-space
         convention ``x_t = A x_{t-1}``) and FedCF's ``B_hat`` (inputs -> states, lag 1).
         ``client``: PFDBNL's personalized graph of that client id."""
-        return _layers(self, client)
+        return _view(self).layers(self, client)
 
     def edges(self, tau: float = 0.0, client: int | None = None
               ) -> list[tuple[str, str, float, int]]:
@@ -250,13 +250,12 @@ class RunResult:
         return out
 
     def predict(self, x: Any, selected: bool = True) -> np.ndarray:
-        """FedIV: the learned g at ``x`` (see ``fedcausal_flwr.strategies.FedIV.predict``)."""
-        if self.algorithm != "fediv":
+        """The learned function at ``x`` (FedIV's g; see ``FedIV.predict``)."""
+        view = _view(self)
+        if not hasattr(view, "predict"):
             raise ValueError(f"predict is FedIV's (a learned function g); this is a "
                              f"{self.algorithm!r} result, a graph: see edges()/to_pandas()")
-        from fedcausal_flwr.strategies.fediv import _predict
-
-        return _predict(self, x, selected)
+        return view.predict(self, x, selected)
 
 
 class Layer(NamedTuple):
@@ -270,71 +269,39 @@ class Layer(NamedTuple):
     targets: list[str]
 
 
-GRAPH_KEYS = {"fdbnl": ("W", "A"), "pfdbnl": ("W", "A"), "vfedcd": ("B",),
-              "fedgc": ("A_hat",), "fedcf": ("A_hat", "B_hat")}
-"""The estimates each algorithm's graph is made of (others are variants of them)."""
+def _view(r: RunResult) -> Any:
+    """The family module that lays out ``r``'s estimates (``<family>.view``)."""
+    from fedcausal_flwr import registry
+
+    alg = registry.ALGORITHMS.get(r.algorithm)
+    if alg is None or not alg.has_module("view"):
+        raise ValueError(f"no graph layout known for algorithm {r.algorithm!r}")
+    return alg.module("view")
 
 
 def _graph_keys(r: RunResult) -> list[str]:
-    """Every numeric graph estimate of ``r``: the graph keys and their variants
+    """Every numeric graph estimate of ``r``: the algorithm's graph keys and their variants
     (``W_thresholded``, ``W_local``, ``A_full``, ``dag`` ...)."""
-    base = GRAPH_KEYS.get(r.algorithm, ())
-    extra = {"fedgc": ("A_full",), "fedcf": ("A_full",), "vfedcd": ("dag",)}.get(r.algorithm,
-                                                                                  ())
+    from fedcausal_flwr import registry
+
+    alg = registry.ALGORITHMS.get(r.algorithm)
+    if alg is None:
+        return []
+    base = alg.graphs
+    extra = getattr(_view(r), "VARIANTS", ()) if alg.has_module("view") else ()
     return [k for k, v in r.estimates.items()
             if (k in base or k in extra or any(k.startswith(b + "_") for b in base))
             and np.asarray(v).dtype.kind in "biuf" and np.ndim(v) >= 2]
 
 
-def _labels_or_default(r: RunResult, key: str, shape: tuple[int, ...]
-                       ) -> tuple[list[str], list[str]]:
+def labels_or_default(r: RunResult, key: str, shape: tuple[int, ...]
+                      ) -> tuple[list[str], list[str]]:
+    """The row and column labels of estimate ``key`` (``x0, x1, ...`` when unnamed)."""
     lab = r.labels(key)
     n, m = shape[-2], shape[-1]
     if lab is None or len(lab[0]) != n or len(lab[1]) != m:
         return [f"x{i}" for i in range(n)], [f"x{j}" for j in range(m)]
     return lab
-
-
-def _layers(r: RunResult, client: int | None) -> list[Layer]:
-    est, alg = r.estimates, r.algorithm
-    if alg == "fediv":
-        raise ValueError("FedIV learns a function g, not a graph: use predict(x)")
-    if alg not in GRAPH_KEYS:
-        raise ValueError(f"no graph layout known for algorithm {alg!r}")
-    if client is not None and alg != "pfdbnl":
-        raise ValueError(f"client={client}: only PFDBNL learns a graph per client")
-    out: list[Layer] = []
-    if alg in ("fdbnl", "pfdbnl"):
-        if "W" not in est:
-            return []
-        W, A = np.asarray(est["W"], dtype=float), np.asarray(est["A"], dtype=float)
-        if client is not None:
-            ids = [int(c) for c in np.ravel(est.get("client_ids", []))]
-            if client not in ids:
-                raise ValueError(f"client {client} is not among this run's clients {ids}")
-            i = ids.index(client)
-            W = np.asarray(est["W_local"], dtype=float)[i]
-            A = np.asarray(est["A_local"], dtype=float)[i]
-        v, _ = _labels_or_default(r, "W", W.shape)
-        d = W.shape[0]
-        out.append(Layer("W", 0, W, v, v))
-        for k in range(1, A.shape[0] // d + 1 if d else 1):
-            out.append(Layer(f"A{k}", k, A[(k - 1) * d:k * d], v, v))
-    elif alg == "vfedcd":
-        if "B" in est:
-            B = np.asarray(est["B"], dtype=float)
-            v, _ = _labels_or_default(r, "B", B.shape)
-            out.append(Layer("B", 0, B, v, v))
-    else:
-        if "A_hat" in est:
-            A = np.asarray(est["A_hat"], dtype=float)
-            rows, cols = _labels_or_default(r, "A_hat", A.shape)
-            out.append(Layer("A_hat", 1, A.T, cols, rows))
-        if alg == "fedcf" and np.size(est.get("B_hat", [])):
-            B = np.asarray(est["B_hat"], dtype=float)
-            rows, cols = _labels_or_default(r, "B_hat", B.shape)
-            out.append(Layer("B_hat", 1, B.T, cols, rows))
-    return out
 
 
 def _optional(module: str) -> Any:

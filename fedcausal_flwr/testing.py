@@ -493,7 +493,7 @@ def honest_margin(algorithm: str, rc: Mapping[str, Any] | None = None,
     screen dropped (must be nothing)."""
     from fedcausal_flwr.app import glue
     from fedcausal_flwr.client_app import app as client_app
-    from fedcausal_flwr.strategies.replies import peak
+    from fedcausal_flwr.federation.replies import peak
 
     rc = dict(rc or SMALL[algorithm][0])
     k = k or SMALL[algorithm][1]

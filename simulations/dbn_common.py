@@ -36,8 +36,8 @@ from harness import (  # noqa: F401 - the fdbnl_* scripts import these from here
     write_results,
 )
 
-from fedcausal_flwr.core.dbn import Moments, dynotears, moments, threshold
-from fedcausal_flwr.evaluation import dbn_graph_metrics
+from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics
+from fedcausal_flwr.dbn.model import Moments, dynotears, moments, threshold
 
 TAU = 0.3  # spec 5 #10: FDBNL / PFDBNL simulation thresholds tau_w = tau_a = 0.3
 BASELINE_LAMBDA = 0.1  # spec 5 #15: DYNOTEARS lambda of the baselines (causalnex default)

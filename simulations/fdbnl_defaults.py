@@ -37,9 +37,9 @@ import numpy as np
 from dbn_common import Clock, client_moments, fmt, log, mean_sd, parser, settings, table
 from harness import append_jsonl, read_jsonl, write_results
 
-from fedcausal_flwr.core.dbn import FDBNLSettings, fdbnl_reference
-from fedcausal_flwr.data.synthetic import federated_dbn
-from fedcausal_flwr.evaluation import dbn_graph_metrics
+from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics
+from fedcausal_flwr.dbn.model import FDBNLSettings, fdbnl_reference
+from fedcausal_flwr.dbn.synthetic import federated_dbn
 
 NAME = "fdbnl_defaults"
 HET_NOISE = (0.5, 2.0)

@@ -25,10 +25,10 @@ import warnings
 import numpy as np
 from dbn_common import Clock, check, finish, fmt, log, mean_sd, parser, table, verdict
 
-from fedcausal_flwr.core.dbn import PFDBNLSettings, fdbnl_reference, moments, pfdbnl_reference
-from fedcausal_flwr.data.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.data.timeseries import lagged_segments
-from fedcausal_flwr.evaluation import lag_scores
+from fedcausal_flwr.dbn.dream4 import dream4_clients, load_dream4
+from fedcausal_flwr.dbn.evaluation import lag_scores
+from fedcausal_flwr.dbn.model import PFDBNLSettings, fdbnl_reference, moments, pfdbnl_reference
 from fedcausal_flwr.metrics import score_auc
 
 PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention

@@ -34,8 +34,8 @@ from dbn_common import (
     write_results,
 )
 
-from fedcausal_flwr.core.dbn import PFDBNLSettings, dynotears, fdbnl_reference
-from fedcausal_flwr.data.synthetic import federated_dbn
+from fedcausal_flwr.dbn.model import PFDBNLSettings, dynotears, fdbnl_reference
+from fedcausal_flwr.dbn.synthetic import federated_dbn
 
 PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 

@@ -23,10 +23,10 @@ import warnings
 import numpy as np
 from dbn_common import Clock, finish, fmt, log, mean_sd, parser, table, verdict
 
-from fedcausal_flwr.core.dbn import PFDBNLSettings, fdbnl_reference, moments, pfdbnl_reference
 from fedcausal_flwr.data.netsim import load_netsim, netsim_chunks
 from fedcausal_flwr.data.timeseries import lagged
-from fedcausal_flwr.evaluation import lag_scores, netsim_auroc
+from fedcausal_flwr.dbn.evaluation import lag_scores, netsim_auroc
+from fedcausal_flwr.dbn.model import PFDBNLSettings, fdbnl_reference, moments, pfdbnl_reference
 from fedcausal_flwr.metrics import score_auc
 
 PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention

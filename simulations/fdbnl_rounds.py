@@ -30,14 +30,14 @@ import numpy as np
 from dbn_common import Clock, client_moments, fmt, log, mean_sd, parser, settings, table
 from harness import append_jsonl, read_jsonl, write_results
 
-from fedcausal_flwr.core.dbn import (
+from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics
+from fedcausal_flwr.dbn.model import (
     FDBNLSettings,
     PFDBNLSettings,
     fdbnl_reference,
     pfdbnl_reference,
 )
-from fedcausal_flwr.data.synthetic import federated_dbn
-from fedcausal_flwr.evaluation import dbn_graph_metrics
+from fedcausal_flwr.dbn.synthetic import federated_dbn
 
 NAME = "fdbnl_rounds"
 #: name -> (algorithm, d, K, rows per client, generator, weights, heterogeneous, threshold)

@@ -46,9 +46,9 @@ import numpy as np  # noqa: E402
 import scipy.optimize  # noqa: E402
 from harness import Clock, check, finish, fmt, log, mean_sd, parser, script_name, table  # noqa: E402
 
-from fedcausal_flwr.core import dbn  # noqa: E402
-from fedcausal_flwr.data.synthetic import federated_dbn  # noqa: E402
-from fedcausal_flwr.evaluation import dbn_graph_metrics  # noqa: E402
+from fedcausal_flwr.dbn import model as dbn  # noqa: E402
+from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics  # noqa: E402
+from fedcausal_flwr.dbn.synthetic import federated_dbn  # noqa: E402
 
 NAME = script_name(__file__)
 D, N_K, LAM, TAU = 15, 50, 0.1, 0.3

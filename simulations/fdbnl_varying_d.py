@@ -38,8 +38,8 @@ from dbn_common import (
     table,
 )
 
-from fedcausal_flwr.core.dbn import PFDBNLSettings, fdbnl_reference
-from fedcausal_flwr.data.synthetic import federated_dbn
+from fedcausal_flwr.dbn.model import PFDBNLSettings, fdbnl_reference
+from fedcausal_flwr.dbn.synthetic import federated_dbn
 
 PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 

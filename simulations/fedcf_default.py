@@ -24,9 +24,9 @@ import time
 import numpy as np
 from harness import mean_sd, parser, settings, write_results
 
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data.lti import split_clients
-from fedcausal_flwr.data.statespace import merged_config, synthetic_series
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import merged_config, synthetic_series
+from fedcausal_flwr.statespace.lti import split_clients
 
 VARIANTS = {"literal": {}, "literal, AR(0.9) inputs": {"ss-input-ar": 0.9},
             "refined target": {"ss-target": "refined"},

@@ -20,14 +20,14 @@ from dataclasses import replace
 import numpy as np
 from harness import parser, settings, write_results
 
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data.lti import LTISystem
-from fedcausal_flwr.data.statespace import (
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import (
     merged_config,
     synthetic_clients,
     synthetic_series,
     synthetic_system,
 )
+from fedcausal_flwr.statespace.lti import LTISystem
 
 PAPER_CF_D = {16: (0.7649, 0.0034), 32: (1.0987, 0.0041), 64: (1.4243, 0.0046),
               128: (1.1805, 0.0047)}

@@ -14,10 +14,10 @@ import time
 
 from harness import parser, settings, write_results
 
-from fedcausal_flwr.app import statespace as app_ss
 from fedcausal_flwr.client_app import app as client_app
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data.statespace import all_clients, merged_config
+from fedcausal_flwr.statespace import app as app_ss
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import all_clients, merged_config
 from fedcausal_flwr.testing import InProcessGrid
 
 

@@ -33,9 +33,9 @@ import time
 import numpy as np
 from harness import mean_sd, parser, settings, write_results
 
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data import lti
-from fedcausal_flwr.data.statespace import (
+from fedcausal_flwr.statespace import lti
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import (
     known_shift_input,
     merged_config,
     synthetic_clients,

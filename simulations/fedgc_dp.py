@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from harness import parser, settings, write_results
 
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data.statespace import merged_config, synthetic_clients, synthetic_series
 from fedcausal_flwr.privacy import composed
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import merged_config, synthetic_clients, synthetic_series
 
 # The design these results were made with (before issue 13): client 1's shifts known to its
 # filter and the paper's server (eqs 15-16 on levels). The App default now learns with unknown

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 from harness import parser, settings, write_results
 
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data.statespace import central_var, netsim_groups, svd_var_client
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import central_var, netsim_groups, svd_var_client
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared/data/netsim/sim3.mat"
 

@@ -22,9 +22,9 @@ from dataclasses import replace
 import numpy as np
 from harness import parser, settings, write_results
 
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data.lti import LTISystem
-from fedcausal_flwr.data.statespace import merged_config, synthetic_clients, synthetic_series
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import merged_config, synthetic_clients, synthetic_series
+from fedcausal_flwr.statespace.lti import LTISystem
 
 PAPER = {  # framework -> case -> ((L_2)_a, L_s); None: not reported
     "no client aug.": {c: (None, 1e-5) for c in ("5%", "45%", "85%", "125%", "preserving",

@@ -19,10 +19,10 @@ import torch
 from harness import parser, settings, write_results
 
 from fedcausal_flwr import launch
-from fedcausal_flwr.app import iv as app_iv
 from fedcausal_flwr.client_app import app as client_app
-from fedcausal_flwr.core import deepgmm as dg
-from fedcausal_flwr.data import iv
+from fedcausal_flwr.iv import app as app_iv
+from fedcausal_flwr.iv import data as iv
+from fedcausal_flwr.iv import model as dg
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.strategies import FedIVSettings
 from fedcausal_flwr.testing import InProcessGrid

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from harness import append_jsonl, parser, settings, write_results
 
-from fedcausal_flwr.core import deepgmm as dg
-from fedcausal_flwr.data import iv
+from fedcausal_flwr.iv import data as iv
+from fedcausal_flwr.iv import model as dg
 
 
 def federation(rc: dict, k: int, val_features: int, seed: int):

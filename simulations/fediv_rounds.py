@@ -69,7 +69,7 @@ import torch
 from fediv_gda_sweep import federation
 from harness import append_jsonl, mean_sd, parser, read_jsonl, settings, table, write_results
 
-from fedcausal_flwr.core import deepgmm as dg
+from fedcausal_flwr.iv import model as dg
 
 DEV, EVAL = range(100, 120), range(4000, 4010)
 #: the clip study's evaluation seeds (issue 13, item 2), never used before it

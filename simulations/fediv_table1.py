@@ -19,8 +19,8 @@ import numpy as np
 import torch
 from harness import append_jsonl, parser, settings, write_results
 
-from fedcausal_flwr.core import deepgmm as dg
-from fedcausal_flwr.data import iv
+from fedcausal_flwr.iv import data as iv
+from fedcausal_flwr.iv import model as dg
 
 PAPER = {  # Table 1, mean test MSE
     "abs": {"DeepGMM-OAdam": 0.03, "DeepGMM-GDA": 0.013, "FedDeepGMM-GDA": 0.4,

@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 from harness import RESULTS_DIR, append_jsonl, mean_sd, parser, read_jsonl, write_results
 
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data.statespace import merged_config, synthetic_clients, synthetic_series
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import merged_config, synthetic_clients, synthetic_series
 
 RUNS = {"fedgc": ("fedgc", {}), "fedcf": ("fedcf", {}),
         "fedcf-innovation": ("fedcf", {"ss-target": "innovation"})}

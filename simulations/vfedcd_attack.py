@@ -20,8 +20,8 @@ from harness import settings as harness_settings
 from scipy.stats import pearsonr, spearmanr
 from vfedcd_table1 import PRESETS, settings
 
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.data.vertical import blocks, pooled_data, split_standardised
+from fedcausal_flwr.vertical import model as V
+from fedcausal_flwr.vertical.data import blocks, pooled_data, split_standardised
 
 PAPER_CORR = {"framework": 0.443, "ctv": 0.400, "vfedcd": 0.152}  # Table 3's Corr column
 

@@ -14,8 +14,8 @@ import time
 import numpy as np
 from harness import DEFAULT_DATA, parser, settings, write_results
 
-from fedcausal_flwr.data.vertical import TRANSFORMS, pooled_data, sachs, split_standardised
 from fedcausal_flwr.metrics import graph_metrics
+from fedcausal_flwr.vertical.data import TRANSFORMS, pooled_data, sachs, split_standardised
 
 
 def f1(m: dict) -> float:

@@ -25,8 +25,9 @@ import numpy as np
 from harness import parser, settings, write_results
 from vfedcd_fast_schedule import PHASES, parse_value, steps_per_epoch
 
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.secure import dispatch, shares
+from fedcausal_flwr.secure import shares
+from fedcausal_flwr.vertical import dispatch
+from fedcausal_flwr.vertical import model as V
 
 N_TRAIN, D, K = 800, 15, 3
 PARTY_PHASES = ("setup", "forward", "share", "decode", "gradient", "update")

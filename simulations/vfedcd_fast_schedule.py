@@ -40,9 +40,9 @@ import numpy as np
 from harness import RESULTS_DIR, append_jsonl, mean_sd, parser, read_jsonl, write_results
 from vfedcd_table1 import data
 
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.data.vertical import blocks, split_standardised
 from fedcausal_flwr.metrics import graph_metrics
+from fedcausal_flwr.vertical import model as V
+from fedcausal_flwr.vertical.data import blocks, split_standardised
 
 TAUS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.4, 1.6, 2.0)
 RUNS = RESULTS_DIR / "vfedcd_fast_schedule_runs.jsonl"

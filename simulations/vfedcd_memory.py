@@ -31,9 +31,9 @@ from pathlib import Path
 
 from harness import Clock, log, parser, settings, write_results
 
-from fedcausal_flwr.app import vertical
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.testing import InProcessGrid
+from fedcausal_flwr.vertical import app as vertical
 
 APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                            .read_text())["tool"]["flwr"]["app"]["config"]

@@ -25,8 +25,9 @@ import numpy as np
 from harness import parser, settings, write_results
 from phe import paillier as phe_paillier
 
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.secure import dispatch, paillier, shares
+from fedcausal_flwr.secure import paillier, shares
+from fedcausal_flwr.vertical import dispatch
+from fedcausal_flwr.vertical import model as V
 
 PAPER_MULS = 12_500
 PAPER_EPOCH_S = 180

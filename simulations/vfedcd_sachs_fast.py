@@ -58,8 +58,8 @@ from vfedcd_sachs_settings import (
     snapshot_graphs,
 )
 
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.data.vertical import (
+from fedcausal_flwr.vertical import model as V
+from fedcausal_flwr.vertical.data import (
     VerticalData,
     fitted_scaler,
     sachs,

@@ -53,9 +53,9 @@ from harness import (
 )
 from vfedcd_table1 import PAPER
 
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.data.vertical import blocks, random_dag, sachs, simulate_anm
 from fedcausal_flwr.metrics import graph_metrics
+from fedcausal_flwr.vertical import model as V
+from fedcausal_flwr.vertical.data import blocks, random_dag, sachs, simulate_anm
 
 D, EDGES, N, K = 11, 17, 853, 3  # Sachs' shape: 11 attributes, 17 consensus edges, 853 rows
 DEV_SEEDS = list(range(100, 110))

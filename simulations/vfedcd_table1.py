@@ -23,9 +23,9 @@ import numpy as np
 from harness import DEFAULT_DATA, append_jsonl, parser, write_results
 from harness import settings as cli_settings
 
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.data.vertical import blocks, pooled_data, sachs, split_standardised
 from fedcausal_flwr.metrics import graph_metrics
+from fedcausal_flwr.vertical import model as V
+from fedcausal_flwr.vertical.data import blocks, pooled_data, sachs, split_standardised
 
 PAPER = {10: (18.8, 0.698), 15: (33.0, 0.711), 25: (81.6, 0.649), "sachs": (19, None)}
 PAPER_F1_SD = {10: 0.016, 15: 0.013, 25: 0.008}  # Table 1's F1 sd over training seeds

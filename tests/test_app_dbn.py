@@ -12,12 +12,12 @@ from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
 
-from fedcausal_flwr.app import dbn as app_dbn
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import FDBNLClient, register, reply
-from fedcausal_flwr.core import dbn
-from fedcausal_flwr.data.dbn import client_data
 from fedcausal_flwr.data.timeseries import lagged
+from fedcausal_flwr.dbn import app as app_dbn
+from fedcausal_flwr.dbn import model as dbn
+from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.strategies import FDBNL, FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.testing import InProcessGrid
 

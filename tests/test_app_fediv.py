@@ -13,14 +13,14 @@ from flwr.app import ArrayRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
 
-from fedcausal_flwr.app import iv as app_iv
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import register, reply
-from fedcausal_flwr.clients.fediv import FedIVClient, message_settings
-from fedcausal_flwr.core import deepgmm as dg
-from fedcausal_flwr.data import iv
+from fedcausal_flwr.iv import app as app_iv
+from fedcausal_flwr.iv import data as iv
+from fedcausal_flwr.iv import model as dg
+from fedcausal_flwr.iv.client import FedIVClient, message_settings
+from fedcausal_flwr.iv.strategy import client_config
 from fedcausal_flwr.strategies import FedIV, FedIVSettings
-from fedcausal_flwr.strategies.fediv import client_config
 from fedcausal_flwr.testing import InProcessGrid
 
 RC = {"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600, "iv-rounds": 5,

@@ -11,13 +11,12 @@ import pytest
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
-from fedcausal_flwr.app import statespace as app_ss
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import register, reply
-from fedcausal_flwr.clients.fedcf import FedCFClient
-from fedcausal_flwr.clients.fedgc import FedGCClient
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data.statespace import all_clients, merged_config
+from fedcausal_flwr.statespace import app as app_ss
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.client import FedCFClient, FedGCClient
+from fedcausal_flwr.statespace.data import all_clients, merged_config
 from fedcausal_flwr.testing import InProcessGrid
 
 RC = {"algorithm": "fedgc", "seed": 3, "ss-t": 120, "ss-window": 1, "ss-epochs": 1,
@@ -192,7 +191,7 @@ def test_dp_run_equals_reference_and_reports_epsilon(algorithm):
 
 
 def test_netsim_clients_through_the_app_equal_the_reference(shared_data):
-    from fedcausal_flwr.data.statespace import real_clients, svd_var_client
+    from fedcausal_flwr.statespace.data import real_clients, svd_var_client
 
     path = shared_data("netsim/sim3.mat")
     rc = {**RC, "ss-data": "netsim", "ss-data-path": str(path), "ss-clients": 3,
@@ -211,7 +210,7 @@ def test_data_defaults_agree_with_the_app_config():
     import tomllib
     from pathlib import Path
 
-    from fedcausal_flwr.data.statespace import DEFAULTS, FEDCF_DEFAULTS
+    from fedcausal_flwr.statespace.data import DEFAULTS, FEDCF_DEFAULTS
 
     app = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
                         )["tool"]["flwr"]["app"]["config"]

@@ -13,20 +13,20 @@ import pytest
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
-from fedcausal_flwr.app import vertical
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.client_app import handle
 from fedcausal_flwr.clients import register
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.core.vfedcd import VFedCDSettings
-from fedcausal_flwr.data.vertical import (
+from fedcausal_flwr.strategies import VFedCD
+from fedcausal_flwr.testing import InProcessGrid
+from fedcausal_flwr.vertical import app as vertical
+from fedcausal_flwr.vertical import model as V
+from fedcausal_flwr.vertical.data import (
     VerticalData,
     party_data,
     pooled_data,
     split_standardised,
 )
-from fedcausal_flwr.strategies import VFedCD
-from fedcausal_flwr.testing import InProcessGrid
+from fedcausal_flwr.vertical.model import VFedCDSettings
 
 APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"]
@@ -188,7 +188,7 @@ def test_parties_align_on_their_shared_ids():
 
 
 def test_a_party_refuses_ids_it_does_not_hold():
-    from fedcausal_flwr.clients.vfedcd import shared_rows
+    from fedcausal_flwr.vertical.client import shared_rows
 
     ids = np.array([7, 3, 5])
     assert shared_rows(ids, [3, 7], "party 0").tolist() == [1, 0]

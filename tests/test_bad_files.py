@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import server_app
-from fedcausal_flwr.app import dbn as app_dbn
 from fedcausal_flwr.client_app import app as client_app
-from fedcausal_flwr.data.dbn import DBNData, client_data
-from fedcausal_flwr.data.dream4 import load_dream4
 from fedcausal_flwr.data.netsim import load_netsim
-from fedcausal_flwr.data.statespace import load_plant_csv, merged_config
+from fedcausal_flwr.dbn import app as app_dbn
+from fedcausal_flwr.dbn.data import DBNData, client_data
+from fedcausal_flwr.dbn.dream4 import load_dream4
 from fedcausal_flwr.results import load_result
+from fedcausal_flwr.statespace.data import load_plant_csv, merged_config
 from fedcausal_flwr.testing import InProcessGrid
 
 HEADER = "timestamp,P1_FT01,P1_LIT01,P2_PIT01,attack"

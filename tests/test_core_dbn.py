@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.optimize import check_grad
 
-from fedcausal_flwr.core import dbn
-from fedcausal_flwr.data.synthetic import federated_dbn
+from fedcausal_flwr.dbn import model as dbn
+from fedcausal_flwr.dbn.synthetic import federated_dbn
 
 PAPER = dbn.PFDBNLSettings(lambda_scale="paper", lambda_w=0.1, lambda_a=0.1)  # the paper's lambda
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from fedcausal_flwr.core import deepgmm as dg
-from fedcausal_flwr.data import iv
+from fedcausal_flwr.iv import data as iv
+from fedcausal_flwr.iv import model as dg
 
 RC = {"iv-scenario": "abs", "seed": 5, "iv-n": 600, "iv-alpha": 0.3}
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data import lti
-from fedcausal_flwr.data.statespace import all_clients, merged_config
+from fedcausal_flwr.statespace import lti
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import all_clients, merged_config
 
 SLOW = {"lr_server": 0.5, "lr_client": 0.5}  # the steps these tests were written with
 
@@ -308,7 +308,7 @@ def test_gaussian_release_clips_and_adds_calibrated_noise():
 
 
 def test_plant_csv_loader_groups_filters_and_identifies(tmp_path, shared_data):
-    from fedcausal_flwr.data.statespace import central_var, load_plant_csv, svd_var_client
+    from fedcausal_flwr.statespace.data import central_var, load_plant_csv, svd_var_client
 
     schema = shared_data("hai/hai-22.04_columns.txt")
     names = schema.read_text().split()
@@ -383,7 +383,7 @@ def test_innovation_target_recovers_b_where_the_literal_server_cannot():
 def test_fedgc_shifts_are_client_0s_known_input():
     rc = merged_config({"seed": 2, "ss-t": 300, "ss-shift-known": True})
     sys, clients = all_clients(rc)
-    from fedcausal_flwr.data.statespace import shift_series
+    from fedcausal_flwr.statespace.data import shift_series
 
     b = shift_series(rc, sys)
     assert np.abs(b).max() > 0 and np.abs(b[:, 2:]).max() == 0

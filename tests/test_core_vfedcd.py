@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.data.vertical import blocks, random_dag, simulate_anm, split_standardised
+from fedcausal_flwr.vertical import model as V
+from fedcausal_flwr.vertical.data import blocks, random_dag, simulate_anm, split_standardised
 
 
 def small_data(d: int = 4, n: int = 64, seed: int = 0):
@@ -164,7 +164,7 @@ def test_dirichlet_shares_average_to_the_gradient():
 
 
 def test_vertical_data_blocks_and_checks():
-    from fedcausal_flwr.data.vertical import checked_party
+    from fedcausal_flwr.vertical.data import checked_party
 
     assert [b.tolist() for b in blocks(5, 2)] == [[0, 1, 2], [3, 4]]
     assert [len(b) for b in blocks(15, [1, 1, 13])] == [1, 1, 13]
@@ -179,7 +179,7 @@ def test_vertical_data_blocks_and_checks():
 
 
 def test_sachs_file(shared_data):
-    from fedcausal_flwr.data.vertical import sachs
+    from fedcausal_flwr.vertical.data import sachs
 
     X, A, names = sachs(shared_data("sachs"))  # the path beside the checkout, not the default
     assert X.shape == (853, 11) and A.sum() == 18 and len(names) == 11  # the file: 18 edges

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import scipy.io
 
-from fedcausal_flwr.data.dbn import client_data, ground_truth
-from fedcausal_flwr.data.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.data.netsim import load_netsim, netsim_chunks, netsim_truth
-from fedcausal_flwr.data.synthetic import (
+from fedcausal_flwr.data.timeseries import lagged
+from fedcausal_flwr.dbn.data import client_data, ground_truth
+from fedcausal_flwr.dbn.dream4 import dream4_clients, load_dream4
+from fedcausal_flwr.dbn.synthetic import (
     client_dbn,
     companion_radius,
     data_seed,
@@ -23,7 +24,6 @@ from fedcausal_flwr.data.synthetic import (
     stable_truth,
     truths_dbn,
 )
-from fedcausal_flwr.data.timeseries import lagged
 from fedcausal_flwr.metrics import is_dag
 
 # --- lagged ------------------------------------------------------------------------------
@@ -373,7 +373,7 @@ def test_dispatch_netsim_subjects(tmp_path):
 
 
 def test_vertical_edges_default_to_four_per_attribute():
-    from fedcausal_flwr.data.vertical import pooled_data
+    from fedcausal_flwr.vertical.data import pooled_data
 
     assert pooled_data({"d": 10, "n": 30})[1].sum() == 40  # the paper's E = 4d
     assert pooled_data({"d": 6, "n": 30})[1].sum() == 15  # capped at d(d-1)/2
@@ -381,7 +381,7 @@ def test_vertical_edges_default_to_four_per_attribute():
 
 
 def test_zscore_scaler_maps_test_rows_with_the_training_statistics():
-    from fedcausal_flwr.data.vertical import fitted_scaler
+    from fedcausal_flwr.vertical.data import fitted_scaler
 
     rng = np.random.default_rng(0)
     tr, te = rng.normal(3.0, 2.0, (200, 3)), rng.normal(3.0, 2.0, (50, 3))
@@ -394,7 +394,7 @@ def test_zscore_scaler_maps_test_rows_with_the_training_statistics():
 def test_yeo_johnson_scaler_unskews_log_normal_columns_and_keeps_gaussian_ones():
     from scipy.stats import skew
 
-    from fedcausal_flwr.data.vertical import fitted_scaler
+    from fedcausal_flwr.vertical.data import fitted_scaler
 
     rng = np.random.default_rng(1)
     g = rng.standard_normal((2000, 1))
@@ -412,7 +412,7 @@ def test_yeo_johnson_scaler_unskews_log_normal_columns_and_keeps_gaussian_ones()
 
 
 def test_parties_take_the_run_configs_transform_fitted_on_their_training_rows():
-    from fedcausal_flwr.data.vertical import party_data, pooled_data, split_standardised
+    from fedcausal_flwr.vertical.data import party_data, pooled_data, split_standardised
 
     rc = {"d": 6, "n": 50, "transform": "yeo-johnson"}
     X = pooled_data(rc)[0]

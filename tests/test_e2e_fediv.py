@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
-from fedcausal_flwr.core import deepgmm as dg
-from fedcausal_flwr.data import iv
+from fedcausal_flwr.iv import data as iv
+from fedcausal_flwr.iv import model as dg
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.strategies import FedIVSettings
 

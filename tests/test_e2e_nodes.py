@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
-from fedcausal_flwr.core import dbn
-from fedcausal_flwr.data.dbn import client_data
+from fedcausal_flwr.dbn import model as dbn
+from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.strategies import FDBNLSettings
 

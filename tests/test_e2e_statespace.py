@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
-from fedcausal_flwr.app import statespace as app_ss
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data.statespace import all_clients, merged_config
 from fedcausal_flwr.results import load_result
+from fedcausal_flwr.statespace import app as app_ss
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import all_clients, merged_config
 
 pytestmark = pytest.mark.e2e
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.core.vfedcd import VFedCDSettings
-from fedcausal_flwr.data.vertical import party_data
 from fedcausal_flwr.results import load_result
+from fedcausal_flwr.vertical import model as V
+from fedcausal_flwr.vertical.data import party_data
+from fedcausal_flwr.vertical.model import VFedCDSettings
 
 pytestmark = pytest.mark.e2e
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr.client_app import app as client_app
+from fedcausal_flwr.federation.replies import MAX_ABS, outliers, reply_problem
 from fedcausal_flwr.strategies import FDBNL
-from fedcausal_flwr.strategies.replies import MAX_ABS, outliers, reply_problem
 from fedcausal_flwr.testing import (
     ALGORITHMS,
     DISCOVERY_FAULTS,
@@ -137,7 +137,7 @@ def test_a_declared_reply_bound_drops_what_exceeds_it():
             return 1e-9 if phase == "local" else None
 
     rc, k = SMALL["fdbnl"]
-    from fedcausal_flwr.app import dbn as app_dbn
+    from fedcausal_flwr.dbn import app as app_dbn
 
     base = app_dbn.strategy("fdbnl", rc)
     res = Bounded(base.settings).start(grid=InProcessGrid(client_app, k, rc))

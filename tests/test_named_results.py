@@ -11,7 +11,7 @@ from flwr.clientapp import ClientApp
 
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import FDBNLClient, register
-from fedcausal_flwr.data.dbn import client_data
+from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import RunResult, load_result
 from fedcausal_flwr.server_app import run as app_run
 from fedcausal_flwr.strategies import FDBNL, FDBNLSettings
@@ -224,7 +224,7 @@ def test_pfdbnl_client_graph_and_fedgc_orientation():
 
 
 def test_fediv_predict_equals_g_values(tmp_path):
-    from fedcausal_flwr.core import deepgmm as dg
+    from fedcausal_flwr.iv import model as dg
     from fedcausal_flwr.strategies import FedIV
 
     result, _ = app_result(tmp_path, IV, 2)
@@ -272,8 +272,8 @@ def test_to_pandas_builds_one_labelled_frame_per_layer(monkeypatch):
 
 
 def vfedcd_user_run(names_of):
-    from fedcausal_flwr.app import vertical
-    from fedcausal_flwr.data.vertical import party_data
+    from fedcausal_flwr.vertical import app as vertical
+    from fedcausal_flwr.vertical.data import party_data
 
     app = ClientApp()
 
@@ -297,7 +297,7 @@ def test_vfedcd_parties_name_their_columns_and_the_server_orders_them():
 
 
 def test_built_in_loaders_name_their_variables(tmp_path):
-    from fedcausal_flwr.data.dbn import variable_names
+    from fedcausal_flwr.dbn.data import variable_names
 
     tsv = tmp_path / "insilico_size10_1_timeseries.tsv"
     tsv.write_text('"Time"\t"G1"\t"G2"\t"G3"\n\n0\t0.1\t0.2\t0.3\n50\t0.2\t0.3\t0.4\n')

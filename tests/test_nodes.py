@@ -16,8 +16,8 @@ import pytest
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
-from fedcausal_flwr.app import dbn as app_dbn
 from fedcausal_flwr.client_app import handle
+from fedcausal_flwr.dbn import app as app_dbn
 from fedcausal_flwr.strategies import FDBNL, PFDBNL, FedCF, FedGC, FedIV, VFedCD
 from fedcausal_flwr.testing import InProcessGrid
 

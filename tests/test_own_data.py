@@ -13,14 +13,15 @@ import pytest
 from flwr.clientapp import ClientApp
 
 import fedcausal_flwr.strategies as strategies
-from fedcausal_flwr.app import STRATEGIES, glue, settings_class
+from fedcausal_flwr import registry
+from fedcausal_flwr.app import glue, settings_class
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import register
 from fedcausal_flwr.data.csvdata import read_csv
-from fedcausal_flwr.data.statespace import svd_var_client
 from fedcausal_flwr.data.timeseries import lagged_segments
-from fedcausal_flwr.data.vertical import VerticalData
+from fedcausal_flwr.statespace.data import svd_var_client
 from fedcausal_flwr.testing import SMALL, InProcessGrid, same_result
+from fedcausal_flwr.vertical.data import VerticalData
 
 COMMON = {"min-nodes": 2, "node-wait-s": 5.0, "round-timeout-s": 30.0, "seed": 1}
 
@@ -36,7 +37,7 @@ def write(path, header, rows):
 def run(algorithm, rc, app, k, node_configs=None):
     """One in-process run without the built-in evaluator (own data: no known truth)."""
     s = settings_class(algorithm).from_run_config(rc)
-    strategy = getattr(strategies, STRATEGIES[algorithm])(s)
+    strategy = registry.get(algorithm).strategy_class()(s)
     return strategy.start(grid=InProcessGrid(app, k, rc, node_configs))
 
 
@@ -149,7 +150,7 @@ def test_statespace_refuses_a_segment_column(tmp_path):
 
 # ---- FedIV ---------------------------------------------------------------------------
 def test_fediv_csv_equals_arrays(tmp_path):
-    from fedcausal_flwr.data.iv import IVDataConfig, own_split
+    from fedcausal_flwr.iv.data import IVDataConfig, own_split
 
     rng = np.random.default_rng(2)
     rc = {**SMALL["fediv"][0], "iv-rounds": 2, "iv-instrument": "z1,z2",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedcausal_flwr.core import vfedcd as V
-from fedcausal_flwr.secure import dispatch, paillier, shares
+from fedcausal_flwr.secure import paillier, shares
+from fedcausal_flwr.vertical import dispatch
+from fedcausal_flwr.vertical import model as V
 
 BITS = 256  # test keys only; the default is 2048
 

@@ -19,10 +19,10 @@ import pytest
 from flwr.clientapp import ClientApp
 
 from fedcausal_flwr import launch, server_app
-from fedcausal_flwr.app import dbn as app_dbn
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import FDBNLClient, reply
-from fedcausal_flwr.data.dbn import client_data
+from fedcausal_flwr.dbn import app as app_dbn
+from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import (
     STALE_AFTER_S,
     RunResult,

@@ -23,11 +23,11 @@ from fedcausal_flwr.app import glue
 from fedcausal_flwr.client_app import app as builtin_app
 from fedcausal_flwr.client_app import handle
 from fedcausal_flwr.clients import register
-from fedcausal_flwr.clients.vfedcd import VFedCDClient
-from fedcausal_flwr.core.vfedcd import MIN_KEY_BITS, PartyConsent, VFedCDSettings
-from fedcausal_flwr.data.vertical import party_data
 from fedcausal_flwr.strategies import VFedCD
 from fedcausal_flwr.testing import InProcessGrid
+from fedcausal_flwr.vertical.client import VFedCDClient
+from fedcausal_flwr.vertical.data import party_data
+from fedcausal_flwr.vertical.model import MIN_KEY_BITS, PartyConsent, VFedCDSettings
 
 APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"]

@@ -1,8 +1,8 @@
 """The Flower App layer: everything that reads a run config, knows the built-in data sets or
 draws plots. Nothing below it (strategies, clients, core) imports it.
 
-One glue module per algorithm family (``app/dbn.py``, ``app/statespace.py``, ``app/iv.py``,
-``app/vertical.py``) provides
+One glue module per algorithm family (``dbn/app.py``, ``statespace/app.py``, ``iv/app.py``,
+``vertical/app.py``) provides
 
 - ``strategy(algorithm, run_config)``: the strategy with validated settings, and an evaluator
   only when the truth of the configured built-in data set is known;
@@ -19,16 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import import_module
 from types import ModuleType
 from typing import Any
 
+from fedcausal_flwr import registry
 from fedcausal_flwr.settings import Settings, setting
 
-STRATEGIES = {"fdbnl": "FDBNL", "pfdbnl": "PFDBNL", "fedgc": "FedGC", "fedcf": "FedCF",
-              "fediv": "FedIV", "vfedcd": "VFedCD"}
-FAMILIES = {"fdbnl": "dbn", "pfdbnl": "dbn", "fedgc": "statespace", "fedcf": "statespace",
-            "fediv": "iv", "vfedcd": "vertical"}
+FAMILIES = registry.ALGORITHMS
 
 
 
@@ -43,18 +40,12 @@ class AppConfig(Settings):
 
 def glue(algorithm: str) -> ModuleType:
     """The App glue module of ``algorithm``; a ValueError names the known ones."""
-    if algorithm not in FAMILIES:
-        raise ValueError(f"unknown algorithm {algorithm!r} in run config 'algorithm'; one of "
-                         f"{', '.join(FAMILIES)}")
-    return import_module(f"fedcausal_flwr.app.{FAMILIES[algorithm]}")
+    return registry.get(algorithm).app()
 
 
 def settings_class(algorithm: str) -> type:
     """The settings class of ``algorithm`` (the one source of its defaults)."""
-    glue(algorithm)  # names the known algorithms when this one is not
-    import fedcausal_flwr.strategies as strategies
-
-    return getattr(strategies, STRATEGIES[algorithm]).settings_class
+    return registry.get(algorithm).settings_class()
 
 
 def data_class(algorithm: str) -> type:

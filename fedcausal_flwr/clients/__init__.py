@@ -1,19 +1,13 @@
 """NumPyClients of every algorithm, and the adapter that serves them over the Message API.
 
-Exports are lazy: ``from fedcausal_flwr.clients import FDBNLClient`` imports only that
-algorithm's module, so a ClientApp process (one per message in a deployment) never loads
-torch for a numpy algorithm. Add one line to ``_EXPORTS`` per new client class.
+Exports are lazy and come from the registry (:mod:`fedcausal_flwr.registry`):
+``from fedcausal_flwr.clients import FDBNLClient`` imports only that algorithm's family, so a
+ClientApp process (one per message in a deployment) never loads torch for a numpy algorithm.
 """
 
-from fedcausal_flwr.lazy import lazy_getattr
+from fedcausal_flwr.registry import ALGORITHMS, lazy_exports
 
-_EXPORTS = {
-    "reply": "base", "register": "base", "CausalClient": "base",
-    "FDBNLClient": "fdbnl",
-    "PFDBNLClient": "pfdbnl",
-    "FedIVClient": "fediv",
-    "FedGCClient": "fedgc", "FedCFClient": "fedcf",
-    "VFedCDClient": "vfedcd",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__ = lazy_getattr(__name__, _EXPORTS)
+_BASE = "fedcausal_flwr.federation.client"
+_FIXED = {"reply": _BASE, "register": _BASE, "CausalClient": _BASE}
+__all__ = sorted([*_FIXED, *(a.client for a in ALGORITHMS.values())])
+__getattr__ = lazy_exports(__name__, ("client",), _FIXED)

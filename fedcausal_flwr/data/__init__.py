@@ -4,7 +4,7 @@ node's own CSV (:mod:`fedcausal_flwr.data.node`): ``read_csv``, ``node_csv``, ``
 
 from fedcausal_flwr.lazy import lazy_getattr
 
-_EXPORTS = {"Table": "node", "read_csv": "node", "node_csv": "node", "lagged": "node",
-            "node_data": "node"}
+_EXPORTS = {"Table": ".node", "read_csv": ".node", "node_csv": ".node", "lagged": ".node",
+            "node_data": ".node"}
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -241,7 +241,7 @@ def keyed_tokens(ids: list[str], key: bytes) -> np.ndarray:
 def aligned_by_ids(table: Table, key: bytes, who: str) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, tokens)``: the table's rows sorted by the keyed hash of their ID, and those
     tokens in that order. The server intersects the parties' tokens, never sees an ID (see
-    :func:`fedcausal_flwr.app.vertical.own_data`)."""
+    :func:`fedcausal_flwr.vertical.app.own_data`)."""
     assert table.ids is not None
     tokens = keyed_tokens(table.ids, key)
     if len(np.unique(tokens)) != len(tokens):  # 2^-64 per pair: only a broken key/ID set

@@ -66,17 +66,17 @@ def node_data(algorithm: str, context: Context) -> dict[str, Any]:
     if path is None:
         node_csv(context)  # raises the message naming the missing data-path
     if algorithm in ("fdbnl", "pfdbnl"):
-        from fedcausal_flwr.app.dbn import own_data
+        from fedcausal_flwr.dbn.app import own_data
 
         Xt, Xlag, names = own_data(path, context, who)
         return {"Xt": Xt, "Xlag": Xlag, "names": names}
     if algorithm in ("fedgc", "fedcf"):
-        from fedcausal_flwr.app.statespace import own_data
+        from fedcausal_flwr.statespace.app import own_data
 
         c, names = own_data(path, algorithm, context, who)
         return {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u, "names": names}
     if algorithm == "fediv":
-        from fedcausal_flwr.app.iv import own_data
+        from fedcausal_flwr.iv.app import own_data
         from fedcausal_flwr.strategies import FedIVSettings
 
         pid = int(context.node_config.get("partition-id", 0))
@@ -84,11 +84,11 @@ def node_data(algorithm: str, context: Context) -> dict[str, Any]:
         return {"train": train, "val": val, "names": names,
                 "device": FedIVSettings.from_run_config(context.run_config).device}
     if algorithm == "vfedcd":
-        from fedcausal_flwr.app.vertical import own_data
+        from fedcausal_flwr.vertical.app import own_data
 
         pid = int(context.node_config.get("partition-id", 0))
         k = int(context.node_config.get("num-partitions", 1))
-        from fedcausal_flwr.data.vertical import VerticalData
+        from fedcausal_flwr.vertical.data import VerticalData
 
         x, cols, ids, names = own_data(path, context, pid, k)
         return {"x": x, "columns": cols, "sample_ids": ids, "names": names,

@@ -1,21 +1,15 @@
 """Message-API strategies of every algorithm and their settings classes:
 ``X(XSettings(...)).start(grid=grid, num_rounds=...)``.
 
-Exports are lazy (see ``fedcausal_flwr.clients``). Add one line to ``_EXPORTS`` per new
-strategy class.
+Exports are lazy and come from the registry (:mod:`fedcausal_flwr.registry`):
+``from fedcausal_flwr.strategies import FDBNL`` imports only the DBN family.
 """
 
-from fedcausal_flwr.lazy import lazy_getattr
+from fedcausal_flwr.registry import ALGORITHMS, lazy_exports
 
-_EXPORTS = {
-    "CausalStrategy": "base",
-    "TooFewReplies": "base", "ProtocolStopped": "base", "Diverged": "base",
-    "FDBNL": "fdbnl", "FDBNLSettings": "fdbnl",
-    "PFDBNL": "pfdbnl", "PFDBNLSettings": "pfdbnl",
-    "FedIV": "fediv", "FedIVSettings": "fediv",
-    "FedGC": "fedgc", "FedGCSettings": "fedgc",
-    "FedCF": "fedcf", "FedCFSettings": "fedcf",
-    "VFedCD": "vfedcd", "VFedCDSettings": "vfedcd",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__ = lazy_getattr(__name__, _EXPORTS)
+_BASE = "fedcausal_flwr.federation.strategy"
+_FIXED = {"CausalStrategy": _BASE, "TooFewReplies": _BASE, "ProtocolStopped": _BASE,
+          "Diverged": _BASE}
+__all__ = sorted([*_FIXED, *(a.strategy for a in ALGORITHMS.values()),
+                  *(a.settings for a in ALGORITHMS.values())])
+__getattr__ = lazy_exports(__name__, ("strategy", "settings"), _FIXED)

@@ -1,9 +1,9 @@
 """Simulators of the state-space family: block LTI systems, their series and the oracle.
 
 ``h^t = A h^{t-1} + B u^{t-1} + b^t + w^t``, ``y^t = C h^t + v^t`` with per-client blocks
-of sizes ``P, U, D`` (see :mod:`fedcausal_flwr.core.statespace` for the learning equations).
+of sizes ``P, U, D`` (see :mod:`fedcausal_flwr.statespace.model` for the learning equations).
 These functions draw the truth that the synthetic runs are scored against; a client only
-ever sees its own :class:`~fedcausal_flwr.core.statespace.ClientData`.
+ever sees its own :class:`~fedcausal_flwr.statespace.model.ClientData`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as slin
 
-from fedcausal_flwr.core.statespace import (
+from fedcausal_flwr.statespace.model import (
     ClientData,
     block,
     kalman_filter,

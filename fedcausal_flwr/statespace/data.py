@@ -3,7 +3,7 @@
 Data keys of the run config (hyphenated, defaults in :class:`FedGCData`, FedCF's own in
 :class:`FedCFData`; a ``.json`` file named by ``data-path`` may set any of them, and any
 settings key, since ``flwr run`` only accepts keys the App declares). The learning keys and
-their defaults are ``FedGCSettings`` / ``FedCFSettings`` in ``core/statespace.py``; the
+their defaults are ``FedGCSettings`` / ``FedCFSettings`` in ``statespace/model.py``; the
 ``seed`` draws the noise here and seeds the learning there.
 
 ``ss-model``        ``"fedgc"`` or ``"fedcf"`` (set by the strategy)
@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data import lti
 from fedcausal_flwr.settings import Settings, setting
+from fedcausal_flwr.statespace import lti
+from fedcausal_flwr.statespace import model as ss
 
 # FedGC fork's shift windows (1000-2000 +5, ... of T = 30000, B = 0.1), as fractions of T.
 SHIFTS = ((1 / 30, 2 / 30, 0.5), (3 / 30, 5 / 30, -0.3), (7 / 30, 9 / 30, 0.2),

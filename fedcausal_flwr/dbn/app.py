@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 from flwr.app import Context
 
-from fedcausal_flwr.clients.base import client_class
-from fedcausal_flwr.core.dbn import PFDBNLSettings
-from fedcausal_flwr.data.dbn import DBNData, data_config
-from fedcausal_flwr.evaluation import dbn_graph_metrics, lag_scores, netsim_auroc
+from fedcausal_flwr.dbn.data import DBNData, data_config
+from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics, lag_scores, netsim_auroc
+from fedcausal_flwr.dbn.model import PFDBNLSettings
+from fedcausal_flwr.federation.client import client_class
 from fedcausal_flwr.metrics import mean_metrics, score_auc
 
 __all__ = ["client", "evaluator", "strategy", "truth"]
@@ -33,7 +33,7 @@ def client(algorithm: str, context: Context):
     """This node's client on the run config's data set (``data``, ``data-path`` ...), or on
     its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
-    from fedcausal_flwr.data.dbn import client_data, variable_names
+    from fedcausal_flwr.dbn.data import client_data, variable_names
 
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
@@ -70,7 +70,7 @@ def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # no
     """The true W and A of a homogeneous synthetic run (for the PNG), else nothing."""
     if str(rc.get("data", "synthetic")) != "synthetic":
         return {}
-    from fedcausal_flwr.data.dbn import ground_truth
+    from fedcausal_flwr.dbn.data import ground_truth
 
     (W, A), (W1, _) = ground_truth(rc, 2)
     return {"W": W, "A": A} if np.array_equal(W, W1) else {}
@@ -88,7 +88,7 @@ def evaluator(rc: Mapping[str, Any], tau_w: float = PFDBNLSettings.tau_w,
               ) -> Callable[[Mapping[str, np.ndarray], Sequence[int]], dict[str, Any]] | None:
     """``evaluate(estimates, client_ids) -> metrics`` against the truth of the run config's
     built-in data set (synthetic, DREAM4 with a gold standard, NetSim); None when unknown."""
-    from fedcausal_flwr.data.dbn import ground_truth
+    from fedcausal_flwr.dbn.data import ground_truth
 
     kind = str(rc.get("data", "synthetic"))
     if kind == "node":  # the nodes' own data: no truth to score against

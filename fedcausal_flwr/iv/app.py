@@ -1,10 +1,10 @@
 """App glue of FedIV: settings from the run config, the built-in IV data, the test-MSE
 evaluator (the built-in process's true g is known) and the g-vs-g0 figure.
 
-Algorithm settings come from :class:`~fedcausal_flwr.core.deepgmm.FedIVSettings` (its rounds:
+Algorithm settings come from :class:`~fedcausal_flwr.iv.model.FedIVSettings` (its rounds:
 ``iv-rounds``; a ``num-rounds`` other than FDBNL's default is refused, not silently ignored),
 the data keys (``iv-scenario``, ``iv-dgp``, ``iv-n``, ``iv-n-test``, ``iv-alpha``) from
-:class:`~fedcausal_flwr.data.iv.IVDataConfig`; both validate before any node is contacted.
+:class:`~fedcausal_flwr.iv.data.IVDataConfig`; both validate before any node is contacted.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 from flwr.app import Context
 
-from fedcausal_flwr.clients.base import client_class
-from fedcausal_flwr.core.deepgmm import FedIVSettings
-from fedcausal_flwr.data.iv import IVDataConfig
+from fedcausal_flwr.federation.client import client_class
+from fedcausal_flwr.iv.data import IVDataConfig
+from fedcausal_flwr.iv.model import FedIVSettings
 
 __all__ = ["client", "evaluator", "plot_g", "save_plots", "strategy"]
 
@@ -27,7 +27,7 @@ DATA_CLASSES = {"fediv": IVDataConfig}
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     """FedIV with the run config's settings, scored against the built-in data's true g."""
-    from fedcausal_flwr.strategies.fediv import FedIV
+    from fedcausal_flwr.iv.strategy import FedIV
 
     s = FedIVSettings.from_run_config(rc)
     own = IVDataConfig.from_run_config(rc).outcome  # the nodes' own CSVs: no true g
@@ -38,7 +38,7 @@ def client(algorithm: str, context: Context):
     """This node's client on the run config's built-in IV data, or on its own CSV when its
     node config has ``data-path`` (:func:`own_data`); on ``iv-device``."""
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
-    from fedcausal_flwr.data.iv import client_data
+    from fedcausal_flwr.iv.data import client_data
 
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
@@ -65,11 +65,11 @@ def own_data(path, rc: Mapping[str, Any], pid: int, who: str):
     """``(train, val, names)`` of a node's own CSV: ``(x, y, z)`` from the columns the run
     config names (``iv-treatment``, ``iv-outcome``, ``iv-instrument``; comma-separated, one
     outcome), rows split into train and validation by
-    :func:`~fedcausal_flwr.data.iv.own_split` (``iv-val-fraction``, seeded by ``seed`` and the
+    :func:`~fedcausal_flwr.iv.data.own_split` (``iv-val-fraction``, seeded by ``seed`` and the
     partition id). ``names``: treatment, outcome, instrument columns in that order. The
     values are used as they are (standardize them beforehand if their scales differ)."""
     from fedcausal_flwr.data.csvdata import read_csv
-    from fedcausal_flwr.data.iv import IVDataConfig, own_split
+    from fedcausal_flwr.iv.data import IVDataConfig, own_split
 
     c = IVDataConfig.from_run_config(rc)
     roles = {}
@@ -100,8 +100,8 @@ def evaluator(rc: Mapping[str, Any]
               ) -> Callable[[Mapping[str, Any], Sequence[int]], dict[str, Any]]:
     """``evaluate(estimates, client_ids)``: test MSE of g against the true g (pooled test set,
     as the authors' code), and the mean of the per-client test MSEs (the paper's wording)."""
-    from fedcausal_flwr.core import deepgmm as dg
-    from fedcausal_flwr.data import iv
+    from fedcausal_flwr.iv import data as iv
+    from fedcausal_flwr.iv import model as dg
 
     test = iv.test_set(rc)  # validates the data keys
     g, _ = dg.networks(test.x.shape[1:], test.z.shape[1:], 0)
@@ -130,8 +130,8 @@ def plot_g(rc: Mapping[str, Any], estimates: Mapping[str, Any], path: str | Path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from fedcausal_flwr.core import deepgmm as dg
-    from fedcausal_flwr.data import iv
+    from fedcausal_flwr.iv import data as iv
+    from fedcausal_flwr.iv import model as dg
 
     test = iv.test_set(rc)
     g, _ = dg.networks(test.x.shape[1:], test.z.shape[1:], 0)

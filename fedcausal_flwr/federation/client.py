@@ -4,20 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from importlib import import_module
 from typing import Any, ClassVar
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.client import NumPyClient
 from flwr.clientapp import ClientApp
-
-# algorithm -> (module of fedcausal_flwr.clients, client class)
-CLIENTS: dict[str, tuple[str, str]] = {
-    "fdbnl": ("fdbnl", "FDBNLClient"), "pfdbnl": ("pfdbnl", "PFDBNLClient"),
-    "fedgc": ("fedgc", "FedGCClient"), "fedcf": ("fedcf", "FedCFClient"),
-    "fediv": ("fediv", "FedIVClient"), "vfedcd": ("vfedcd", "VFedCDClient"),
-}
 
 Fit = tuple[list[np.ndarray], int, dict[str, Any]]
 
@@ -58,10 +50,9 @@ class CausalClient(NumPyClient):
 
 def client_class(algorithm: str) -> type[CausalClient]:
     """The client class of ``algorithm`` (imports only its module)."""
-    if algorithm not in CLIENTS:
-        raise ValueError(f"unknown algorithm {algorithm!r}; one of {', '.join(CLIENTS)}")
-    module, name = CLIENTS[algorithm]
-    return getattr(import_module(f"fedcausal_flwr.clients.{module}"), name)
+    from fedcausal_flwr import registry
+
+    return registry.get(algorithm).client_class()
 
 
 def register(app: ClientApp, algorithm: str,

@@ -15,10 +15,10 @@ fragment i held by party i (under the secure dispatch, Alg. 2; without it only `
     w <- w - lr (grad + lambda1 sign w + 2 l2 w)        (every fragment; decoders: L2 too)
 
 Products ``x W`` and ``x^T dZ`` are computed in fixed point (``frac`` bits per factor), the
-arithmetic the secret shares use, so the shared protocol (:mod:`fedcausal_flwr.secure.dispatch`)
+arithmetic the secret shares use, so the shared protocol (:mod:`fedcausal_flwr.vertical.dispatch`)
 equals :func:`train_reference` exactly. Fragments, decoders and graphs are numpy float64
 (decoders backpropagate by hand). Every setting and its default is in :class:`VFedCDSettings`.
-Pure numpy: no I/O, no data generation (:mod:`fedcausal_flwr.data.vertical`), no Flower.
+Pure numpy: no I/O, no data generation (:mod:`fedcausal_flwr.vertical.data`), no Flower.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ class PartyConsent(Settings):
 
     Secure only by default: Paillier backends, mode "vfedcd", keys of at least
     :data:`MIN_KEY_BITS` bits. A party states wider consent in its node config (keys below),
-    or its own ClientApp passes it to :class:`~fedcausal_flwr.clients.vfedcd.VFedCDClient`;
+    or its own ClientApp passes it to :class:`~fedcausal_flwr.vertical.client.VFedCDClient`;
     a server that asks for more is refused by :meth:`check` before the party makes a key or
     sends anything. ``backends`` and ``modes`` are comma-separated lists.
     """

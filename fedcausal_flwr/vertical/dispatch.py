@@ -13,7 +13,7 @@ Per step (mini-batch rows ``idx``), phases in order:
 ``gradient`` x^meT (x) Enc_t(dZ_t) - Enc_t(phi)                    -> target t   (Alg. 4)
 ``update``   apply data + CTV + L1 gradients, re-encrypt F[me][j][t] -> holder j;
              graph fragments B_t^me                                 -> CTV (Algs. 5-6)
-The arithmetic is that of :func:`fedcausal_flwr.core.vfedcd.train_reference`, so a run of these
+The arithmetic is that of :func:`fedcausal_flwr.vertical.model.train_reference`, so a run of these
 phases equals the core reference loop exactly.
 
 A :class:`PlainParty` (modes "framework" and "ctv") holds its whole encoders and sends the
@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from fedcausal_flwr.core import vfedcd as core
 from fedcausal_flwr.secure.shares import Mock, forward_masks, holder_share, ring
+from fedcausal_flwr.vertical import model as core
 
 Outbox = dict[int, dict[str, np.ndarray]]  # destination party -> name -> array
 

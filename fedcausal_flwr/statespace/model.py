@@ -15,7 +15,7 @@ FedGC is FedCF without inputs, with ``phi = 0`` and ``xi = 0``: then ``r_s = -D`
 
 :class:`FedGCSettings` and :class:`FedCFSettings` hold every setting with the App's defaults;
 :func:`reference` is the in-process loop the Flower path is tested against. The simulators
-(systems, series, the centralized oracle) are in :mod:`fedcausal_flwr.data.lti`.
+(systems, series, the centralized oracle) are in :mod:`fedcausal_flwr.statespace.lti`.
 Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 """
 

@@ -36,10 +36,7 @@ from flwr.common.logger import log
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from fedcausal_flwr.names import default_names, split
-from fedcausal_flwr.results import RunResult
-from fedcausal_flwr.settings import RunSettings
-from fedcausal_flwr.strategies.replies import (  # noqa: F401 - re-exported for strategies
+from fedcausal_flwr.federation.replies import (  # noqa: F401 - re-exported for strategies
     MAX_ABS,
     SCREEN_FACTOR,
     SCREEN_FLOOR,
@@ -51,7 +48,10 @@ from fedcausal_flwr.strategies.replies import (  # noqa: F401 - re-exported for 
     peak,
     reply_problem,
 )
-from fedcausal_flwr.strategies.wire import WireLog
+from fedcausal_flwr.federation.wire import WireLog
+from fedcausal_flwr.names import default_names, split
+from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.settings import RunSettings
 
 Payload = tuple[list[np.ndarray], dict[str, Any]]
 EvaluateFn = Callable[[Mapping[str, Any], list[int]], dict[str, Any]]

@@ -14,7 +14,7 @@ A user's ClientApp is one call plus the party's data::
     register(app, "vfedcd", lambda context: {"x": my_columns, "columns": my_column_ids,
                                              "sample_ids": my_sample_ids})
 
-Consent: a party accepts only what its :class:`~fedcausal_flwr.core.vfedcd.PartyConsent`
+Consent: a party accepts only what its :class:`~fedcausal_flwr.vertical.model.PartyConsent`
 allows, secure only by default (Paillier backends, mode "vfedcd", keys >= 2048 bits). The
 node config keys ``vfedcd-accept-backends``, ``vfedcd-accept-modes`` and
 ``vfedcd-min-key-bits`` (set by whoever runs the SuperNode) widen or narrow it and win over
@@ -36,15 +36,15 @@ import numpy as np
 from flwr.app import ConfigRecord, Context
 from flwr.common.logger import log
 
-from fedcausal_flwr.clients.base import CausalClient, Fit
-from fedcausal_flwr.core import vfedcd as core
-from fedcausal_flwr.core.vfedcd import PartyConsent, VFedCDSettings
 from fedcausal_flwr.data.csvdata import standardized
-from fedcausal_flwr.data.vertical import TRANSFORMS, checked_party, fitted_scaler
+from fedcausal_flwr.federation.client import CausalClient, Fit
 from fedcausal_flwr.names import checked_names, joined
-from fedcausal_flwr.secure import dispatch
 from fedcausal_flwr.secure.shares import Mock
 from fedcausal_flwr.secure.shares import backend as make_backend
+from fedcausal_flwr.vertical import dispatch
+from fedcausal_flwr.vertical import model as core
+from fedcausal_flwr.vertical.data import TRANSFORMS, checked_party, fitted_scaler
+from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
 
 STATE_KEY = "vfedcd"
 
@@ -92,8 +92,8 @@ class VFedCDClient(CausalClient):
         the server assembles the global list in the order of the attributes' global indices.
     transform : str, optional
         What this party does to its columns over the shared rows before training: "zscore" or
-        "yeo-johnson" (:func:`~fedcausal_flwr.data.vertical.fitted_scaler`; the App passes the
-        run config's ``transform``, default :class:`~fedcausal_flwr.data.vertical.VerticalData`);
+        "yeo-johnson" (:func:`~fedcausal_flwr.vertical.data.fitted_scaler`; the App passes the
+        run config's ``transform``, default :class:`~fedcausal_flwr.vertical.data.VerticalData`);
         None (default) keeps ``x`` as given (the built-in parties arrive transformed over
         their training rows).
     """

@@ -1,4 +1,7 @@
-"""FDBNL client: the closed-form local ADMM step on the client's own time series."""
+"""FDBNL client: the closed-form local ADMM step on the client's own time series.
+
+PFDBNL client: personalized (W_k, A_k) by the proximal local step, then its copies.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from fedcausal_flwr.clients.base import CausalClient, Fit, check_shapes, checked_lagged
-from fedcausal_flwr.core import dbn
+from fedcausal_flwr.dbn import model as dbn
+from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes, checked_lagged
 from fedcausal_flwr.names import checked_names, joined
 
 
@@ -46,3 +49,24 @@ class FDBNLClient(CausalClient):
         check_shapes(self.who, parameters, self.shapes() * 2, ["W", "A", "beta", "gamma"])
         B, D = dbn.admm_local_step(self.mom, *parameters, rho2=float(config["rho2"]))
         return [B, D], self.n, {"loss": dbn.squared_loss(B, D, self.mom)}
+
+
+class PFDBNLClient(FDBNLClient):
+    """Answers ``train.personal`` with ``[W~_k, A~_k, W_k, A_k, h(W_k)]``."""
+
+    phases = {"personal": "personal_step"}
+
+    def personal_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """``train.personal``: [W, A, W~_k, A~_k, beta_k, gamma_k] -> copies and W_k, A_k.
+
+        lambda, mu and the code-compatibility flag come from the server with the message.
+        """
+        check_shapes(self.who, parameters, self.shapes() * 3,
+                     ["W", "A", "W_tilde", "A_tilde", "beta", "gamma"])
+        s = dbn.PFDBNLSettings(lambda_w=float(config["lambda-w"]),
+                               lambda_a=float(config["lambda-a"]), mu=float(config["mu"]),
+                               code_compat=bool(config["code-compat"]),
+                               restarts=int(config["restarts"]))
+        out = dbn.pfdbnl_client_step(self.mom, parameters, float(config["alpha"]),
+                                     float(config["rho1"]), float(config["rho2"]), s)
+        return out, self.n, {"loss": dbn.squared_loss(out[2], out[3], self.mom)}

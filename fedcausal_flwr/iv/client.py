@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from fedcausal_flwr.clients.base import CausalClient, Fit, check_shapes
-from fedcausal_flwr.core import deepgmm as dg
-from fedcausal_flwr.core.deepgmm import FedIVSettings
 from fedcausal_flwr.extras import missing_extra
+from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes
+from fedcausal_flwr.iv import model as dg
+from fedcausal_flwr.iv.model import FedIVSettings
 
 try:
     import torch

@@ -1,13 +1,13 @@
 """VFedCD strategy: the ServerApp is the CTV and the relay of every party-to-party message.
 
 Parties are SuperNodes holding disjoint column blocks of the same samples. At discovery each
-party reports its sample ids (own CSVs: keyed hashes, see :mod:`fedcausal_flwr.app.vertical`);
+party reports its sample ids (own CSVs: keyed hashes, see :mod:`fedcausal_flwr.vertical.app`);
 the server intersects them and sends the sorted shared ids with the first phase; every party
 trains on its rows of those ids, in that order (rows outside the intersection stay unused).
 The server sends every party the settings they must share
 (:meth:`VFedCDSettings.party_config`, with the first phase), then per mini-batch step five
 phases run (``train.vfedcd_forward/share/decode/gradient/update``, the secure dispatch of
-:mod:`fedcausal_flwr.secure.dispatch`); the server only routes ciphertexts (uint8 rows of the
+:mod:`fedcausal_flwr.vertical.dispatch`); the server only routes ciphertexts (uint8 rows of the
 owner's key width, or uint64 under the ``mock`` backend) and masked uint64 shares, and reads
 the graph fragments ``B_t^k`` (d x d_t) for the CTV step. Every party is needed: a party that
 fails, disagrees or replies with a wrong array stops the run, and no graph is reported. A
@@ -19,14 +19,14 @@ In the ablation modes "framework" and "ctv" (Table 3) three plain phases run per
 in the clear through the relay, as the paper's plain framework sends them party to party.
 
 Consent: every party checks the settings against its own
-:class:`~fedcausal_flwr.core.vfedcd.PartyConsent` (secure only by default) and refuses the
+:class:`~fedcausal_flwr.vertical.model.PartyConsent` (secure only by default) and refuses the
 first phase otherwise; parties report their consent at discovery, so a run that some party
 would refuse stops before any key is made, naming every refusing party. Whatever crosses the
 wire unprotected (the ``mock`` backend, the plain modes, test-only keys) is logged as a WARNING
 once per run.
 
 One round is one epoch; ``start(num_rounds=...)`` bounds the epochs (default: the settings'
-``epochs``). Settings and their defaults: :class:`~fedcausal_flwr.core.vfedcd.VFedCDSettings`.
+``epochs``). Settings and their defaults: :class:`~fedcausal_flwr.vertical.model.VFedCDSettings`.
 """
 
 from __future__ import annotations
@@ -40,18 +40,18 @@ import numpy as np
 from flwr.common.logger import log
 from flwr.serverapp import Grid
 
-from fedcausal_flwr.core import vfedcd as core
-from fedcausal_flwr.core.vfedcd import PartyConsent, VFedCDSettings
-from fedcausal_flwr.results import RunResult
-from fedcausal_flwr.secure import dispatch
-from fedcausal_flwr.secure.shares import backend as he_codec
-from fedcausal_flwr.strategies.base import (
+from fedcausal_flwr.federation.strategy import (
     CausalStrategy,
     NodeInfo,
     ProtocolStopped,
     Spec,
     TooFewReplies,
 )
+from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.secure.shares import backend as he_codec
+from fedcausal_flwr.vertical import dispatch
+from fedcausal_flwr.vertical import model as core
+from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
 
 __all__ = ["VFedCD", "VFedCDSettings"]
 
@@ -65,7 +65,8 @@ class VFedCD(CausalStrategy):
         Model, optimiser, CTV and encryption settings (default: the App's).
     **kwargs
         ``evaluate_fn``, ``checkpoint`` and settings fields to change, e.g.
-        ``VFedCD(he_backend="mock")`` (see :class:`~fedcausal_flwr.strategies.base.CausalStrategy`).
+        ``VFedCD(he_backend="mock")`` (see
+        :class:`~fedcausal_flwr.federation.strategy.CausalStrategy`).
     """
 
     algorithm = "vfedcd"

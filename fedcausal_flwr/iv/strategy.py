@@ -9,7 +9,7 @@ fixed class), computed from the clients' sums only; the round with the lowest sc
 selected model. A last ``train.validate`` exchange scores the final global theta.
 
 Divergence: a round whose averaged players are non-finite or exploding
-(:func:`~fedcausal_flwr.core.deepgmm.divergence`), or in which every client's local game went
+(:func:`~fedcausal_flwr.iv.model.divergence`), or in which every client's local game went
 non-finite, ends the run with status ``"stopped: round t: diverged, <what>; keeping round s"``
 and ``metrics["diverged"]``/``["diverged_round"]``; the finished rounds, the last accepted
 global and the selected round are kept (never a plain ``"completed"``).
@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from fedcausal_flwr.core import deepgmm as dg
-from fedcausal_flwr.core.deepgmm import FedIVSettings
+from fedcausal_flwr.federation.strategy import CausalStrategy, Diverged, NodeInfo, TooFewReplies
+from fedcausal_flwr.iv import model as dg
+from fedcausal_flwr.iv.model import FedIVSettings
 from fedcausal_flwr.names import default_names, split
 from fedcausal_flwr.results import RunResult
-from fedcausal_flwr.strategies.base import CausalStrategy, Diverged, NodeInfo, TooFewReplies
 
 __all__ = ["FedIV", "FedIVSettings", "client_config"]
 
@@ -42,32 +42,6 @@ def client_config(s: FedIVSettings) -> dict[str, Any]:
     keys = {name: key for key, name in s.keys().items()}
     return {keys.get(name, name): (list(v) if isinstance(v := getattr(s, name), tuple) else v)
             for name in s.client_fields}
-
-
-def _predict(result: Any, x: Any, selected: bool = True) -> np.ndarray:
-    """:meth:`FedIV.predict`."""
-    from pathlib import Path
-
-    if isinstance(result, (str, Path)):
-        result = RunResult.load(result)
-    est = result.estimates if isinstance(result, RunResult) else dict(result["estimates"])
-    algorithm = result.algorithm if isinstance(result, RunResult) else result.get("algorithm")
-    if algorithm != "fediv":
-        raise ValueError(f"predict needs a FedIV result, got algorithm {algorithm!r}")
-    key = "g_params_selected" if selected else "g_params"
-    if not est.get(key) or "x_shape" not in est:
-        raise ValueError(f"this FedIV result holds no learned g ({key!r} or 'x_shape' "
-                         "missing: the run stopped before its first round, or an older "
-                         "result.json)")
-    x_shape = tuple(int(v) for v in np.ravel(est["x_shape"]))
-    z_shape = tuple(int(v) for v in np.ravel(est.get("z_shape", [1])))
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == len(x_shape) and x_shape == (1,):
-        x = x.reshape(-1, 1)
-    if x.shape[1:] != x_shape:
-        raise ValueError(f"x has per-row shape {x.shape[1:]}, the learned g takes {x_shape}")
-    g, _ = dg.networks(x_shape, z_shape, 0)
-    return dg.g_values(g, [np.asarray(a, dtype=np.float64) for a in est[key]], x)
 
 
 def _shape(tag: str) -> tuple[int, ...]:
@@ -89,7 +63,7 @@ class FedIV(CausalStrategy):
         features (default: the App's).
     **kwargs
         ``evaluate_fn``, ``checkpoint`` and settings fields to change (see
-        :class:`~fedcausal_flwr.strategies.base.CausalStrategy`).
+        :class:`~fedcausal_flwr.federation.strategy.CausalStrategy`).
     """
 
     algorithm = "fediv"
@@ -105,7 +79,7 @@ class FedIV(CausalStrategy):
         """Clients must agree on the input shapes of x and z."""
         from collections import Counter
 
-        from fedcausal_flwr.strategies.base import majority_props
+        from fedcausal_flwr.federation.strategy import majority_props
 
         keys = ("x-shape", "z-shape")
         ok = [i for i in infos if all(k in i.props for k in keys)]
@@ -246,4 +220,6 @@ class FedIV(CausalStrategy):
         dx = 1; images n x C x H x W). ``result``: a :class:`RunResult` or a loaded
         result.json (dict or path). ``selected`` (default): g of the round the federated
         validation selected; False: g of the last round."""
-        return _predict(result, x, selected)
+        from fedcausal_flwr.iv.view import predict
+
+        return predict(result, x, selected)

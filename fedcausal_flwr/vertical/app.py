@@ -1,10 +1,10 @@
 """App glue of VFedCD: settings from the run config, built-in vertical data, truth, evaluator.
 
-The model settings are :class:`~fedcausal_flwr.core.vfedcd.VFedCDSettings`, the data keys
-:class:`~fedcausal_flwr.data.vertical.VerticalData`; both are validated here, before any node
+The model settings are :class:`~fedcausal_flwr.vertical.model.VFedCDSettings`, the data keys
+:class:`~fedcausal_flwr.vertical.data.VerticalData`; both are validated here, before any node
 is contacted. The parties get their settings from the server, not from the run config.
 
-Consent (:class:`~fedcausal_flwr.core.vfedcd.PartyConsent`): each built-in party accepts what
+Consent (:class:`~fedcausal_flwr.vertical.model.PartyConsent`): each built-in party accepts what
 its node config's ``vfedcd-accept-*`` / ``vfedcd-min-key-bits`` keys say; a key its node config
 lacks is taken from the run config's key of the same name (declared with the secure defaults).
 A Ray simulation gives nodes no node config of their own, so this is how the App's simulations
@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from flwr.app import Context
 
-from fedcausal_flwr.clients.base import client_class
-from fedcausal_flwr.core.vfedcd import PartyConsent, VFedCDSettings
-from fedcausal_flwr.data.vertical import VerticalData
+from fedcausal_flwr.federation.client import client_class
+from fedcausal_flwr.vertical.data import VerticalData
+from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
 
 __all__ = ["client", "evaluator", "strategy", "truth"]
 
@@ -35,7 +35,7 @@ CLIENT_CLASSES = {"vfedcd": PartyConsent}
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     """VFedCD with the run config's settings, scored against the built-in data's truth."""
-    from fedcausal_flwr.strategies.vfedcd import VFedCD
+    from fedcausal_flwr.vertical.strategy import VFedCD
 
     s = VFedCDSettings.from_run_config(rc)
     data = VerticalData.from_run_config(rc)  # a bad data key fails here, not on the parties
@@ -47,7 +47,7 @@ def client(algorithm: str, context: Context):
     """This node's party on the run config's data (its block of columns, training rows), or
     on its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
-    from fedcausal_flwr.data.vertical import VerticalData, party_data, sachs
+    from fedcausal_flwr.vertical.data import VerticalData, party_data, sachs
 
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
@@ -101,7 +101,7 @@ def own_data(path, context: Context, pid: int, k: int
     the run config's ``parts`` (party k holds the k-th block). All shared rows train.
     """
     from fedcausal_flwr.data import csvdata
-    from fedcausal_flwr.data.vertical import blocks
+    from fedcausal_flwr.vertical.data import blocks
 
     who = f"party {pid}"
     table = csvdata.read_csv(path, who, min_rows=2, id_column=str(
@@ -134,7 +134,7 @@ def own_data(path, context: Context, pid: int, k: int
 
 def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001
     """The true graph (named B, for the PNG of learned vs true)."""
-    from fedcausal_flwr.data.vertical import pooled_data
+    from fedcausal_flwr.vertical.data import pooled_data
 
     if VerticalData.from_run_config(rc).data == "node":
         return {}
@@ -145,8 +145,8 @@ def evaluator(rc: Mapping[str, Any]
               ) -> Callable[[Mapping[str, np.ndarray], Sequence[int]], dict[str, Any]]:
     """SHD (a reversal counts once) and F1 of the DAG against the built-in data's true graph
     (built on first use)."""
-    from fedcausal_flwr.data.vertical import pooled_data
     from fedcausal_flwr.metrics import graph_metrics
+    from fedcausal_flwr.vertical.data import pooled_data
 
     truth_of: dict[str, np.ndarray] = {}
 

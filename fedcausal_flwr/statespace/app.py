@@ -2,8 +2,8 @@
 ``data-path``), the built-in data, the synthetic truth and the counterfactual warning.
 
 ``flwr run`` accepts only the keys the App declares, so any other key (the data keys with
-model-specific defaults, see :mod:`fedcausal_flwr.data.statespace`) travels in a JSON file
-named by ``data-path``; :func:`~fedcausal_flwr.data.statespace.merged_config` merges it over
+model-specific defaults, see :mod:`fedcausal_flwr.statespace.data`) travels in a JSON file
+named by ``data-path``; :func:`~fedcausal_flwr.statespace.data.merged_config` merges it over
 the run config. Settings keys and their defaults: ``FedGCSettings`` / ``FedCFSettings``.
 """
 
@@ -17,9 +17,9 @@ import numpy as np
 from flwr.app import Context
 from flwr.common.logger import log
 
-from fedcausal_flwr.clients.base import client_class
-from fedcausal_flwr.core import statespace as ss
-from fedcausal_flwr.data.statespace import FedCFData, FedGCData
+from fedcausal_flwr.federation.client import client_class
+from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace.data import FedCFData, FedGCData
 
 __all__ = ["client", "evaluator", "settings", "strategy"]
 
@@ -30,7 +30,7 @@ INPUT_COLUMNS = "input-columns"  # node config: the CSV's known-input columns
 
 def settings(algorithm: str, rc: Mapping[str, Any]) -> ss.StateSpaceSettings:
     """``FedGCSettings`` or ``FedCFSettings`` from the run config and its ``.json``."""
-    from fedcausal_flwr.data.statespace import merged_config
+    from fedcausal_flwr.statespace.data import merged_config
 
     cls = ss.FedCFSettings if algorithm == "fedcf" else ss.FedGCSettings
     return cls.from_run_config(merged_config(rc, algorithm))
@@ -38,7 +38,7 @@ def settings(algorithm: str, rc: Mapping[str, Any]) -> ss.StateSpaceSettings:
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):
     """FedGC or FedCF with the run config's settings; scored only on synthetic data."""
-    from fedcausal_flwr.data.statespace import merged_config
+    from fedcausal_flwr.statespace.data import merged_config
     from fedcausal_flwr.strategies import FedCF, FedGC
 
     s = settings(algorithm, rc)  # validates before anything else
@@ -54,7 +54,7 @@ def client(algorithm: str, context: Context):
     """This node's client on the run config's data (synthetic system, NetSim, plant CSV), or
     on its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
-    from fedcausal_flwr.data.statespace import client_data, merged_config
+    from fedcausal_flwr.statespace.data import client_data, merged_config
 
     pid = int(context.node_config.get("partition-id", 0))
     path = node_data_path(context.node_config, f"client {pid}")
@@ -78,12 +78,12 @@ def own_data(path, algorithm: str, context: Context, who: str
     by the node config ``input-columns`` (comma-separated header names, e.g.
     ``"valve,pump"``; default none). Identified as for the built-in real data: channels
     z-scored, then SVD + least squares ``h^t = A h^{t-1} + B u^{t-1}`` with ``ss-p`` states
-    (:func:`~fedcausal_flwr.data.statespace.svd_var_client`). Inputs stay in the CSV's units,
+    (:func:`~fedcausal_flwr.statespace.data.svd_var_client`). Inputs stay in the CSV's units,
     those of a counterfactual query's ``cf-delta``. The names returned are the measurement
     channels'. The Kalman filter runs over one continuous series: a ``segment-column`` is
     refused."""
     from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, Table, read_csv, zscored
-    from fedcausal_flwr.data.statespace import merged_config, svd_var_client
+    from fedcausal_flwr.statespace.data import merged_config, svd_var_client
 
     if str(context.node_config.get(SEGMENT_COLUMN, "") or ""):
         raise ValueError(f"{who}: node config {SEGMENT_COLUMN} is not supported by "
@@ -113,7 +113,7 @@ def evaluator(full: Mapping[str, Any]
               ) -> Callable[[Mapping[str, np.ndarray], Sequence[int]], dict[str, Any]] | None:
     """``evaluate_fn`` against the synthetic truth (the server regenerates the system);
     None on real data, whose truth is unknown. ``full``: a merged config."""
-    from fedcausal_flwr.data.statespace import synthetic_system
+    from fedcausal_flwr.statespace.data import synthetic_system
 
     if str(full.get("ss-data", "synthetic")) != "synthetic":
         return None

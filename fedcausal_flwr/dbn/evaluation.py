@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from fedcausal_flwr.core.dbn import threshold
+from fedcausal_flwr.dbn.model import threshold
 from fedcausal_flwr.metrics import graph_metrics, swapped_rates
 
 

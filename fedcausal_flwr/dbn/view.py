@@ -1,0 +1,30 @@
+"""How a FDBNL/PFDBNL result reads as a graph: ``W`` (lag 0), then ``A1``..``Ap``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedcausal_flwr.results import Layer, RunResult, labels_or_default
+
+
+def layers(r: RunResult, client: int | None = None) -> list[Layer]:
+    """``W`` and the lag blocks of ``A``; ``client``: PFDBNL's personalized graph."""
+    est = r.estimates
+    if client is not None and r.algorithm != "pfdbnl":
+        raise ValueError(f"client={client}: only PFDBNL learns a graph per client")
+    if "W" not in est:
+        return []
+    W, A = np.asarray(est["W"], dtype=float), np.asarray(est["A"], dtype=float)
+    if client is not None:
+        ids = [int(c) for c in np.ravel(est.get("client_ids", []))]
+        if client not in ids:
+            raise ValueError(f"client {client} is not among this run's clients {ids}")
+        i = ids.index(client)
+        W = np.asarray(est["W_local"], dtype=float)[i]
+        A = np.asarray(est["A_local"], dtype=float)[i]
+    v, _ = labels_or_default(r, "W", W.shape)
+    d = W.shape[0]
+    out = [Layer("W", 0, W, v, v)]
+    for k in range(1, A.shape[0] // d + 1 if d else 1):
+        out.append(Layer(f"A{k}", k, A[(k - 1) * d:k * d], v, v))
+    return out
