@@ -30,15 +30,7 @@ DOCS = ROOT / "docs"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# algorithm -> (strategy class, settings class, client class), all by name
-ALGORITHMS = {
-    "fdbnl": ("FDBNL", "FDBNLSettings", "FDBNLClient"),
-    "pfdbnl": ("PFDBNL", "PFDBNLSettings", "PFDBNLClient"),
-    "fedgc": ("FedGC", "FedGCSettings", "FedGCClient"),
-    "fedcf": ("FedCF", "FedCFSettings", "FedCFClient"),
-    "fediv": ("FedIV", "FedIVSettings", "FedIVClient"),
-    "vfedcd": ("VFedCD", "VFedCDSettings", "VFedCDClient"),
-}
+from fedcausal_flwr.registry import ALGORITHMS  # noqa: E402 - after the sys.path line
 
 # docs/api/<file>.md -> modules it documents
 API_MODULES = {
@@ -147,12 +139,8 @@ def replace_block(text: str, part: str, body: str, where: str) -> str:
 
 
 def algorithm_page(algorithm: str, text: str) -> str:
-    strat_name, settings_name, client_name = ALGORITHMS[algorithm]
-    strategies = importlib.import_module("fedcausal_flwr.strategies")
-    clients = importlib.import_module("fedcausal_flwr.clients")
-    strategy = getattr(strategies, strat_name)
-    settings = getattr(strategies, settings_name)
-    client = getattr(clients, client_name)
+    alg = ALGORITHMS[algorithm]
+    strategy, settings, client = alg.strategy_class(), alg.settings_class(), alg.client_class()
     where = f"docs/algorithms/{algorithm}.md"
     text = replace_block(text, "phases", phases_table(client, strategy), where)
     return replace_block(text, "settings", settings_table(settings), where)

@@ -13,6 +13,7 @@ from flwr.app import Context
 from flwr.common.logger import log
 from flwr.serverapp import Grid, ServerApp
 
+from fedcausal_flwr import registry
 from fedcausal_flwr.app import check_foreign_keys, glue
 from fedcausal_flwr.results import RunResult
 
@@ -25,11 +26,6 @@ def output_dir(rc: dict[str, Any], algorithm: str) -> Path:
     return Path(str(rc.get("outputs", "outputs"))).expanduser().resolve() / name
 
 
-GRAPHS_SHOWN = ("W", "A", "B", "A_hat")
-"""Estimates drawn in graphs.png (DBNs' W and A, VFedCD's B, FedGC/FedCF's A_hat), their
-rows and columns named when the result has names (``RunResult.labels``)."""
-
-
 def save_with_plots(result: RunResult, out: Path) -> Path:
     """Write result.json, then the PNGs of learned vs true graphs and of the history.
 
@@ -39,7 +35,9 @@ def save_with_plots(result: RunResult, out: Path) -> Path:
     from fedcausal_flwr.plots import plot_graphs, plot_history
 
     path = result.save(out)
-    shown = {k: v for k, v in result.estimates.items() if k in GRAPHS_SHOWN}
+    graphs = registry.ALGORITHMS[result.algorithm].graphs \
+        if result.algorithm in registry.ALGORITHMS else ()
+    shown = {k: v for k, v in result.estimates.items() if k in graphs}
     truth = {k: v for k, v in result.truth.items() if k in shown}
     labels = {k: result.labels(k) for k in shown}
     keys = [k for k in ("h", "primal_residual", "shd_w", "shd_a", "auroc", "loss")

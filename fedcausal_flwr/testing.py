@@ -32,6 +32,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Context, Error, Message, RecordD
 from flwr.serverapp import Grid
 from flwr.supercore.task_identity import TaskIdentity
 
+from fedcausal_flwr import registry
 from fedcausal_flwr.results import RunResult
 
 ClientCallable = Callable[[Message, Context], Message | None]
@@ -170,9 +171,9 @@ class InProcessGrid(Grid):
 
 
 # ---- fault injection (issue 11) ------------------------------------------------------------
-ALGORITHMS = ("fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd")
+ALGORITHMS = tuple(registry.ALGORITHMS)
 #: Protocols that need every party in every exchange: a faulty party stops the run.
-EVERY_PARTY = frozenset({"fedgc", "fedcf", "vfedcd"})
+EVERY_PARTY = frozenset(a.name for a in registry.ALGORITHMS.values() if a.every_party)
 #: The faulty partition, and the round its faults start (its earlier replies are honest).
 FAULTY, FROM_ROUND = 1, 2
 #: Reply timeout of the fault runs (the no-reply fault waits for it).

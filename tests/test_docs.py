@@ -20,13 +20,12 @@ def test_docs_are_up_to_date():
 
 @pytest.mark.parametrize("algorithm", sorted(build.ALGORITHMS))
 def test_every_run_config_key_is_on_its_page(algorithm):
-    import fedcausal_flwr.strategies as strategies
     page = (ROOT / "docs" / "algorithms" / f"{algorithm}.md").read_text()
-    settings = getattr(strategies, build.ALGORITHMS[algorithm][1])
+    settings = build.ALGORITHMS[algorithm].settings_class()
     missing = [k for k in settings.keys() if f"| `{k}` |" not in page]
     assert not missing, f"{algorithm}.md lacks {missing}"
     for phase in getattr(__import__("fedcausal_flwr.clients", fromlist=["x"]),
-                         build.ALGORITHMS[algorithm][2]).phases:
+                         build.ALGORITHMS[algorithm].client).phases:
         assert f"`train.{phase}`" in page
 
 
