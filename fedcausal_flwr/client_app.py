@@ -1,7 +1,8 @@
 """The ClientApp: serves every algorithm's client over ``train.<phase>``/``query.<phase>``.
 
-The run config's ``algorithm`` picks the App glue (:mod:`fedcausal_flwr.app`) that builds this
-node's client on the built-in data; only that algorithm's modules are imported. A user's own
+The run config's ``algorithm`` picks the family's App glue (through the registry) that builds
+this node's client from its section of the run config; only that family's modules are
+imported. A user's own
 ClientApp calls :func:`fedcausal_flwr.clients.register` with its own data instead.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
-from fedcausal_flwr.app import glue
+from fedcausal_flwr.appconfig import glue
 from fedcausal_flwr.federation.client import reply
 
 

@@ -91,8 +91,27 @@ def toml_value(v: Any) -> str:
 
 
 def parse_run_config(text: str) -> dict[str, Any]:
-    """``'k=v k2="s"'`` (the ``flwr run --run-config`` syntax) as a dict."""
-    return tomllib.loads("\n".join(_split_pairs(text))) if text.strip() else {}
+    """``'k=v dbn.k2="s"'`` (the ``flwr run --run-config`` syntax) as a flat dict, dotted
+    keys kept dotted as Flower flattens them (``dbn.lambda-w``)."""
+    return _flat(tomllib.loads("\n".join(_split_pairs(text)))) if text.strip() else {}
+
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def renamed_keys(cfg: Mapping[str, Any]) -> list[str]:
+    """The run-config problems of ``cfg`` (:func:`fedcausal_flwr.appconfig.problems`): a key
+    without its section is refused here, naming its new name, before any Flower process."""
+    from fedcausal_flwr.appconfig import problems
+
+    return problems(str(cfg.get("algorithm", "fdbnl")), cfg)
 
 
 def _split_pairs(text: str) -> list[str]:
@@ -112,8 +131,8 @@ def _split_pairs(text: str) -> list[str]:
 def run_config_arg(cfg: Mapping[str, Any]) -> str:
     """A dict as the ``--run-config`` argument, relative paths made absolute."""
     cfg = dict(cfg)
-    for key in PATH_KEYS:
-        if cfg.get(key):
+    for key in list(cfg):
+        if key.rpartition(".")[2] in PATH_KEYS and cfg.get(key):
             cfg[key] = str(Path(str(cfg[key])).expanduser().resolve())
     return " ".join(f"{k}={toml_value(v)}" for k, v in cfg.items())
 
@@ -507,6 +526,10 @@ def main(argv: list[str] | None = None) -> int:
     cfg: dict[str, Any] = {}
     for text in args.run_config:
         cfg.update(parse_run_config(text))
+    bad = renamed_keys(cfg)
+    if bad:
+        print("error: run config: " + "; ".join(bad), file=sys.stderr)
+        return 2
     cfg.setdefault("outputs", "outputs")
     if not cfg.get("run-name"):  # named here, so the launcher knows where result.json lands
         cfg["run-name"] = f"{cfg.get('algorithm', 'fdbnl')}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -37,9 +37,8 @@ class Algorithm:
     name : run config ``algorithm`` (``"fdbnl"``).
     title : its display name (``"FDBNL"``).
     package : its family package (``"fedcausal_flwr.dbn"``).
-    section : its run-config section (``"dbn"``: keys ``dbn.lambda-w``).
     strategy, client, settings, data : class names in the family's ``strategy``,
-        ``client``, ``model`` and ``data`` modules.
+        ``client``, ``model`` (``settings_module``) and ``data`` modules.
     extra : the pip extra that installs what it needs beyond the core.
     graphs : the estimates that are graphs (drawn, thresholded, viewed as layers).
     every_party : whether every node must answer every exchange (a lost party stops it).
@@ -48,7 +47,6 @@ class Algorithm:
     name: str
     title: str
     package: str
-    section: str
     strategy: str
     client: str
     settings: str
@@ -56,6 +54,12 @@ class Algorithm:
     extra: str
     graphs: tuple[str, ...] = ()
     every_party: bool = False
+    settings_module: str = "model"
+
+    @property
+    def section(self) -> str:
+        """Its run-config section, the family package's name (``dbn``: ``dbn.lambda-w``)."""
+        return self.package.rpartition(".")[2]
 
     def module(self, part: str) -> ModuleType:
         """The family's module ``part`` (``"strategy"``, ``"app"`` ...), imported now."""
@@ -77,7 +81,7 @@ class Algorithm:
 
     def settings_class(self) -> type:
         """The settings class (every default of the algorithm, once)."""
-        return getattr(self.module("model"), self.settings)
+        return getattr(self.module(self.settings_module), self.settings)
 
     def data_class(self) -> type:
         """The class of its built-in data keys."""
@@ -89,19 +93,19 @@ class Algorithm:
 
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
-    Algorithm("fdbnl", "FDBNL", "fedcausal_flwr.dbn", "dbn", "FDBNL", "FDBNLClient",
+    Algorithm("fdbnl", "FDBNL", "fedcausal_flwr.dbn", "FDBNL", "FDBNLClient",
               "FDBNLSettings", "DBNData", "fdbnl", graphs=("W", "A")),
-    Algorithm("pfdbnl", "PFDBNL", "fedcausal_flwr.dbn", "dbn", "PFDBNL", "PFDBNLClient",
+    Algorithm("pfdbnl", "PFDBNL", "fedcausal_flwr.dbn", "PFDBNL", "PFDBNLClient",
               "PFDBNLSettings", "DBNData", "pfdbnl", graphs=("W", "A")),
-    Algorithm("fedgc", "FedGC", "fedcausal_flwr.statespace", "statespace", "FedGC",
+    Algorithm("fedgc", "FedGC", "fedcausal_flwr.statespace", "FedGC",
               "FedGCClient", "FedGCSettings", "FedGCData", "fedgc", graphs=("A_hat",),
               every_party=True),
-    Algorithm("fedcf", "FedCF", "fedcausal_flwr.statespace", "statespace", "FedCF",
+    Algorithm("fedcf", "FedCF", "fedcausal_flwr.statespace", "FedCF",
               "FedCFClient", "FedCFSettings", "FedCFData", "fedcf",
               graphs=("A_hat", "B_hat"), every_party=True),
-    Algorithm("fediv", "FedIV", "fedcausal_flwr.iv", "iv", "FedIV", "FedIVClient",
+    Algorithm("fediv", "FedIV", "fedcausal_flwr.iv", "FedIV", "FedIVClient",
               "FedIVSettings", "IVDataConfig", "fediv"),
-    Algorithm("vfedcd", "VFedCD", "fedcausal_flwr.vertical", "vertical", "VFedCD",
+    Algorithm("vfedcd", "VFedCD", "fedcausal_flwr.vertical", "VFedCD",
               "VFedCDClient", "VFedCDSettings", "VerticalData", "vfedcd", graphs=("B",),
               every_party=True),
 )}
@@ -138,8 +142,11 @@ def sections() -> dict[str, list[str]]:
 def exported(attribute: str) -> dict[str, tuple[str, str]]:
     """``{class name: (module, class name)}`` of every algorithm's ``attribute`` class
     (``"strategy"``, ``"client"`` or ``"settings"``): the lazy public exports."""
-    part = {"strategy": "strategy", "client": "client", "settings": "model"}[attribute]
-    return {getattr(a, attribute): (f"{a.package}.{part}", getattr(a, attribute))
+    def module(a: Algorithm) -> str:
+        return {"strategy": "strategy", "client": "client",
+                "settings": a.settings_module}[attribute]
+
+    return {getattr(a, attribute): (f"{a.package}.{module(a)}", getattr(a, attribute))
             for a in ALGORITHMS.values()}
 
 

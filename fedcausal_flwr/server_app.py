@@ -1,5 +1,6 @@
-"""The ServerApp: run config ``algorithm`` selects the App glue (:mod:`fedcausal_flwr.app`),
-which builds the strategy with validated settings before any node is contacted."""
+"""The ServerApp: run config ``algorithm`` selects the family's App glue through the registry;
+the run config is checked (:func:`fedcausal_flwr.appconfig.check`) and the glue builds the
+strategy from its section with validated settings before any node is contacted."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from flwr.common.logger import log
 from flwr.serverapp import Grid, ServerApp
 
 from fedcausal_flwr import registry
-from fedcausal_flwr.app import check_foreign_keys, glue
+from fedcausal_flwr.appconfig import check, glue, view
 from fedcausal_flwr.results import RunResult
 
 app = ServerApp()
@@ -80,8 +81,9 @@ def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
     out = output_dir(rc, algorithm)
     try:
         module = glue(algorithm)
-        check_foreign_keys(algorithm, rc)  # a key of another algorithm would be ignored
-        strategy = module.strategy(algorithm, rc)  # validates the settings: before any node
+        check(algorithm, rc)  # a key without its section, or of another section, fails here
+        section = view(algorithm, rc)
+        strategy = module.strategy(algorithm, section)  # validates settings: before any node
     except BaseException as e:
         status = (f"failed: {type(e).__name__}: {e}" if isinstance(e, Exception)
                   else f"interrupted: {type(e).__name__}")
@@ -98,13 +100,13 @@ def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
     result.config = {"run_config": rc, "strategy": strategy.config()}
     if hasattr(module, "truth"):
         try:
-            result.truth = module.truth(algorithm, rc)
+            result.truth = module.truth(algorithm, section)
         except Exception as e:  # noqa: BLE001 - the truth only feeds the plot
             result.errors.append(f"truth for the plot: {type(e).__name__}: {e}")
             log(ERROR, "truth for the plot failed: %s", traceback.format_exc())
     path = save_with_plots(result, out)
     if hasattr(module, "save_plots"):  # an algorithm's own figures, beside result.json
-        if plots_failed(result, [("save_plots", lambda: module.save_plots(algorithm, rc,
+        if plots_failed(result, [("save_plots", lambda: module.save_plots(algorithm, section,
                                                                             result, out))]):
             path = result.save(out)
     log(INFO, "%s %s after %d rounds in %.1fs", algorithm, result.status,

@@ -13,7 +13,12 @@ any node is contacted, with an error that names the key, the value and what is a
     MySettings.from_run_config({"lambda-w": -1})
     # ValueError: run config 'lambda-w' = -1: must be >= 0
 
-The App's ``[tool.flwr.app.config]`` declares exactly :meth:`Settings.run_config` of each
+The run config is sectioned: the keys every algorithm shares (:data:`SHARED_KEYS`) sit at the
+top of ``[tool.flwr.app.config]``, each family's keys in its own table
+(``[tool.flwr.app.config.dbn]``), which Flower flattens to ``dbn.lambda-w``. A class's
+``section`` names its table; :meth:`Settings.from_run_config` reads the keys of its section
+(and the shared ones), or a section's keys without their prefix (what the App hands the
+family's glue). The App's config declares exactly :meth:`Settings.app_config` of each
 algorithm's defaults (tested), so the App, the scripts and a user's own project agree.
 """
 
@@ -23,9 +28,27 @@ import dataclasses
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 _META = "fedcausal"
+
+SHARED_KEYS = frozenset({"algorithm", "seed", "outputs", "run-name", "min-nodes", "node-wait-s",
+                         "round-timeout-s", "node-grace-s"})
+"""Run-config keys at the top of the run config, read alike by every algorithm."""
+
+
+def section_view(section: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of ``section`` without their prefix, beside the shared keys.
+
+    A config that holds no key of ``section`` is taken to be such a view already and comes
+    back as it is.
+    """
+    prefix = section + "."
+    if not section or not any(str(k).startswith(prefix) for k in config):
+        return dict(config)
+    out = {k: v for k, v in config.items() if k in SHARED_KEYS}
+    out.update({k[len(prefix):]: v for k, v in config.items() if str(k).startswith(prefix)})
+    return out
 
 
 def setting(default: Any, key: str | None = None, *, ge: float | None = None,
@@ -96,14 +119,17 @@ def coerce(value: Any, kind: type, where: str, meta: Mapping[str, Any]) -> Any:
 class Settings:
     """Base of every algorithm's settings: validation and the run-config mapping."""
 
+    section: ClassVar[str] = ""
+    """The run-config table of its keys (``"dbn"``: ``dbn.lambda-w``); "" for shared keys."""
+
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
         for f in fields(self):
             meta = _meta(f)
             kind = hints.get(f.name)
             if kind in (int, float, bool, str):
-                where = f"run config {meta['key']!r}" if meta.get("key") else \
-                    f"{type(self).__name__}.{f.name}"
+                where = f"run config {self.app_key(meta['key'])!r}" if meta.get("key") \
+                    else f"{type(self).__name__}.{f.name}"
                 object.__setattr__(self, f.name,
                                    coerce(getattr(self, f.name), kind, where, meta))
 
@@ -113,19 +139,35 @@ class Settings:
         return {_meta(f)["key"]: f.name for f in fields(cls) if _meta(f).get("key")}
 
     @classmethod
+    def app_key(cls, key: str) -> str:
+        """The key as the App's run config spells it: ``<section>.<key>`` unless shared."""
+        return key if key in SHARED_KEYS or not cls.section else f"{cls.section}.{key}"
+
+    @classmethod
     def from_run_config(cls, config: Mapping[str, Any], **overrides: Any) -> Self:
         """Settings from a run config: its keys over the defaults, then ``overrides``.
 
-        Keys of other algorithms are ignored (the App's run config is shared); a key of this
-        class with a wrong type or value raises a ValueError naming it.
+        ``config`` is sectioned (``dbn.lambda-w``) or one section's view (``lambda-w``). Keys of
+        other sections are ignored; a key of this class with a wrong type or value, or given
+        without its section beside sectioned keys, raises a ValueError naming it.
         """
+        if cls.section and any(str(k).startswith(cls.section + ".") for k in config):
+            stale = [k for k in cls.keys() if k in config and k not in SHARED_KEYS]
+            if stale:
+                raise ValueError("run config: " + "; ".join(
+                    f"{k!r} is now {cls.app_key(k)!r}" for k in stale))
+        config = section_view(cls.section, config)
         values = {name: config[key] for key, name in cls.keys().items() if key in config}
         values.update(overrides)
         return cls(**values)
 
     def run_config(self) -> dict[str, Any]:
-        """``{run-config key: value}``: what ``[tool.flwr.app.config]`` declares."""
+        """``{run-config key: value}`` within the section (what the family's glue reads)."""
         return {key: getattr(self, name) for key, name in self.keys().items()}
+
+    def app_config(self) -> dict[str, Any]:
+        """``{sectioned key: value}``: what the App's ``[tool.flwr.app.config]`` declares."""
+        return {self.app_key(k): v for k, v in self.run_config().items()}
 
     def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes``."""

@@ -182,24 +182,28 @@ TIMEOUT_S = 0.5
 _COMMON = {"min-nodes": 2, "node-wait-s": 5.0, "round-timeout-s": TIMEOUT_S}
 #: Small, fast run configs (those of tests/test_app_*.py, fewer rounds) and their node counts.
 SMALL: dict[str, tuple[dict[str, Any], int]] = {
-    "fdbnl": ({"algorithm": "fdbnl", "seed": 3, "d": 5, "lags": 1, "samples-per-client": 40,
-               "generator": "svar", "num-rounds": 3, "lambda-w": 0.05, "lambda-a": 0.05,
-               **_COMMON}, 4),
-    "pfdbnl": ({"algorithm": "pfdbnl", "seed": 3, "d": 5, "lags": 1, "samples-per-client": 40,
-                "generator": "svar", "num-rounds": 3, "lambda-w": 0.05, "lambda-a": 0.05,
-                "heterogeneous": True, **_COMMON}, 4),
-    "fedgc": ({"algorithm": "fedgc", "seed": 3, "ss-t": 80, "ss-window": 20, "ss-epochs": 1,
-               "ss-clients": 3, **_COMMON}, 3),
-    "fedcf": ({"algorithm": "fedcf", "seed": 3, "ss-t": 80, "ss-window": 20, "ss-epochs": 1,
-               "ss-clients": 3, **_COMMON}, 3),
-    "fediv": ({"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600,
-               "iv-rounds": 3, "iv-lr-g": 0.05, "iv-lr-f": 0.25, "iv-val-features": 8,
-               "iv-device": "cpu", **_COMMON}, 4),
+    "fdbnl": ({"algorithm": "fdbnl", "seed": 3, "dbn.d": 5, "dbn.lags": 1,
+               "dbn.samples-per-client": 40, "dbn.generator": "svar", "dbn.num-rounds": 3,
+               "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05, **_COMMON}, 4),
+    "pfdbnl": ({"algorithm": "pfdbnl", "seed": 3, "dbn.d": 5, "dbn.lags": 1,
+                "dbn.samples-per-client": 40, "dbn.generator": "svar", "dbn.num-rounds": 3,
+                "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05, "dbn.heterogeneous": True,
+                **_COMMON}, 4),
+    "fedgc": ({"algorithm": "fedgc", "seed": 3, "statespace.ss-t": 80,
+               "statespace.ss-window": 20, "statespace.ss-epochs": 1,
+               "statespace.ss-clients": 3, **_COMMON}, 3),
+    "fedcf": ({"algorithm": "fedcf", "seed": 3, "statespace.ss-t": 80,
+               "statespace.ss-window": 20, "statespace.ss-epochs": 1,
+               "statespace.ss-clients": 3, **_COMMON}, 3),
+    "fediv": ({"algorithm": "fediv", "seed": 4, "iv.iv-scenario": "step", "iv.iv-n": 600,
+               "iv.iv-rounds": 3, "iv.iv-lr-g": 0.05, "iv.iv-lr-f": 0.25,
+               "iv.iv-val-features": 8, "iv.iv-device": "cpu", **_COMMON}, 4),
     # the mock backend and small keys: test-only opt-ins of the server and the parties
-    "vfedcd": ({"algorithm": "vfedcd", "d": 6, "edges": 8, "n": 20, "num-epochs": 3,
-                "batch": 8, "he-backend": "mock", "key-bits": 256, "gamma": 0.5, "seed": 4,
-                "insecure-test-keys": True, "vfedcd-accept-backends": "mock",
-                "vfedcd-min-key-bits": 256, **_COMMON}, 3),
+    "vfedcd": ({"algorithm": "vfedcd", "seed": 4, "vertical.d": 6, "vertical.edges": 8,
+                "vertical.n": 20, "vertical.num-epochs": 3, "vertical.batch": 8,
+                "vertical.he-backend": "mock", "vertical.key-bits": 256, "vertical.gamma": 0.5,
+                "vertical.insecure-test-keys": True, "vertical.vfedcd-accept-backends": "mock",
+                "vertical.vfedcd-min-key-bits": 256, **_COMMON}, 3),
 }
 #: Nodes of the averaging protocols in the "30% of clients fail" case (3 of 10 fail).
 FLAKY_NODES = 10
@@ -371,10 +375,10 @@ def run_app(algorithm: str, app: ClientCallable, k: int,
             rc: Mapping[str, Any] | None = None) -> RunResult:
     """One in-process run of ``algorithm`` (its :data:`SMALL` config) against ``app``; a run
     that raises comes back as a RunResult with ``failed: ...`` status."""
-    from fedcausal_flwr.app import glue
+    from fedcausal_flwr.appconfig import glue, view
 
     rc = dict(rc or SMALL[algorithm][0])
-    strategy = glue(algorithm).strategy(algorithm, rc)
+    strategy = glue(algorithm).strategy(algorithm, view(algorithm, rc))
     try:
         return strategy.start(grid=InProcessGrid(app, k, rc, node_configs))
     except Exception as e:  # noqa: BLE001 - the matrix reports it as not handled
@@ -492,13 +496,13 @@ def honest_margin(algorithm: str, rc: Mapping[str, Any] | None = None,
     ``peak / max(floor, median peak of the other replies)`` over every float array of every
     exchange (the screen drops above ``screen_factor``), the largest peak, and whatever the
     screen dropped (must be nothing)."""
-    from fedcausal_flwr.app import glue
+    from fedcausal_flwr.appconfig import glue, view
     from fedcausal_flwr.client_app import app as client_app
     from fedcausal_flwr.federation.replies import peak
 
     rc = dict(rc or SMALL[algorithm][0])
     k = k or SMALL[algorithm][1]
-    strategy = glue(algorithm).strategy(algorithm, rc)
+    strategy = glue(algorithm).strategy(algorithm, view(algorithm, rc))
     seen = {"max_ratio": 0.0, "max_peak": 0.0, "screened": []}
     screen = strategy.screen
 

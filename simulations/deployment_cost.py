@@ -37,7 +37,7 @@ import numpy as np
 from harness import Clock, finish, log, parser, table, write_results
 
 from fedcausal_flwr import launch
-from fedcausal_flwr.app import glue
+from fedcausal_flwr.appconfig import glue
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.results import RunResult, load_result
 from fedcausal_flwr.testing import InProcessGrid
@@ -74,6 +74,7 @@ def main(grid: Grid, context: Context) -> None:
 TRIVIAL_CLIENT = '''
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
+from flwr.common.config import flatten_dict
 
 app = ClientApp()
 
@@ -132,7 +133,7 @@ def launch_defaults() -> dict[str, Any]:
     import tomllib
 
     doc = tomllib.loads((Path(launch.find_app_dir(None)) / "pyproject.toml").read_text())
-    return dict(doc["tool"]["flwr"]["app"]["config"])
+    return flatten_dict(doc["tool"]["flwr"]["app"]["config"])
 
 
 def per_exchange(result: dict[str, Any]) -> tuple[float, int]:

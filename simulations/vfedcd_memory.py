@@ -29,14 +29,15 @@ import time
 import tomllib
 from pathlib import Path
 
+from flwr.common.config import flatten_dict
 from harness import Clock, log, parser, settings, write_results
 
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.testing import InProcessGrid
 from fedcausal_flwr.vertical import app as vertical
 
-APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
-                           .read_text())["tool"]["flwr"]["app"]["config"]
+APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+                           .read_text())["tool"]["flwr"]["app"]["config"])
 
 
 def rss_mb() -> float:

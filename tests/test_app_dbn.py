@@ -21,8 +21,8 @@ from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.strategies import FDBNL, FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.testing import InProcessGrid
 
-RC = {"algorithm": "fdbnl", "seed": 3, "d": 5, "lags": 1, "samples-per-client": 40,
-      "generator": "svar", "num-rounds": 40, "lambda-w": 0.05, "lambda-a": 0.05,
+RC = {"algorithm": "fdbnl", "seed": 3, "dbn.d": 5, "dbn.lags": 1, "dbn.samples-per-client": 40,
+      "dbn.generator": "svar", "dbn.num-rounds": 40, "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05,
       "min-nodes": 2, "node-wait-s": 5.0}
 
 
@@ -39,10 +39,10 @@ def reference(rc: dict, k: int, ids=None):
 
 
 @pytest.mark.parametrize("algorithm,extra", [
-    ("fdbnl", {}), ("fdbnl", {"clients-per-round": 2, "dual-update": "code"}),
-    ("fdbnl", {"lambda-scale": "pooled"}),
-    ("pfdbnl", {"heterogeneous": True, "num-rounds": 8}),
-    ("pfdbnl", {"heterogeneous": True, "num-rounds": 6, "clients-per-round": 2}),
+    ("fdbnl", {}), ("fdbnl", {"dbn.clients-per-round": 2, "dbn.dual-update": "code"}),
+    ("fdbnl", {"dbn.lambda-scale": "pooled"}),
+    ("pfdbnl", {"dbn.heterogeneous": True, "dbn.num-rounds": 8}),
+    ("pfdbnl", {"dbn.heterogeneous": True, "dbn.num-rounds": 6, "dbn.clients-per-round": 2}),
 ])
 def test_flower_path_equals_reference(algorithm, extra):
     rc = {**RC, "algorithm": algorithm, **extra}
@@ -61,8 +61,8 @@ def test_flower_path_equals_reference(algorithm, extra):
 
 
 def test_only_matrices_and_scalars_cross_the_wire():
-    rc = {**RC, "num-rounds": 5}
-    k, d, p = 3, RC["d"], RC["lags"]
+    rc = {**RC, "dbn.num-rounds": 5}
+    k, d, p = 3, RC["dbn.d"], RC["dbn.lags"]
     result, grid = run_inprocess(rc, k)
     assert result.status == "completed"
     raw = [np.hstack(client_data(rc, i, k)) for i in range(k)]
@@ -96,7 +96,7 @@ def test_bad_data_errors_name_the_problem():
     wide = FDBNLClient(np.hstack([Xt, Xt[:, :1]]), np.hstack([Xlag, Xlag[:, :1]]), 0, 2)
     d = Xt.shape[1]
     with pytest.raises(ValueError, match="wrong number of columns"):
-        wide.fit([np.zeros((d, d)), np.zeros((d, d))] * 2, {"phase": "local", "rho2": 1.0})
+        wide.fit([np.zeros((d, d)), np.zeros((d, d))] * 2, {"phase": "local", "dbn.rho2": 1.0})
 
 
 class LyingClient(FDBNLClient):
@@ -134,7 +134,7 @@ def faulty_app(rc: dict, modes: dict[int, str]) -> ClientApp:
 
 
 def test_bad_replies_are_dropped_and_the_run_finishes_with_the_rest():
-    rc = {**RC, "num-rounds": 6}
+    rc = {**RC, "dbn.num-rounds": 6}
     modes = {1: "shape", 2: "nan", 3: "crash", 4: "columns"}
     result, _ = run_inprocess(rc, 6, faulty_app(rc, modes))
     assert result.status == "completed"
@@ -147,7 +147,7 @@ def test_bad_replies_are_dropped_and_the_run_finishes_with_the_rest():
 
 
 def test_too_few_valid_replies_stops_and_keeps_finished_rounds():
-    rc = {**RC, "num-rounds": 6, "min-nodes": 3}
+    rc = {**RC, "dbn.num-rounds": 6, "min-nodes": 3}
     saved = []
 
     class Flaky(LyingClient):
@@ -234,25 +234,25 @@ def test_start_rejects_what_it_does_not_use():
     with pytest.raises(TypeError, match="unexpected keyword"):
         strategy.start(grid=None, num_round=3)
     with pytest.raises(ValueError, match="train_config is not used"):
-        strategy.start(grid=None, train_config={"lr": 0.1})
+        strategy.start(grid=None, train_config={"vertical.lr": 0.1})
     with pytest.raises(ValueError, match="num_rounds"):
         strategy.start(grid=None, num_rounds=0)
     with pytest.raises(TypeError, match="unknown settings"):
         FDBNL(lambda_q=0.1)
-    with pytest.raises(ValueError, match="'lambda-w' = -1"):
-        FDBNLSettings.from_run_config({"lambda-w": -1})
+    with pytest.raises(ValueError, match="'dbn.lambda-w' = -1"):
+        FDBNLSettings.from_run_config({"dbn.lambda-w": -1})
 
 
 @pytest.mark.parametrize("algorithm,relpath,rc", [
-    ("fdbnl", "netsim/sim1.mat", {"data": "netsim", "netsim-subject": 3, "num-rounds": 6}),
-    ("pfdbnl", "netsim/sim1.mat", {"data": "netsim", "heterogeneous": True, "netsim-subject": 2,
-                                   "num-rounds": 3}),
+    ("fdbnl", "netsim/sim1.mat", {"dbn.data": "netsim", "dbn.netsim-subject": 3, "dbn.num-rounds": 6}),
+    ("pfdbnl", "netsim/sim1.mat", {"dbn.data": "netsim", "dbn.heterogeneous": True, "dbn.netsim-subject": 2,
+                                   "dbn.num-rounds": 3}),
     ("fdbnl", "dream4/insilico_size100_1_timeseries.tsv",
-     {"data": "dream4", "num-rounds": 1, "lambda-w": 0.0025, "lambda-a": 0.0025}),
+     {"dbn.data": "dream4", "dbn.num-rounds": 1, "dbn.lambda-w": 0.0025, "dbn.lambda-a": 0.0025}),
 ])
 def test_real_data_through_the_app(shared_data, algorithm, relpath, rc):
-    rc = {**rc, "algorithm": algorithm, "lambda-scale": "paper",
-          "data-path": str(shared_data(relpath))}
+    rc = {**rc, "algorithm": algorithm, "dbn.lambda-scale": "paper",
+          "dbn.data-path": str(shared_data(relpath))}
     result, grid = run_inprocess(rc, 5)
     assert result.status == "completed" and result.metrics["clients"] == 5
     assert 0.0 < result.metrics["auroc"] <= 1.0

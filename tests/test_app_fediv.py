@@ -23,9 +23,9 @@ from fedcausal_flwr.iv.strategy import client_config
 from fedcausal_flwr.strategies import FedIV, FedIVSettings
 from fedcausal_flwr.testing import InProcessGrid
 
-RC = {"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 600, "iv-rounds": 5,
-      "iv-lr-g": 0.05, "iv-lr-f": 0.25, "iv-val-features": 8, "min-nodes": 2,
-      "node-wait-s": 5.0, "iv-device": "cpu"}
+RC = {"algorithm": "fediv", "seed": 4, "iv.iv-scenario": "step", "iv.iv-n": 600, "iv.iv-rounds": 5,
+      "iv.iv-lr-g": 0.05, "iv.iv-lr-f": 0.25, "iv.iv-val-features": 8, "min-nodes": 2,
+      "node-wait-s": 5.0, "iv.iv-device": "cpu"}
 
 
 def run_inprocess(rc: dict, k: int, app=client_app):
@@ -36,7 +36,7 @@ def run_inprocess(rc: dict, k: int, app=client_app):
 def reference(rc: dict, k: int, ids=None, init=None) -> dg.FedState:
     data = [iv.client_data(rc, i, k) for i in (ids if ids is not None else range(k))]
     tr = [dg.batch(d["train"].x, d["train"].y, d["train"].z) for d in data]
-    basis = dg.rff(2, int(rc["iv-val-features"]), int(rc["seed"]))
+    basis = dg.rff(2, int(rc["iv.iv-val-features"]), int(rc["seed"]))
     val = [(dg.batch(d["val"].x, d["val"].y, d["val"].z), dg.features(d["val"].z, basis))
            for d in data]
     return dg.fedgda_reference(tr, FedIVSettings.from_run_config(rc), int(rc["seed"]), val,
@@ -50,16 +50,16 @@ def assert_params_equal(a, b, tol=1e-10):
 
 
 @pytest.mark.parametrize("extra", [
-    {}, {"iv-mode": "sgda", "iv-batch-size": 64, "iv-weighting": "n", "iv-alpha": 5.0,
-         "iv-local-epochs": 2, "iv-rounds": 3},
-    {"iv-optimizer": "oadam", "iv-lr-g": 0.01, "iv-lr-f": 0.01, "iv-rounds": 3},
+    {}, {"iv.iv-mode": "sgda", "iv.iv-batch-size": 64, "iv.iv-weighting": "n", "iv.iv-alpha": 5.0,
+         "iv.iv-local-epochs": 2, "iv.iv-rounds": 3},
+    {"iv.iv-optimizer": "oadam", "iv.iv-lr-g": 0.01, "iv.iv-lr-f": 0.01, "iv.iv-rounds": 3},
 ])
 def test_flower_path_equals_reference(extra):
     rc = {**RC, **extra}
     result, _ = run_inprocess(rc, 3)
     st = reference(rc, 3)
     assert result.status == "completed"
-    assert result.timing["rounds"] == st.round == rc["iv-rounds"]
+    assert result.timing["rounds"] == st.round == rc["iv.iv-rounds"]
     assert_params_equal(result.estimates["g_params"], st.theta)
     assert_params_equal(result.estimates["f_params"], st.tau)
     assert result.estimates["selected_round"] == st.best_round
@@ -70,12 +70,12 @@ def test_flower_path_equals_reference(extra):
 
 
 def test_only_parameters_and_sums_cross_the_wire():
-    rc = {**RC, "iv-rounds": 2}
+    rc = {**RC, "iv.iv-rounds": 2}
     k = 3
     result, grid = run_inprocess(rc, k)
     assert result.status == "completed"
     g, f = dg.networks((1,), (2,), 0)
-    m = rc["iv-val-features"] + 1
+    m = rc["iv.iv-val-features"] + 1
     allowed = set(dg.shapes(g) + dg.shapes(f)) | {(m,), (m, m), (1,)}
     raw = np.concatenate([np.concatenate([d.x.ravel(), d.y, d.z.ravel()])
                           for i in range(k) for d in iv.client_data(rc, i, k).values()])
@@ -127,7 +127,7 @@ def faulty_app(rc: dict, modes: dict[int, str]) -> ClientApp:
 
 
 def test_bad_clients_are_dropped_and_the_run_finishes_with_the_rest():
-    rc = {**RC, "iv-mode": "sgda", "iv-batch-size": 64, "iv-alpha": 50.0, "iv-rounds": 2}
+    rc = {**RC, "iv.iv-mode": "sgda", "iv.iv-batch-size": 64, "iv.iv-alpha": 50.0, "iv.iv-rounds": 2}
     result, _ = run_inprocess(rc, 6, faulty_app(rc, {1: "x", 2: "y", 3: "z", 4: "small"}))
     assert result.status == "completed"
     dropped = " | ".join(result.metrics["dropped"])
@@ -146,8 +146,8 @@ def test_a_diverging_run_stops_and_keeps_the_best_round():
     round and what, keeps the finished rounds, and the reference loop stops at the same place.
     With the non-finite rule only, the same run goes on through finite blown-up rounds (peaks
     1e11, 1e67) until every client's local game is non-finite."""
-    rc = {**RC, "iv-rounds": 40, "iv-lr-g": 1.0, "iv-lr-f": 3.0, "iv-local-epochs": 1,
-          "iv-grad-clip": 0.0}
+    rc = {**RC, "iv.iv-rounds": 40, "iv.iv-lr-g": 1.0, "iv.iv-lr-f": 3.0, "iv.iv-local-epochs": 1,
+          "iv.iv-grad-clip": 0.0}
     saved = []
     strategy = app_iv.strategy("fediv", rc)
     strategy.checkpoint = lambda r: saved.append((r.status, len(r.history)))
@@ -165,31 +165,31 @@ def test_a_diverging_run_stops_and_keeps_the_best_round():
     assert_params_equal(result.estimates["g_params"], st.theta)
     assert all(np.isfinite(a).all() for a in result.estimates["g_params_selected"])
     assert np.isfinite(result.metrics["test_mse_selected"])
-    late = app_iv.strategy("fediv", {**rc, "iv-diverge-factor": 0.0}).start(
-        grid=InProcessGrid(client_app, 3, {**rc, "iv-diverge-factor": 0.0}))
+    late = app_iv.strategy("fediv", {**rc, "iv.iv-diverge-factor": 0.0}).start(
+        grid=InProcessGrid(client_app, 3, {**rc, "iv.iv-diverge-factor": 0.0}))
     assert "the local games diverged (non-finite loss)" in late.status
     assert late.metrics["diverged_round"] > t
     assert max(h["peak"] for h in late.history) > 1e10
 
 
 def test_a_run_that_does_not_diverge_says_so():
-    result, _ = run_inprocess({**RC, "iv-rounds": 2}, 2)
+    result, _ = run_inprocess({**RC, "iv.iv-rounds": 2}, 2)
     assert result.status == "completed"
     assert result.metrics["diverged"] is False and result.metrics["diverged_round"] == 0
 
 
 def test_app_writes_g_against_g0_png(tmp_path):
-    rc = {**RC, "iv-rounds": 2, "outputs": str(tmp_path), "run-name": "r"}
+    rc = {**RC, "iv.iv-rounds": 2, "outputs": str(tmp_path), "run-name": "r"}
     result, _ = run_inprocess(rc, 2)
     app_iv.save_plots("fediv", rc, result, tmp_path)
     assert (tmp_path / "g_vs_g0.png").stat().st_size > 0
 
 
 def test_warm_start_from_a_runs_final_parameters():
-    rc = {**RC, "iv-rounds": 3}
+    rc = {**RC, "iv.iv-rounds": 3}
     first, _ = run_inprocess(rc, 3)
     theta, tau = first.estimates["g_params"], first.estimates["f_params"]
-    rc2 = {**rc, "iv-rounds": 2}
+    rc2 = {**rc, "iv.iv-rounds": 2}
     cold, _ = run_inprocess(rc2, 3)
     strategy = app_iv.strategy("fediv", rc2)
     warm = strategy.start(grid=InProcessGrid(client_app, 3, rc2),
@@ -215,7 +215,7 @@ def test_warm_start_from_a_runs_final_parameters():
 
 
 def test_warm_start_with_wrong_shapes_names_the_expected_ones():
-    rc = {**RC, "iv-rounds": 1}
+    rc = {**RC, "iv.iv-rounds": 1}
     g, f = dg.networks((1,), (2,), 0)
     bad = dg.get_params(g)[:-1]
     with pytest.raises(ValueError, match=r"g's parameters \[\(20, 1\), \(20,\), .*got shapes"):
@@ -237,7 +237,7 @@ def test_clients_run_the_settings_the_server_sends():
     assert set(cfg) == {"iv-lr-g", "iv-lr-f", "iv-mode", "iv-batch-size", "iv-local-epochs",
                         "iv-optimizer", "iv-momentum", "iv-grad-clip", "betas", "seed",
                         "iv-val-features"}
-    del cfg["iv-lr-f"]
+    del cfg["iv.iv-lr-f"]
     with pytest.raises(ValueError, match=r"client 3: the server's message lacks .*'iv-lr-f'"):
         message_settings(cfg, "client 3")
 

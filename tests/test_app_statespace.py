@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
+from flwr.common.config import flatten_dict
 
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import register, reply
@@ -19,7 +20,7 @@ from fedcausal_flwr.statespace.client import FedCFClient, FedGCClient
 from fedcausal_flwr.statespace.data import all_clients, merged_config
 from fedcausal_flwr.testing import InProcessGrid
 
-RC = {"algorithm": "fedgc", "seed": 3, "ss-t": 120, "ss-window": 1, "ss-epochs": 1,
+RC = {"algorithm": "fedgc", "seed": 3, "statespace.ss-t": 120, "statespace.ss-window": 1, "statespace.ss-epochs": 1,
       "min-nodes": 2, "node-wait-s": 5.0}
 
 
@@ -35,16 +36,16 @@ def reference(rc: dict, **kwargs):
 
 
 @pytest.mark.parametrize("algorithm,extra", [
-    ("fedgc", {"ss-gc-target": "predicted", "ss-difference": False}),  # the paper, W = 1
-    ("fedgc", {"ss-window": 25, "ss-epochs": 3}),
-    ("fedcf", {"ss-window": 1}), ("fedcf", {"ss-window": 40, "ss-epochs": 2}),
-    ("fedcf", {"ss-window": 119, "ss-epochs": 3, "ss-target": "refined", "ss-xi": 1.0}),
-    ("fedcf", {"ss-window": 40, "ss-epochs": 2, "ss-target": "innovation"}),
-    ("fedgc", {"ss-clients": 3, "ss-window": 30, "ss-epochs": 2}),
+    ("fedgc", {"statespace.ss-gc-target": "predicted", "statespace.ss-difference": False}),  # the paper, W = 1
+    ("fedgc", {"statespace.ss-window": 25, "statespace.ss-epochs": 3}),
+    ("fedcf", {"statespace.ss-window": 1}), ("fedcf", {"statespace.ss-window": 40, "statespace.ss-epochs": 2}),
+    ("fedcf", {"statespace.ss-window": 119, "statespace.ss-epochs": 3, "statespace.ss-target": "refined", "statespace.ss-xi": 1.0}),
+    ("fedcf", {"statespace.ss-window": 40, "statespace.ss-epochs": 2, "statespace.ss-target": "innovation"}),
+    ("fedgc", {"statespace.ss-clients": 3, "statespace.ss-window": 30, "statespace.ss-epochs": 2}),
 ])
 def test_flower_path_equals_reference(algorithm, extra):
     rc = {**RC, "algorithm": algorithm, **extra}
-    k = int(rc.get("ss-clients", 2))
+    k = int(rc.get("statespace.ss-clients", 2))
     result, grid = run_inprocess(rc, k)
     _, _, ref = reference(rc)
     assert result.status == "completed"
@@ -64,8 +65,8 @@ def test_flower_path_equals_reference(algorithm, extra):
 
 @pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
 def test_only_states_and_gradients_cross_the_wire(algorithm):
-    rc = {**RC, "algorithm": algorithm, "ss-window": 30, "ss-epochs": 1,
-          "ss-cf-delta": "1,0.5"}
+    rc = {**RC, "algorithm": algorithm, "statespace.ss-window": 30, "statespace.ss-epochs": 1,
+          "statespace.ss-cf-delta": "1,0.5"}
     result, grid = run_inprocess(rc, 2)
     assert result.status == "completed"
     _, clients, _ = reference(rc)
@@ -118,7 +119,7 @@ def faulty_app(rc: dict, bad: dict[int, str]) -> ClientApp:
 
 
 def test_bad_clients_are_named_and_dropped():
-    rc = {**RC, "ss-clients": 5, "ss-window": 40, "min-nodes": 1}
+    rc = {**RC, "statespace.ss-clients": 5, "statespace.ss-window": 40, "min-nodes": 1}
     bad = {1: "nan", 2: "unstable", 3: "rank", 4: "short"}
     result, _ = run_inprocess(rc, 5, faulty_app(rc, bad))
     assert result.status == "completed", result.status
@@ -146,8 +147,8 @@ def test_bad_input_raises_naming_the_client():
 
 
 def test_counterfactual_query_answer_in_result():
-    rc = {**RC, "algorithm": "fedcf", "ss-window": 40, "ss-epochs": 2,
-          "ss-cf-client": 1, "ss-cf-source": 0, "ss-cf-delta": "1.0,-0.5"}
+    rc = {**RC, "algorithm": "fedcf", "statespace.ss-window": 40, "statespace.ss-epochs": 2,
+          "statespace.ss-cf-client": 1, "statespace.ss-cf-source": 0, "statespace.ss-cf-delta": "1.0,-0.5"}
     result, _ = run_inprocess(rc, 2)
     sys, clients, ref = reference(rc)
     cf = result.metrics["counterfactual"]
@@ -168,13 +169,13 @@ def test_fedcf_client_rejects_a_bad_query():
 
 @pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
 def test_dp_run_equals_reference_and_reports_epsilon(algorithm):
-    rc = {**RC, "algorithm": algorithm, "ss-window": 30, "ss-epochs": 2, "ss-dp": True,
-          "ss-dp-epsilon": 0.8, "ss-dp-clip-msg": 0.5, "ss-dp-clip-grad": 0.01}
+    rc = {**RC, "algorithm": algorithm, "statespace.ss-window": 30, "statespace.ss-epochs": 2, "statespace.ss-dp": True,
+          "statespace.ss-dp-epsilon": 0.8, "statespace.ss-dp-clip-msg": 0.5, "statespace.ss-dp-clip-grad": 0.01}
     result, grid = run_inprocess(rc, 2)
     _, clients, ref = reference(rc)
     assert result.status == "completed"
     np.testing.assert_allclose(result.estimates["A_hat"], ref.server.A_hat, atol=1e-10)
-    plain = reference({**rc, "ss-dp": False})[2]
+    plain = reference({**rc, "statespace.ss-dp": False})[2]
     assert np.abs(plain.server.A_hat - ref.server.A_hat).max() > 1e-6  # noise was added
     priv = result.metrics["privacy"]
     windows = len(result.history)
@@ -194,8 +195,8 @@ def test_netsim_clients_through_the_app_equal_the_reference(shared_data):
     from fedcausal_flwr.statespace.data import real_clients, svd_var_client
 
     path = shared_data("netsim/sim3.mat")
-    rc = {**RC, "ss-data": "netsim", "ss-data-path": str(path), "ss-clients": 3,
-          "ss-netsim-subjects": 2, "ss-window": 50, "ss-epochs": 2, "ss-p": 2}
+    rc = {**RC, "statespace.ss-data": "netsim", "statespace.ss-data-path": str(path), "statespace.ss-clients": 3,
+          "statespace.ss-netsim-subjects": 2, "statespace.ss-window": 50, "statespace.ss-epochs": 2, "statespace.ss-p": 2}
     result, _ = run_inprocess(rc, 3)
     full = merged_config(rc)
     clients = [svd_var_client(Y, 2, name)[0] for name, Y in real_clients(full)]
@@ -212,8 +213,8 @@ def test_data_defaults_agree_with_the_app_config():
 
     from fedcausal_flwr.statespace.data import DEFAULTS, FEDCF_DEFAULTS
 
-    app = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
-                        )["tool"]["flwr"]["app"]["config"]
+    app = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+                        )["tool"]["flwr"]["app"]["config"])
     declared = {k for k in app if k.startswith("ss-")}
     settings = set(ss.FedGCSettings.keys()) | set(ss.FedCFSettings.keys())
     assert not set(DEFAULTS) & settings  # a key is data or settings, never both
@@ -232,7 +233,7 @@ def test_a_users_own_client_app_with_register():
 
     from fedcausal_flwr.strategies import FedGC, FedGCSettings
 
-    _, clients = all_clients(merged_config({**RC, "ss-shift-known": False}))
+    _, clients = all_clients(merged_config({**RC, "statespace.ss-shift-known": False}))
     user_client_app = ClientApp()
     register(user_client_app, "fedgc", lambda context: {
         k: getattr(clients[int(context.node_config["partition-id"])], k)
@@ -257,7 +258,7 @@ def test_a_users_own_client_app_with_register():
 
 @pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
 def test_num_rounds_bounds_the_windows_and_the_last_gradients_arrive(algorithm):
-    rc = {**RC, "algorithm": algorithm, "ss-window": 20, "ss-epochs": 2}
+    rc = {**RC, "algorithm": algorithm, "statespace.ss-window": 20, "statespace.ss-epochs": 2}
     result, grid = run_inprocess(rc, 2, num_rounds=3)
     _, _, ref = reference(rc, num_rounds=3)
     assert result.status == "completed" and len(result.history) == len(ref.history) == 3
@@ -271,7 +272,7 @@ def test_num_rounds_bounds_the_windows_and_the_last_gradients_arrive(algorithm):
 def test_initial_arrays_warm_start_the_server_model(algorithm):
     from flwr.app import ArrayRecord
 
-    rc = {**RC, "algorithm": algorithm, "ss-window": 30, "ss-epochs": 1}
+    rc = {**RC, "algorithm": algorithm, "statespace.ss-window": 30, "statespace.ss-epochs": 1}
     sys, clients, cold = reference(rc)
     rng = np.random.default_rng(9)
     n, k = sum(sys.P), sum(sys.U) if algorithm == "fedcf" else 0
@@ -290,10 +291,10 @@ def test_initial_arrays_warm_start_the_server_model(algorithm):
 def test_settings_are_checked_before_any_node_and_families_do_not_mix():
     from fedcausal_flwr.strategies import FedCFSettings, FedGC
 
-    with pytest.raises(ValueError, match="'ss-window' = 0: must be >= 1"):
-        app_ss.strategy("fedgc", {**RC, "ss-window": 0})
+    with pytest.raises(ValueError, match="'statespace.ss-window' = 0: must be >= 1"):
+        app_ss.strategy("fedgc", {**RC, "statespace.ss-window": 0})
     with pytest.raises(ValueError, match="'ss-cf-delta'"):
-        app_ss.strategy("fedcf", {**RC, "ss-cf-delta": "one"})
+        app_ss.strategy("fedcf", {**RC, "statespace.ss-cf-delta": "one"})
     with pytest.raises(TypeError, match="FedGC takes FedGCSettings"):
         FedGC(FedCFSettings())
     with pytest.raises(TypeError, match="unexpected keyword"):

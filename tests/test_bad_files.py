@@ -137,8 +137,8 @@ def test_bad_dream4_on_the_nodes_drops_them_naming_the_file(tmp_path):
     """The file is read on the nodes: each is dropped with the file, line and column."""
     path = write(tmp_path / "bad_timeseries.tsv",
                  dream4_text(["0\t0.1\t0.2\t0.3", "10\t0.1\tx\t0.3"]))
-    rc = {"algorithm": "fdbnl", "data": "dream4", "data-path": str(path), "min-nodes": 2,
-          "node-wait-s": 2.0, "num-rounds": 2}
+    rc = {"algorithm": "fdbnl", "dbn.data": "dream4", "dbn.data-path": str(path), "min-nodes": 2,
+          "node-wait-s": 2.0, "dbn.num-rounds": 2}
     result = app_dbn.strategy("fdbnl", rc).start(grid=InProcessGrid(client_app, 2, rc))
     assert result.status.startswith("stopped: ")
     dropped = " | ".join(result.metrics["dropped"])
@@ -148,7 +148,7 @@ def test_bad_dream4_on_the_nodes_drops_them_naming_the_file(tmp_path):
 
 # ---- JSON at data-path (FedGC / FedCF), read by the ServerApp ---------------------------------
 @pytest.mark.parametrize("text,message", [
-    ('{"ss-t": 200,\n "ss-p": }', "malformed JSON at line 2, column 10: Expecting value"),
+    ('{"statespace.ss-t": 200,\n "statespace.ss-p": }', "malformed JSON at line 2, column 10: Expecting value"),
     ("", "empty file; expected a JSON object"),
     ("[1, 2]", "expected a JSON object of run-config keys, got list"),
 ])
@@ -161,15 +161,15 @@ def test_malformed_json_is_named(tmp_path, text, message):
 
 
 def test_malformed_json_fails_the_serverapp_with_result_json(tmp_path):
-    path = write(tmp_path / "fedgc.json", '{"ss-t": 200,\n "ss-p": }')
-    rc = {"algorithm": "fedgc", "data-path": str(path), "outputs": str(tmp_path),
+    path = write(tmp_path / "fedgc.json", '{"statespace.ss-t": 200,\n "statespace.ss-p": }')
+    rc = {"algorithm": "fedgc", "statespace.data-path": str(path), "outputs": str(tmp_path),
           "run-name": "run", "node-wait-s": 2.0}
     with pytest.raises(ValueError):
         server_app.run(InProcessGrid(client_app, 2, rc), rc)
     doc = load_result(tmp_path / "run")
     assert doc["status"].startswith(f"failed: ValueError: {path} (run-config key 'data-path'): "
                                  "malformed JSON at line 2, column 10")
-    assert doc["config"]["run_config"]["data-path"] == str(path)
+    assert doc["config"]["run_config"]["statespace.data-path"] == str(path)
     json.loads((tmp_path / "run" / "result.json").read_text())
 
 
@@ -177,7 +177,7 @@ def test_malformed_json_fails_the_serverapp_with_result_json(tmp_path):
 def test_huge_d_is_refused_up_front(tmp_path):
     with pytest.raises(ValueError, match=r"'d' = 100000: must be <= 2000"):
         DBNData.from_run_config({"d": 100000})
-    rc = {"algorithm": "fdbnl", "d": 100000, "outputs": str(tmp_path), "run-name": "run"}
+    rc = {"algorithm": "fdbnl", "dbn.d": 100000, "outputs": str(tmp_path), "run-name": "run"}
     with pytest.raises(ValueError):
         server_app.run(InProcessGrid(client_app, 2, rc), rc)
     assert "'d' = 100000" in load_result(tmp_path / "run")["status"]

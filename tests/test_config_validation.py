@@ -12,11 +12,14 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from flwr.common.config import flatten_dict
 
-from fedcausal_flwr.app import glue
+from fedcausal_flwr import registry
+from fedcausal_flwr.appconfig import glue
+from fedcausal_flwr.settings import SHARED_KEYS
 
-APP_CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
-                          .read_text())["tool"]["flwr"]["app"]["config"]
+APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+                          .read_text())["tool"]["flwr"]["app"]["config"])
 ALL = ("fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd")
 DBN = ("fdbnl", "pfdbnl")
 SS = ("fedgc", "fedcf")
@@ -77,6 +80,7 @@ CASES = [
     pytest.param(a, key, value, allowed, id=f"{a}-{key}={value}")
     for algorithms, key, value, allowed in CASES for a in algorithms])
 def test_a_bad_value_is_refused_naming_key_value_and_allowed(algorithm, key, value, allowed):
+    key = key if key in SHARED_KEYS else f"{registry.get(algorithm).section}.{key}"
     rc = {**APP_CONFIG, "algorithm": algorithm, key: value}
     with pytest.raises(ValueError) as e:
         glue(algorithm).strategy(algorithm, rc)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from flwr.common.config import flatten_dict
 
 from fedcausal_flwr.iv import data as iv
 from fedcausal_flwr.iv import model as dg
 
-RC = {"iv-scenario": "abs", "seed": 5, "iv-n": 600, "iv-alpha": 0.3}
+RC = {"iv.iv-scenario": "abs", "seed": 5, "iv.iv-n": 600, "iv.iv-alpha": 0.3}
 
 
 def batches(rc, k):
@@ -152,9 +153,9 @@ def test_data_generating_process():
         assert np.corrcoef(x, eps)[0, 1] > 0.2
         m = z[:, 0] * eps
         assert abs(m.mean()) < 3 * m.std() / np.sqrt(len(m))
-    data = iv.dataset({**RC, "iv-n": 4000})
+    data = iv.dataset({**RC, "iv.iv-n": 4000})
     assert abs(data["train"].y.mean()) < 1e-12 and abs(data["train"].y.std() - 1) < 1e-12
-    idx = iv.split_indices({**RC, "iv-n": 4000}, 10)
+    idx = iv.split_indices({**RC, "iv.iv-n": 4000}, 10)
     for parts in idx.values():
         sizes = [len(p) for p in parts]
         assert sum(sizes) == 4000 and min(sizes) >= 5
@@ -166,7 +167,7 @@ def test_data_generating_process():
 
 def test_image_scenarios_shapes_and_true_g():
     for sc in iv.IMAGE:
-        d = iv.dataset({"iv-scenario": sc, "seed": 1, "iv-n": 300})["train"]
+        d = iv.dataset({"iv.iv-scenario": sc, "seed": 1, "iv.iv-n": 300})["train"]
         assert d.x.shape[1:] == ((1, 8, 8) if sc != "image-z" else (1,))
         assert d.z.shape[1:] == ((1, 8, 8) if sc != "image-x" else (1,))
         g, f = dg.networks(d.x.shape[1:], d.z.shape[1:], 0)
@@ -175,7 +176,7 @@ def test_image_scenarios_shapes_and_true_g():
 
 
 def test_runs_are_deterministic_for_a_seed():
-    bs = batches({**RC, "iv-alpha": 50.0}, 3)
+    bs = batches({**RC, "iv.iv-alpha": 50.0}, 3)
     s = dg.FedIVSettings(lr_g=0.01, lr_f=0.05, mode="sgda", batch_size=64, local_epochs=1,
                          rounds=2, optimizer="sgdm")
     a, b = dg.fedgda_reference(bs, s, seed=9), dg.fedgda_reference(bs, s, seed=9)
@@ -197,12 +198,12 @@ def test_settings_defaults_are_the_apps():
 
 
 def test_settings_reject_bad_values_naming_the_key():
-    with pytest.raises(ValueError, match=r"'iv-lr-g' = 0.0: must be > 0"):
-        dg.FedIVSettings.from_run_config({"iv-lr-g": 0.0})
-    with pytest.raises(ValueError, match="'iv-optimizer' = 'adam'.*'sgd', 'sgdm', 'oadam'"):
-        dg.FedIVSettings.from_run_config({"iv-optimizer": "adam"})
-    with pytest.raises(ValueError, match="'iv-local-epochs' = 2.5: expected an integer"):
-        dg.FedIVSettings.from_run_config({"iv-local-epochs": 2.5})
+    with pytest.raises(ValueError, match=r"'iv.iv-lr-g' = 0.0: must be > 0"):
+        dg.FedIVSettings.from_run_config({"iv.iv-lr-g": 0.0})
+    with pytest.raises(ValueError, match="'iv.iv-optimizer' = 'adam'.*'sgd', 'sgdm', 'oadam'"):
+        dg.FedIVSettings.from_run_config({"iv.iv-optimizer": "adam"})
+    with pytest.raises(ValueError, match="'iv.iv-local-epochs' = 2.5: expected an integer"):
+        dg.FedIVSettings.from_run_config({"iv.iv-local-epochs": 2.5})
     with pytest.raises(ValueError, match="betas"):
         dg.FedIVSettings(betas=(0.5, 1.0))
 
@@ -211,20 +212,20 @@ def test_data_defaults_live_in_one_place_and_the_app_declares_them():
     import tomllib
     from pathlib import Path
 
-    app = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
-        "tool"]["flwr"]["app"]["config"]
+    app = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
+        "tool"]["flwr"]["app"]["config"])
     want = iv.IVDataConfig().run_config()
     assert set(want) == {"iv-scenario", "iv-dgp", "iv-n", "iv-n-test", "iv-alpha", "seed",
                          # node-local CSVs (issue 10): which columns are z, x, y
                          "iv-instrument", "iv-treatment", "iv-outcome", "iv-val-fraction"}
     for key, value in want.items():
         assert app[key] == value and type(app[key]) is type(value), key
-    assert iv.settings({}) == {"scenario": "abs", "dgp": "paper", "n": 20000, "n_test": 20000,
+    assert iv.settings({}) == {"scenario": "abs", "dgp": "paper", "vertical.n": 20000, "n_test": 20000,
                                "alpha": 0.3, "seed": 0}
-    with pytest.raises(ValueError, match="'iv-scenario' = 'ab'.*'abs'"):
-        iv.dataset({"iv-scenario": "ab"})
-    with pytest.raises(ValueError, match="'iv-alpha' = -1"):
-        iv.split_indices({"iv-alpha": -1}, 3)
+    with pytest.raises(ValueError, match="'iv.iv-scenario' = 'ab'.*'abs'"):
+        iv.dataset({"iv.iv-scenario": "ab"})
+    with pytest.raises(ValueError, match="'iv.iv-alpha' = -1"):
+        iv.split_indices({"iv.iv-alpha": -1}, 3)
 
 
 def test_settings_defaults_of_the_stabilised_game():
@@ -258,7 +259,7 @@ def test_a_step_inside_the_clip_bound_is_the_papers_step():
 def tiny_client():
     """Dev seed 106's client 1 of the step scenario (10 train rows of the Dirichlet split):
     the unclipped local game blew up in round 1 and made the whole run non-finite."""
-    rc = {"iv-scenario": "step", "iv-dgp": "paper", "seed": 106, "iv-n": 20000, "iv-alpha": 0.3}
+    rc = {"iv.iv-scenario": "step", "iv.iv-dgp": "paper", "seed": 106, "iv.iv-n": 20000, "iv.iv-alpha": 0.3}
     d = iv.client_data(rc, 1, 10)["train"]
     return dg.batch(d.x, d.y, d.z)
 
@@ -294,7 +295,7 @@ def test_divergence_rule():
 
 
 def test_reference_loop_stops_a_diverging_run_and_keeps_what_it_did():
-    bs = batches({**RC, "iv-scenario": "step", "seed": 4}, 3)
+    bs = batches({**RC, "iv.iv-scenario": "step", "seed": 4}, 3)
     s = dg.FedIVSettings(lr_g=1.0, lr_f=3.0, local_epochs=1, rounds=40, grad_clip=0.0)
     st = dg.fedgda_reference(bs, s, seed=4)
     assert st.stopped.startswith(f"round {st.diverged_round}: diverged, exploding global")

@@ -222,7 +222,7 @@ def test_differenced_loss_ignores_a_shift_within_the_window():
 
 
 def test_kalman_filter_is_the_oracle_without_coupling_and_nothing_is_learned():
-    rc = merged_config({"seed": 11, "ss-t": 1500, "ss-coupling": 0.0}, "fedcf")
+    rc = merged_config({"seed": 11, "statespace.ss-t": 1500, "statespace.ss-coupling": 0.0}, "fedcf")
     sys, clients = all_clients(rc)
     sys = lti.LTISystem(ss.full_estimate(ss.clients_A(clients), 0 * sys.A),
                        np.asarray(__import__("scipy").linalg.block_diag(
@@ -238,7 +238,7 @@ def test_kalman_filter_is_the_oracle_without_coupling_and_nothing_is_learned():
 
 
 def test_gain_is_stable_and_oracle_beats_the_plain_client():
-    rc = merged_config({"seed": 5, "ss-t": 2000})
+    rc = merged_config({"seed": 5, "statespace.ss-t": 2000})
     sys, clients = all_clients(rc)
     for c in clients:
         assert ss.spectral_radius(c.A - c.A @ c.K @ c.C) < 1
@@ -367,7 +367,7 @@ def test_the_step_bound_is_a_running_maximum():
 
 def test_innovation_target_recovers_b_where_the_literal_server_cannot():
     """Spec A5: i.i.d. inputs, the literal server learns B_hat_21 ~ 0; C^+ y^t is unbiased."""
-    rc = merged_config({"seed": 21, "ss-t": 2000}, "fedcf")
+    rc = merged_config({"seed": 21, "statespace.ss-t": 2000}, "fedcf")
     sys, clients = all_clients(rc)
     B21, C22 = ss.block(sys.B, sys.P, sys.U, 1, 0), clients[1].C
     err = {}
@@ -381,7 +381,7 @@ def test_innovation_target_recovers_b_where_the_literal_server_cannot():
 
 
 def test_fedgc_shifts_are_client_0s_known_input():
-    rc = merged_config({"seed": 2, "ss-t": 300, "ss-shift-known": True})
+    rc = merged_config({"seed": 2, "statespace.ss-t": 300, "statespace.ss-shift-known": True})
     sys, clients = all_clients(rc)
     from fedcausal_flwr.statespace.data import shift_series
 
@@ -389,9 +389,9 @@ def test_fedgc_shifts_are_client_0s_known_input():
     assert np.abs(b).max() > 0 and np.abs(b[:, 2:]).max() == 0
     np.testing.assert_array_equal(clients[0].u[:-1] @ clients[0].B.T, b[1:, :2])
     assert clients[1].u.shape[1] == 0
-    _, unknown = all_clients(merged_config({"seed": 2, "ss-t": 300}))  # the default: the
+    _, unknown = all_clients(merged_config({"seed": 2, "statespace.ss-t": 300}))  # the default: the
     assert unknown[0].u.shape[1] == 0  # paper's setting, no filter models the shifts
-    _, cf = all_clients(merged_config({"seed": 2, "ss-t": 300, "ss-shift-scale": 1.0}, "fedcf"))
+    _, cf = all_clients(merged_config({"seed": 2, "statespace.ss-t": 300, "statespace.ss-shift-scale": 1.0}, "fedcf"))
     assert cf[0].u.shape[1] == cf[1].u.shape[1] == 2
 
 
@@ -405,10 +405,10 @@ def test_settings_share_the_client_part_and_check_values():
     # FedGC's fixed values have no run-config key; FedCF's are keyed
     assert {"ss-xi", "ss-target", "ss-init-std"}.isdisjoint(ss.FedGCSettings.keys())
     assert {"ss-xi", "ss-target", "ss-init-std"} <= set(ss.FedCFSettings.keys())
-    with pytest.raises(ValueError, match="'ss-cf-delta' = '1,x'"):
-        ss.FedCFSettings.from_run_config({"ss-cf-delta": "1,x"})
-    with pytest.raises(ValueError, match="'ss-target' = 'best'"):
-        ss.FedCFSettings.from_run_config({"ss-target": "best"})
+    with pytest.raises(ValueError, match="'statespace.ss-cf-delta' = '1,x'"):
+        ss.FedCFSettings.from_run_config({"statespace.ss-cf-delta": "1,x"})
+    with pytest.raises(ValueError, match="'statespace.ss-target' = 'best'"):
+        ss.FedCFSettings.from_run_config({"statespace.ss-target": "best"})
     np.testing.assert_array_equal(ss.FedCFSettings(cf_delta=" 1, -0.5").delta_u(), [1, -0.5])
 
 
@@ -424,7 +424,7 @@ def test_fedgc_default_learns_with_shifts_no_filter_models():
     """Issue 13: the paper's setting (mean shifts on client 0 that no Kalman filter models).
     The default (innovation target, differenced loss) recovers A_21 and keeps A_12 ~ 0; the
     paper's levels loss explains client 0's shift by client 1's states (||A_12|| ~ 2 here)."""
-    rc = merged_config({"seed": 111, "ss-t": 4000, "ss-shift-known": False})
+    rc = merged_config({"seed": 111, "statespace.ss-t": 4000, "statespace.ss-shift-known": False})
     sys, clients = all_clients(rc)
     assert all(c.u.shape[1] == 0 for c in clients)  # nobody knows the shifts
 
@@ -452,6 +452,6 @@ def test_the_default_schedule_is_one_window_per_epoch_and_the_old_one_stays(cls)
     assert (p.window, p.epochs, p.lr_server, p.lr_client) == (1000, 30, 0.3, 1.5)
     assert replace(p, window=s.window, epochs=s.epochs, lr_server=s.lr_server,
                    lr_client=s.lr_client) == s
-    rc = {"ss-window": 1000, "ss-epochs": 30, "ss-lr-server": 0.3, "ss-lr-client": 1.5}
+    rc = {"statespace.ss-window": 1000, "statespace.ss-epochs": 30, "statespace.ss-lr-server": 0.3, "statespace.ss-lr-client": 1.5}
     assert cls.from_run_config(rc) == p
     assert cls.paper_schedule(seed=3) == replace(p, seed=3)

@@ -33,7 +33,7 @@ def test_every_run_config_key_is_on_its_page(algorithm):
 def test_the_wire_table_names_every_message_that_crosses_the_wire(algorithm):
     """A small in-process run: each message type the server sends (FedCF with its query) is
     named in the page's "What crosses the wire" section, and so is each array dtype."""
-    from fedcausal_flwr.app import glue
+    from fedcausal_flwr.appconfig import glue
     from fedcausal_flwr.client_app import app
     from fedcausal_flwr.testing import SMALL, InProcessGrid
 

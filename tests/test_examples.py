@@ -19,6 +19,7 @@ from flwr.app import Context, RecordDict
 
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.testing import InProcessGrid
+from flwr.common.config import flatten_dict
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 ALGORITHMS = ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"]
@@ -36,7 +37,7 @@ def load(example: str, module: str):
 
 def run_config(example: str) -> dict:
     doc = tomllib.loads((EXAMPLES / example / "pyproject.toml").read_text())
-    return dict(doc["tool"]["flwr"]["app"]["config"])
+    return flatten_dict(doc["tool"]["flwr"]["app"]["config"])
 
 
 def csvs(example: str) -> list[Path]:

@@ -17,17 +17,17 @@ from fedcausal_flwr.server_app import run as app_run
 from fedcausal_flwr.strategies import FDBNL, FDBNLSettings
 from fedcausal_flwr.testing import InProcessGrid
 
-DBN = {"algorithm": "fdbnl", "seed": 3, "d": 4, "lags": 2, "samples-per-client": 40,
-       "generator": "svar", "num-rounds": 4, "lambda-w": 0.05, "lambda-a": 0.05,
+DBN = {"algorithm": "fdbnl", "seed": 3, "dbn.d": 4, "dbn.lags": 2, "dbn.samples-per-client": 40,
+       "dbn.generator": "svar", "dbn.num-rounds": 4, "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05,
        "min-nodes": 2, "node-wait-s": 5.0}
-SS = {"seed": 3, "ss-t": 40, "ss-window": 5, "ss-epochs": 1, "min-nodes": 2,
+SS = {"seed": 3, "statespace.ss-t": 40, "statespace.ss-window": 5, "statespace.ss-epochs": 1, "min-nodes": 2,
       "node-wait-s": 5.0}
-IV = {"algorithm": "fediv", "seed": 4, "iv-scenario": "step", "iv-n": 300, "iv-rounds": 2,
-      "iv-val-features": 8, "min-nodes": 2, "node-wait-s": 5.0, "iv-device": "cpu"}
-VFD = {"algorithm": "vfedcd", "d": 6, "edges": 8, "n": 20, "num-epochs": 1, "batch": 8,
-       "he-backend": "mock", "key-bits": 256, "node-wait-s": 5.0, "seed": 4,
-       "insecure-test-keys": True, "vfedcd-accept-backends": "paillier,paillier-packed,mock",
-       "vfedcd-accept-modes": "vfedcd,ctv,framework", "vfedcd-min-key-bits": 256}
+IV = {"algorithm": "fediv", "seed": 4, "iv.iv-scenario": "step", "iv.iv-n": 300, "iv.iv-rounds": 2,
+      "iv.iv-val-features": 8, "min-nodes": 2, "node-wait-s": 5.0, "iv.iv-device": "cpu"}
+VFD = {"algorithm": "vfedcd", "vertical.d": 6, "vertical.edges": 8, "vertical.n": 20, "vertical.num-epochs": 1, "vertical.batch": 8,
+       "vertical.he-backend": "mock", "vertical.key-bits": 256, "node-wait-s": 5.0, "seed": 4,
+       "vertical.insecure-test-keys": True, "vertical.vfedcd-accept-backends": "paillier,paillier-packed,mock",
+       "vertical.vfedcd-accept-modes": "vfedcd,ctv,framework", "vertical.vfedcd-min-key-bits": 256}
 
 CASES = {
     "fdbnl": (DBN, 3), "pfdbnl": ({**DBN, "algorithm": "pfdbnl"}, 3),

@@ -14,7 +14,7 @@ from flwr.clientapp import ClientApp
 
 import fedcausal_flwr.strategies as strategies
 from fedcausal_flwr import registry
-from fedcausal_flwr.app import glue, settings_class
+from fedcausal_flwr.appconfig import glue, settings_class
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import register
 from fedcausal_flwr.data.csvdata import read_csv
@@ -67,8 +67,8 @@ def check_equal(algorithm, rc, data, node_configs):
 def test_dbn_csv_equals_arrays(tmp_path, algorithm):
     rng = np.random.default_rng(0)
     names = ["G1", "G2", "G3", "G4"]
-    rc = {"algorithm": algorithm, "data": "node", "lags": 1, "num-rounds": 4, "lambda-w": 0.05,
-          "lambda-a": 0.05, **COMMON}
+    rc = {"algorithm": algorithm, "dbn.data": "node", "dbn.lags": 1, "dbn.num-rounds": 4, "dbn.lambda-w": 0.05,
+          "dbn.lambda-a": 0.05, **COMMON}
     data, cfgs = {}, {}
     for pid in range(3):
         X = rng.standard_normal((30, 4))
@@ -91,8 +91,8 @@ def test_dbn_csv_equals_arrays(tmp_path, algorithm):
 def test_statespace_csv_equals_arrays(tmp_path, algorithm):
     rng = np.random.default_rng(1)
     T = 60
-    rc = {"algorithm": algorithm, "ss-data": "node", "ss-p": 2, "ss-window": 20,
-          "ss-epochs": 1, **COMMON}
+    rc = {"algorithm": algorithm, "statespace.ss-data": "node", "statespace.ss-p": 2, "statespace.ss-window": 20,
+          "statespace.ss-epochs": 1, **COMMON}
     data, cfgs = {}, {}
     for pid, D in enumerate((3, 4)):
         Y = np.cumsum(rng.standard_normal((T, D)), axis=0) * 0.1 + rng.standard_normal((T, D))
@@ -108,7 +108,7 @@ def test_fedcf_inputs_from_the_csv_equal_arrays(tmp_path):
     rest the measurements; B_mm is identified beside A_mm, as from arrays."""
     rng = np.random.default_rng(3)
     T = 80
-    rc = {"algorithm": "fedcf", "ss-data": "node", "ss-p": 2, "ss-window": 20, "ss-epochs": 1,
+    rc = {"algorithm": "fedcf", "statespace.ss-data": "node", "statespace.ss-p": 2, "statespace.ss-window": 20, "statespace.ss-epochs": 1,
           **COMMON}
     data, cfgs = {}, {}
     for pid, D in enumerate((3, 4)):
@@ -133,7 +133,7 @@ def test_fedcf_inputs_from_the_csv_equal_arrays(tmp_path):
 def test_fedcf_bad_input_columns_are_named(tmp_path, given, words):
     path = write(tmp_path / "a.csv", ["valve", "x", "y", "z"],
                  np.random.default_rng(0).standard_normal((10, 4)).tolist())
-    rc = {"algorithm": "fedcf", "ss-p": 2, **COMMON}
+    rc = {"algorithm": "fedcf", "statespace.ss-p": 2, **COMMON}
     grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path, "input-columns": given}})
     with pytest.raises(ValueError, match="client 0: data-path") as e:
         glue("fedcf").client("fedcf", grid.contexts[1000])
@@ -153,8 +153,8 @@ def test_fediv_csv_equals_arrays(tmp_path):
     from fedcausal_flwr.iv.data import IVDataConfig, own_split
 
     rng = np.random.default_rng(2)
-    rc = {**SMALL["fediv"][0], "iv-rounds": 2, "iv-instrument": "z1,z2",
-          "iv-treatment": "x", "iv-outcome": "y", **COMMON}
+    rc = {**SMALL["fediv"][0], "iv.iv-rounds": 2, "iv.iv-instrument": "z1,z2",
+          "iv.iv-treatment": "x", "iv.iv-outcome": "y", **COMMON}
     data, cfgs = {}, {}
     for pid, n in enumerate((80, 120, 60)):
         z = rng.uniform(-1, 1, (n, 2))
@@ -173,12 +173,12 @@ def test_fediv_csv_equals_arrays(tmp_path):
 
 def test_fediv_needs_the_role_columns(tmp_path):
     path = write(tmp_path / "a.csv", ["z", "x", "y"], [[1, 2, 3], [2, 3, 4], [3, 1, 2]])
-    rc = {**SMALL["fediv"][0], "iv-instrument": "z", "iv-treatment": "x", "iv-outcome": "w"}
+    rc = {**SMALL["fediv"][0], "iv.iv-instrument": "z", "iv.iv-treatment": "x", "iv.iv-outcome": "w"}
     grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path}})
     with pytest.raises(ValueError, match=r"client 0: data-path .*a\.csv: row 1: no column "
                                          r"'w' \(run config iv-outcome\)"):
         glue("fediv").client("fediv", grid.contexts[1000])
-    grid = InProcessGrid(client_app, 1, {**rc, "iv-outcome": ""}, {0: {"data-path": path}})
+    grid = InProcessGrid(client_app, 1, {**rc, "iv.iv-outcome": ""}, {0: {"data-path": path}})
     with pytest.raises(ValueError, match="need the run config's iv-outcome"):
         glue("fediv").client("fediv", grid.contexts[1000])
 
@@ -195,7 +195,7 @@ def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
     token = [int.from_bytes(hmac.new(KEY.encode(), i.encode(), hashlib.sha256).digest()[:8],
                             "big", signed=True) for i in ids]
     order = np.argsort(token)
-    rc = {**SMALL["vfedcd"][0], "data": "node", "parts": "3,3", **COMMON}
+    rc = {**SMALL["vfedcd"][0], "vertical.data": "node", "vertical.parts": "3,3", **COMMON}
     data, cfgs, start = {}, {}, 0
     for pid, d in enumerate(parts):
         cols = np.arange(start, start + d)
@@ -207,7 +207,7 @@ def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
         x = X[order][:, cols]
         # the raw rows, transformed by the client as the App's CSV path does (handing in
         # (x - mean) / sd computed here differs from it in the last bits of some values)
-        data[pid] = {"x": x, "transform": VerticalData.from_run_config(rc).transform,
+        data[pid] = {"x": x, "vertical.transform": VerticalData.from_run_config(rc).transform,
                      "columns": cols,
                      "sample_ids": np.asarray(token, dtype=np.int64)[order],
                      "accept_backends": "mock", "min_key_bits": 256}
@@ -232,7 +232,7 @@ def _vertical_files(tmp_path, n: int, rows_of, key_of=lambda pid: KEY) -> dict:
 def test_vfedcd_parties_align_on_the_ids_they_share(tmp_path):
     """Party 1 lacks ID 11 and lists its rows backwards: the run trains on the 11 shared IDs,
     standardized over them, exactly as if both files held only those rows."""
-    rc = {**SMALL["vfedcd"][0], "parts": "2,2", **COMMON}
+    rc = {**SMALL["vfedcd"][0], "vertical.parts": "2,2", **COMMON}
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     ragged = _vertical_files(tmp_path / "a", 12,
                              lambda pid: range(10, -1, -1) if pid else range(12))
@@ -246,7 +246,7 @@ def test_vfedcd_parties_without_shared_ids_stop_the_run(tmp_path):
     """Another key: other keyed hashes, no ID in common; the run stops saying so."""
     cfgs = _vertical_files(tmp_path, 12, lambda pid: range(12),
                            key_of=lambda pid: "another key" if pid else KEY)
-    res = run("vfedcd", {**SMALL["vfedcd"][0], "parts": "2,2", **COMMON}, client_app, 2, cfgs)
+    res = run("vfedcd", {**SMALL["vfedcd"][0], "vertical.parts": "2,2", **COMMON}, client_app, 2, cfgs)
     assert res.status.startswith("stopped") and "share 0 sample ids" in res.status, res.status
     assert "same id-key" in res.status
 
@@ -261,7 +261,7 @@ def test_vfedcd_needs_the_shared_key(tmp_path, monkeypatch):
 
 # ---- node config ---------------------------------------------------------------------
 def test_node_data_path_must_be_a_csv_and_wins_over_the_run_config(tmp_path):
-    rc = {"algorithm": "fdbnl", "data": "dream4", "data-path": "/nowhere/x.tsv", **COMMON}
+    rc = {"algorithm": "fdbnl", "dbn.data": "dream4", "dbn.data-path": "/nowhere/x.tsv", **COMMON}
     grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": str(tmp_path / "x.tsv")}})
     with pytest.raises(ValueError, match=r"client 0: node config data-path=.* must name a "
                                          r"\.csv"):
@@ -307,8 +307,8 @@ def test_a_bad_csv_fails_on_its_node_for_every_algorithm(tmp_path, algorithm):
         ids = ["id", *"xyzw"]
         text = "".join(f"{i},{line}\n" for i, line in zip(ids, text.split(), strict=True))
     path.write_text(text)
-    rc = {**(SMALL[algorithm][0]), "iv-instrument": "a", "iv-treatment": "b",
-          "iv-outcome": "c", "parts": "3"}
+    rc = {**(SMALL[algorithm][0]), "iv.iv-instrument": "a", "iv.iv-treatment": "b",
+          "iv.iv-outcome": "c", "vertical.parts": "3"}
     grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": str(path), "id-key": KEY}})
     who = "party" if algorithm == "vfedcd" else "client"
     col = 3 if algorithm == "vfedcd" else 2
@@ -323,7 +323,7 @@ def test_segment_errors_name_the_row(tmp_path):
                                          "segment 'r1' resumes"):
         read_csv(path, "client 0", segment_column="rep")
     path = write(tmp_path / "t.csv", ["rep", "a"], [["r1", 1], ["r1", 2], ["r2", 3]])
-    rc = {"algorithm": "fdbnl", "lags": 1, **COMMON}
+    rc = {"algorithm": "fdbnl", "dbn.lags": 1, **COMMON}
     grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path, "segment-column": "rep"}})
     with pytest.raises(ValueError, match=r"row 4: too few rows: segment 'r2' has 1 rows"):
         glue("fdbnl").client("fdbnl", grid.contexts[1000])
@@ -363,8 +363,8 @@ def test_names_reach_a_client_that_takes_them():
 
 
 @pytest.mark.parametrize("algorithm,rc", [
-    ("fdbnl", {"data": "node"}), ("fedgc", {"ss-data": "node"}),
-    ("fediv", {"iv-outcome": "y"}), ("vfedcd", {"data": "node"})])
+    ("fdbnl", {"dbn.data": "node"}), ("fedgc", {"statespace.ss-data": "node"}),
+    ("fediv", {"iv.iv-outcome": "y"}), ("vfedcd", {"vertical.data": "node"})])
 def test_a_run_on_node_data_refuses_a_node_without_its_csv(algorithm, rc):
     rc = {**SMALL[algorithm][0], **rc}
     grid = InProcessGrid(client_app, 1, rc)

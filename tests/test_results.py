@@ -40,7 +40,7 @@ def test_run_config_argument_round_trips(tmp_path):
 def test_a_run_counts_its_round_trips(algorithm):
     """``timing["exchanges"]``: every train exchange after discovery (one message per node
     each, in the in-process grid), and per round in the history: what a deployment pays for."""
-    from fedcausal_flwr.app import glue
+    from fedcausal_flwr.appconfig import glue
     from fedcausal_flwr.client_app import app
     from fedcausal_flwr.testing import SMALL, InProcessGrid
 

@@ -35,8 +35,8 @@ from fedcausal_flwr.results import (
 from fedcausal_flwr.strategies import FDBNL
 from fedcausal_flwr.testing import InProcessGrid
 
-RC = {"algorithm": "fdbnl", "seed": 3, "d": 4, "lags": 1, "samples-per-client": 30,
-      "num-rounds": 4, "lambda-w": 0.05, "lambda-a": 0.05, "min-nodes": 2,
+RC = {"algorithm": "fdbnl", "seed": 3, "dbn.d": 4, "dbn.lags": 1, "dbn.samples-per-client": 30,
+      "dbn.num-rounds": 4, "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05, "min-nodes": 2,
       "node-wait-s": 5.0}
 
 
@@ -85,15 +85,15 @@ def test_every_checkpoint_says_running_with_its_writer_and_the_end_says_complete
 def test_the_app_writes_completed_config_and_plots(tmp_path):
     result, doc = app_run(tmp_path, RC)
     assert doc["status"] == "completed" == result.status and is_completed(doc["status"])
-    assert doc["config"]["run_config"]["d"] == 4 and "lambda_w" in doc["config"]["strategy"]
+    assert doc["config"]["run_config"]["dbn.d"] == 4 and "lambda_w" in doc["config"]["strategy"]
     assert doc["errors"] == [] and len(doc["history"]) == 4
     assert (tmp_path / "run" / "graphs.png").exists()
 
 
 @pytest.mark.parametrize("rc,message", [
-    ({"lambda-w": "abc"}, "'lambda-w'"),
+    ({"dbn.lambda-w": "abc"}, "'lambda-w'"),
     ({"algorithm": "nope"}, "unknown algorithm 'nope'"),
-    ({"d": 100000}, "'d' = 100000: must be <= 2000"),
+    ({"dbn.d": 100000}, "'dbn.d' = 100000: must be <= 2000"),
 ])
 def test_bad_settings_still_write_failed(tmp_path, rc, message):
     """Failures after the run config is read: result.json with "failed: <error>", raised."""
@@ -121,7 +121,7 @@ def test_a_strategy_crash_writes_failed_and_keeps_finished_rounds(tmp_path, monk
     doc = load_result(tmp_path / "run")
     assert doc["status"] == "failed: RuntimeError: boom in round 3"
     assert len(doc["history"]) == 2 and doc["metrics"]["rounds"] == 3
-    assert doc["estimates"]["W"] and doc["config"]["run_config"]["d"] == 4
+    assert doc["estimates"]["W"] and doc["config"]["run_config"]["dbn.d"] == 4
 
 
 def test_too_few_clients_is_stopped_with_the_reason(tmp_path):
@@ -238,7 +238,7 @@ def test_launcher_run_configs_add_up_and_name_the_run(monkeypatch, tmp_path):
 
 # ---- wire_log ---------------------------------------------------------------------------
 def test_wire_log_is_bounded_unless_auditing():
-    rc = {**RC, "num-rounds": 6}
+    rc = {**RC, "dbn.num-rounds": 6}
     quiet = app_dbn.strategy("fdbnl", rc)
     quiet.start(grid=InProcessGrid(client_app, 3, rc))
     summary = quiet.wire_summary()

@@ -60,38 +60,13 @@ def node_data(algorithm: str, context: Context) -> dict[str, Any]:
     ``fedgc``, ``fedcf`` (``ss-p``), ``fediv`` (``iv-treatment``, ``iv-outcome``,
     ``iv-instrument``), ``vfedcd`` (node config ``id-key`` or ``$FEDCAUSAL_ID_KEY``,
     ``columns`` or run config ``parts``). See the README's "Your own data" section."""
-    algorithm = algorithm.strip().lower()
+    from fedcausal_flwr import registry
+    from fedcausal_flwr.federation.client import section_context
+
+    alg = registry.get(algorithm)
     who = _who(context)
     path = node_data_path(context.node_config, who)
     if path is None:
         node_csv(context)  # raises the message naming the missing data-path
-    if algorithm in ("fdbnl", "pfdbnl"):
-        from fedcausal_flwr.dbn.app import own_data
-
-        Xt, Xlag, names = own_data(path, context, who)
-        return {"Xt": Xt, "Xlag": Xlag, "names": names}
-    if algorithm in ("fedgc", "fedcf"):
-        from fedcausal_flwr.statespace.app import own_data
-
-        c, names = own_data(path, algorithm, context, who)
-        return {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u, "names": names}
-    if algorithm == "fediv":
-        from fedcausal_flwr.iv.app import own_data
-        from fedcausal_flwr.strategies import FedIVSettings
-
-        pid = int(context.node_config.get("partition-id", 0))
-        train, val, names = own_data(path, context.run_config, pid, who)
-        return {"train": train, "val": val, "names": names,
-                "device": FedIVSettings.from_run_config(context.run_config).device}
-    if algorithm == "vfedcd":
-        from fedcausal_flwr.vertical.app import own_data
-
-        pid = int(context.node_config.get("partition-id", 0))
-        k = int(context.node_config.get("num-partitions", 1))
-        from fedcausal_flwr.vertical.data import VerticalData
-
-        x, cols, ids, names = own_data(path, context, pid, k)
-        return {"x": x, "columns": cols, "sample_ids": ids, "names": names,
-                "transform": VerticalData.from_run_config(context.run_config).transform}
-    raise ValueError(f"{who}: unknown algorithm {algorithm!r}; expected one of fdbnl, pfdbnl, "
-                     "fedgc, fedcf, fediv, vfedcd")
+    own = section_context(context, alg.section)
+    return alg.app().node_data(alg.name, own, path, who)

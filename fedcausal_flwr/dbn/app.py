@@ -11,8 +11,11 @@ from flwr.app import Context
 from fedcausal_flwr.dbn.data import DBNData, data_config
 from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics, lag_scores, netsim_auroc
 from fedcausal_flwr.dbn.model import PFDBNLSettings
-from fedcausal_flwr.federation.client import client_class
+from fedcausal_flwr.federation.client import client_class, section_context
 from fedcausal_flwr.metrics import mean_metrics, score_auc
+from fedcausal_flwr.settings import section_view
+
+SECTION = "dbn"
 
 __all__ = ["client", "evaluator", "strategy", "truth"]
 
@@ -21,6 +24,7 @@ DATA_CLASSES = {"fdbnl": DBNData, "pfdbnl": DBNData}
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):
     """FDBNL or PFDBNL with the run config's settings, scored against the built-in truth."""
+    rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
     from fedcausal_flwr.strategies import FDBNL, PFDBNL
 
     cls = PFDBNL if algorithm == "pfdbnl" else FDBNL
@@ -32,6 +36,7 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):
 def client(algorithm: str, context: Context):
     """This node's client on the run config's data set (``data``, ``data-path`` ...), or on
     its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
+    context = section_context(context, SECTION)
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
     from fedcausal_flwr.dbn.data import client_data, variable_names
 
@@ -68,6 +73,7 @@ def own_data(path, context: Context, who: str) -> tuple[np.ndarray, np.ndarray, 
 
 def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001
     """The true W and A of a homogeneous synthetic run (for the PNG), else nothing."""
+    rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
     if str(rc.get("data", "synthetic")) != "synthetic":
         return {}
     from fedcausal_flwr.dbn.data import ground_truth
@@ -117,3 +123,9 @@ def evaluator(rc: Mapping[str, Any], tau_w: float = PFDBNLSettings.tau_w,
         return mean_metrics(per)
 
     return evaluate
+
+
+def node_data(algorithm: str, context: Context, path, who: str) -> dict[str, Any]:  # noqa: ARG001
+    """The client arguments of a node's own CSV at ``path`` (:func:`own_data`)."""
+    Xt, Xlag, names = own_data(path, context, who)
+    return {"Xt": Xt, "Xlag": Xlag, "names": names}

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -49,6 +49,8 @@ class DBNData(Settings):
     shortcut), ``weights`` (the paper's |w| in [0.3, 0.5] or the code's [0.5, 2]), expected
     degrees, ``heterogeneous`` clients; ``seed`` draws the data.
     """
+
+    section: ClassVar[str] = "dbn"
 
     data: str = setting("synthetic", "data", choices=DATASETS)
     data_path: str = setting("", "data-path")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import scipy.linalg as slin
@@ -62,6 +63,8 @@ class FDBNLSettings(RunSettings):
     different local minima of the nonconvex step, so final graphs may differ by an edge or two.
     ``restarts``: chained L-BFGS-B calls of PFDBNL's local step (10).
     """
+
+    section: ClassVar[str] = "dbn"
 
     lambda_w: float = setting(0.05, "lambda-w", ge=0)
     lambda_a: float = setting(0.05, "lambda-a", ge=0)

@@ -131,3 +131,13 @@ def reply(client: NumPyClient, msg: Message) -> Message:
         "arrays": ArrayRecord([np.asarray(a) for a in out]),
         "metrics": MetricRecord({"num-examples": int(n), **metrics}),
     }), reply_to=msg)
+
+
+def section_context(context: Context, section: str) -> Context:
+    """``context`` with its run config narrowed to the shared keys and ``section``'s keys
+    without their prefix (what a family's glue reads); the node's state is the same object."""
+    from fedcausal_flwr.settings import section_view
+
+    return Context(run_id=context.run_id, node_id=context.node_id,
+                   node_config=context.node_config, state=context.state,
+                   run_config=section_view(section, context.run_config))

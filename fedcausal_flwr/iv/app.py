@@ -16,9 +16,12 @@ from typing import Any
 import numpy as np
 from flwr.app import Context
 
-from fedcausal_flwr.federation.client import client_class
+from fedcausal_flwr.federation.client import client_class, section_context
 from fedcausal_flwr.iv.data import IVDataConfig
 from fedcausal_flwr.iv.model import FedIVSettings
+from fedcausal_flwr.settings import section_view
+
+SECTION = "iv"
 
 __all__ = ["client", "evaluator", "plot_g", "save_plots", "strategy"]
 
@@ -27,6 +30,7 @@ DATA_CLASSES = {"fediv": IVDataConfig}
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     """FedIV with the run config's settings, scored against the built-in data's true g."""
+    rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
     from fedcausal_flwr.iv.strategy import FedIV
 
     s = FedIVSettings.from_run_config(rc)
@@ -37,6 +41,7 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
 def client(algorithm: str, context: Context):
     """This node's client on the run config's built-in IV data, or on its own CSV when its
     node config has ``data-path`` (:func:`own_data`); on ``iv-device``."""
+    context = section_context(context, SECTION)
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
     from fedcausal_flwr.iv.data import client_data
 
@@ -161,5 +166,14 @@ def plot_g(rc: Mapping[str, Any], estimates: Mapping[str, Any], path: str | Path
 
 def save_plots(algorithm: str, rc: Mapping[str, Any], result: Any, out: Path) -> None:  # noqa: ARG001
     """``g_vs_g0.png`` (the paper's Figure 1) beside result.json."""
+    rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
     if result.estimates.get("g_params") and not IVDataConfig.from_run_config(rc).outcome:
         plot_g(rc, result.estimates, out / "g_vs_g0.png")
+
+
+def node_data(algorithm: str, context: Context, path, who: str) -> dict[str, Any]:  # noqa: ARG001
+    """The client arguments of a node's own CSV at ``path`` (:func:`own_data`)."""
+    pid = int(context.node_config.get("partition-id", 0))
+    train, val, names = own_data(path, context.run_config, pid, who)
+    return {"train": train, "val": val, "names": names,
+            "device": FedIVSettings.from_run_config(context.run_config).device}

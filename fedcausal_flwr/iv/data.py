@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -131,6 +131,8 @@ class IVDataConfig(Settings):
     Node-local CSVs (node config ``data-path``): ``instrument``, ``treatment``, ``outcome``
     name their columns (comma-separated), ``val_fraction`` of each node's rows validate.
     """
+
+    section: ClassVar[str] = "iv"
 
     scenario: str = setting("abs", "iv-scenario", choices=LOW_DIM + IMAGE)
     dgp: str = setting("paper", "iv-dgp", choices=("paper", "code"))

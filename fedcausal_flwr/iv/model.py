@@ -80,6 +80,8 @@ class FedIVSettings(RunSettings):
     says so.
     """
 
+    section: ClassVar[str] = "iv"
+
     lr_g: float = setting(0.02, "iv-lr-g", gt=0)
     lr_f: float = setting(0.2, "iv-lr-f", gt=0)
     mode: str = setting("gda", "iv-mode", choices=("gda", "sgda"))

@@ -17,9 +17,12 @@ import numpy as np
 from flwr.app import Context
 from flwr.common.logger import log
 
-from fedcausal_flwr.federation.client import client_class
+from fedcausal_flwr.federation.client import client_class, section_context
+from fedcausal_flwr.settings import section_view
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import FedCFData, FedGCData
+
+SECTION = "statespace"
 
 __all__ = ["client", "evaluator", "settings", "strategy"]
 
@@ -30,6 +33,7 @@ INPUT_COLUMNS = "input-columns"  # node config: the CSV's known-input columns
 
 def settings(algorithm: str, rc: Mapping[str, Any]) -> ss.StateSpaceSettings:
     """``FedGCSettings`` or ``FedCFSettings`` from the run config and its ``.json``."""
+    rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
     from fedcausal_flwr.statespace.data import merged_config
 
     cls = ss.FedCFSettings if algorithm == "fedcf" else ss.FedGCSettings
@@ -38,6 +42,7 @@ def settings(algorithm: str, rc: Mapping[str, Any]) -> ss.StateSpaceSettings:
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):
     """FedGC or FedCF with the run config's settings; scored only on synthetic data."""
+    rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
     from fedcausal_flwr.statespace.data import merged_config
     from fedcausal_flwr.strategies import FedCF, FedGC
 
@@ -53,6 +58,7 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):
 def client(algorithm: str, context: Context):
     """This node's client on the run config's data (synthetic system, NetSim, plant CSV), or
     on its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
+    context = section_context(context, SECTION)
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
     from fedcausal_flwr.statespace.data import client_data, merged_config
 
@@ -136,3 +142,9 @@ def evaluator(full: Mapping[str, Any]
         return out
 
     return evaluate
+
+
+def node_data(algorithm: str, context: Context, path, who: str) -> dict[str, Any]:
+    """The client arguments of a node's own CSV at ``path`` (:func:`own_data`)."""
+    c, names = own_data(path, algorithm, context, who)
+    return {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u, "names": names}

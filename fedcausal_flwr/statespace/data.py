@@ -33,11 +33,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from fedcausal_flwr.settings import Settings, setting
+from fedcausal_flwr.settings import Settings, section_view, setting
 from fedcausal_flwr.statespace import lti
 from fedcausal_flwr.statespace import model as ss
 
@@ -48,6 +48,8 @@ SHIFTS = ((1 / 30, 2 / 30, 0.5), (3 / 30, 5 / 30, -0.3), (7 / 30, 9 / 30, 0.2),
 @dataclass(frozen=True)
 class FedGCData(Settings):
     """The FedGC data keys with their defaults (the one source; validated on every read)."""
+
+    section: ClassVar[str] = "statespace"
 
     clients: int = setting(2, "ss-clients", ge=1)
     p: int = setting(2, "ss-p", ge=1)
@@ -89,7 +91,8 @@ def merged_config(rc: Mapping[str, Any], model: str = "fedgc") -> dict[str, Any]
     """Defaults < model defaults < run config < the JSON file at ``data-path`` (if any); the
     data keys are validated (:class:`FedGCData` / :class:`FedCFData`)."""
     cls = FedCFData if model == "fedcf" else FedGCData
-    out = {**cls().run_config(), **dict(rc)}
+    rc = section_view(cls.section, rc)
+    out = {**cls().run_config(), **rc}
     path = str(rc.get("data-path", "") or "")
     if path.endswith(".json"):
         out.update(read_json_config(path))

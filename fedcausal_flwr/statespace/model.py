@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import scipy.linalg as slin
@@ -204,6 +204,8 @@ class StateSpaceSettings(RunSettings):
     It needs ``window >= 2`` (a window of one step has no difference). FedGC's default, keyed
     ``ss-difference``; FedCF keeps levels (no key; see :class:`FedCFSettings`).
     """
+
+    section: ClassVar[str] = "statespace"
 
     window: int = setting(10000, "ss-window", ge=1)
     epochs: int = setting(20, "ss-epochs", ge=1)

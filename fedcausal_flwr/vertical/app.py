@@ -22,9 +22,12 @@ from typing import Any
 import numpy as np
 from flwr.app import Context
 
-from fedcausal_flwr.federation.client import client_class
+from fedcausal_flwr.federation.client import client_class, section_context
+from fedcausal_flwr.settings import section_view
 from fedcausal_flwr.vertical.data import VerticalData
 from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
+
+SECTION = "vertical"
 
 __all__ = ["client", "evaluator", "strategy", "truth"]
 
@@ -35,6 +38,7 @@ CLIENT_CLASSES = {"vfedcd": PartyConsent}
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     """VFedCD with the run config's settings, scored against the built-in data's truth."""
+    rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
     from fedcausal_flwr.vertical.strategy import VFedCD
 
     s = VFedCDSettings.from_run_config(rc)
@@ -46,6 +50,7 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
 def client(algorithm: str, context: Context):
     """This node's party on the run config's data (its block of columns, training rows), or
     on its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
+    context = section_context(context, SECTION)
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
     from fedcausal_flwr.vertical.data import VerticalData, party_data, sachs
 
@@ -145,6 +150,7 @@ def evaluator(rc: Mapping[str, Any]
               ) -> Callable[[Mapping[str, np.ndarray], Sequence[int]], dict[str, Any]]:
     """SHD (a reversal counts once) and F1 of the DAG against the built-in data's true graph
     (built on first use)."""
+    rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
     from fedcausal_flwr.metrics import graph_metrics
     from fedcausal_flwr.vertical.data import pooled_data
 
@@ -162,3 +168,12 @@ def evaluator(rc: Mapping[str, Any]
                 "nnz": m["nnz"]}
 
     return evaluate
+
+
+def node_data(algorithm: str, context: Context, path, who: str) -> dict[str, Any]:  # noqa: ARG001
+    """The client arguments of a party's own CSV at ``path`` (:func:`own_data`)."""
+    pid = int(context.node_config.get("partition-id", 0))
+    k = int(context.node_config.get("num-partitions", 1))
+    x, cols, ids, names = own_data(path, context, pid, k)
+    return {"x": x, "columns": cols, "sample_ids": ids, "names": names,
+            "transform": VerticalData.from_run_config(context.run_config).transform}

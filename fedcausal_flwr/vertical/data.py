@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -32,6 +32,8 @@ class VerticalData(Settings):
     ``transform``: what each party does to its own columns before training (:func:`fitted_scaler`):
     "zscore" or "yeo-johnson" (a power transform per column, then z-score).
     """
+
+    section: ClassVar[str] = "vertical"
 
     data: str = setting("synthetic", "data", choices=("synthetic", "sachs", "node"))
     data_path: str = setting("", "data-path")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -72,6 +72,8 @@ class VFedCDSettings(RunSettings):
     The server sends the parties' fields (:data:`PARTY_KEYS`) with the setup phase; each
     party accepts them only within its own :class:`PartyConsent`.
     """
+
+    section: ClassVar[str] = "vertical"
 
     epochs: int = setting(30, "num-epochs", ge=1)
     batch: int = setting(200, "batch", ge=1)
@@ -179,6 +181,8 @@ class PartyConsent(Settings):
     a server that asks for more is refused by :meth:`check` before the party makes a key or
     sends anything. ``backends`` and ``modes`` are comma-separated lists.
     """
+
+    section: ClassVar[str] = "vertical"
 
     backends: str = setting(",".join(SECURE_BACKENDS), "vfedcd-accept-backends")
     modes: str = setting("vfedcd", "vfedcd-accept-modes")

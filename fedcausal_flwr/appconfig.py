@@ -1,0 +1,149 @@
+"""The App's run config: shared keys at the top, one section per family.
+
+``[tool.flwr.app.config]`` holds :data:`~fedcausal_flwr.settings.SHARED_KEYS` (``algorithm``,
+``seed``, ``min-nodes``, timeouts, ``outputs``, ``run-name``); each family's keys sit in its own
+table (``[tool.flwr.app.config.dbn]``), which Flower flattens to ``dbn.lambda-w``. The App
+checks a run config once (:func:`check`) and hands the family's glue the view of its section
+(:func:`view`). The classes whose keys an algorithm reads (:func:`readers`) come from the
+registry and the family's glue, so this module names no algorithm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from difflib import get_close_matches
+from types import ModuleType
+from typing import Any
+
+from fedcausal_flwr import registry
+from fedcausal_flwr.settings import SHARED_KEYS, Settings, section_view, setting
+
+
+@dataclass(frozen=True)
+class AppConfig(Settings):
+    """The App's own keys: which algorithm runs and where its results go."""
+
+    algorithm: str = setting("fdbnl", "algorithm")
+    outputs: str = setting("outputs", "outputs")
+    run_name: str = setting("", "run-name")
+
+
+def glue(algorithm: str) -> ModuleType:
+    """The App glue module of ``algorithm``; a ValueError names the known ones."""
+    try:
+        return registry.get(algorithm).app()
+    except ValueError as e:
+        raise ValueError(f"run config 'algorithm': {e}") from e
+
+
+def section(algorithm: str) -> str:
+    """The run-config section of ``algorithm``'s keys."""
+    return registry.get(algorithm).section
+
+
+def settings_class(algorithm: str) -> type:
+    """The settings class of ``algorithm`` (the one source of its defaults)."""
+    return registry.get(algorithm).settings_class()
+
+
+def readers(algorithm: str) -> list[type]:
+    """Every class whose run-config keys ``algorithm``'s run reads."""
+    alg = registry.get(algorithm)
+    extra = getattr(alg.app(), "CLIENT_CLASSES", {}).get(algorithm)
+    return [AppConfig, alg.settings_class(), alg.data_class(), *([extra] if extra else [])]
+
+
+def section_keys(algorithm: str) -> set[str]:
+    """The keys of its section that ``algorithm`` reads, without the section prefix."""
+    raw = getattr(glue(algorithm), "RAW_KEYS", {}).get(algorithm, ())
+    return {k for c in readers(algorithm) for k in c.keys() if k not in SHARED_KEYS} | set(raw)
+
+
+def defaults(algorithm: str) -> dict[str, Any]:
+    """``{sectioned key: default}`` of every key ``algorithm`` reads."""
+    out: dict[str, Any] = {}
+    for cls in readers(algorithm):
+        out.update(cls().app_config())
+    for raw in getattr(glue(algorithm), "RAW_KEYS", {}).get(algorithm, ()):
+        out.setdefault(f"{section(algorithm)}.{raw}", "")  # a file path: none by default
+    return out
+
+
+def view(algorithm: str, rc: Mapping[str, Any]) -> dict[str, Any]:
+    """The shared keys and ``algorithm``'s section without its prefix: what its glue reads."""
+    return section_view(section(algorithm), rc)
+
+
+def problems(algorithm: str, rc: Mapping[str, Any]) -> list[str]:
+    """One line per key of ``rc`` that ``algorithm``'s run would not read as its sender meant:
+    a key without its section (renamed), a key of another section set to other than its
+    default, a key its section does not have."""
+    own = section(algorithm)
+    mine = section_keys(algorithm)
+    out = []
+    for key in sorted(rc):
+        if key in SHARED_KEYS:
+            continue
+        sec, dot, bare = str(key).partition(".")
+        if not dot:
+            homes = [s for s, algs in registry.sections().items()
+                     if any(key in section_keys(a) for a in algs)]
+            if homes:
+                new = f"{own}.{key}" if own in homes else " or ".join(f"{s}.{key}" for s in homes)
+                out.append(f"{key!r} is now {new!r} (keys sit in their family's section)")
+            else:
+                out.append(f"{key!r} is not a key of the App")
+            continue
+        owners = registry.sections().get(sec)
+        if owners is None:
+            out.append(f"{key!r}: no section {sec!r} (sections: "
+                       f"{', '.join(registry.sections())})")
+        elif sec != own or bare not in mine:
+            readers_of = [a for a in owners if bare in section_keys(a)]
+            if not readers_of:
+                near = get_close_matches(bare, sorted(mine), n=2, cutoff=0.6) if sec == own \
+                    else []
+                out.append(f"{key!r} is not a key of section {sec!r}" + (
+                    f" (did you mean {' or '.join(repr(f'{own}.{n}') for n in near)}?)"
+                    if near else ""))
+            elif any(rc[key] != defaults(a).get(key) for a in readers_of):
+                out.append(f"{key!r} = {rc[key]!r} is read by {', '.join(readers_of)}, not by "
+                           f"{algorithm} (whose keys are in section {own!r})")
+    return out
+
+
+def check(algorithm: str, rc: Mapping[str, Any]) -> None:
+    """Refuse a run config with :func:`problems`, naming every key."""
+    bad = problems(algorithm, rc)
+    if bad:
+        raise ValueError(f"run config for {algorithm!r}: " + "; ".join(bad))
+
+
+def declared() -> dict[str, Any]:
+    """The App's run config with every default: what ``[tool.flwr.app.config]`` declares."""
+    out: dict[str, Any] = {}
+    for name in registry.ALGORITHMS:
+        out.update(defaults(name))
+    out["algorithm"] = "fdbnl"
+    return out
+
+
+def drift(algorithm: str, app_config: Mapping[str, Any]) -> list[str]:
+    """Where the App's declared run config (flattened) disagrees with the defaults of
+    ``algorithm``'s classes; the state-space family's model-specific data keys travel in a
+    JSON file instead, so data keys must agree where declared but need not be."""
+    out = []
+    alg = registry.get(algorithm)
+    for cls in readers(algorithm):
+        must = cls is not alg.data_class()
+        for key, value in cls().app_config().items():
+            if key == "algorithm":
+                continue
+            if key not in app_config:
+                if must:
+                    out.append(f"{algorithm}: {key!r} is not declared in the App's run config")
+            elif app_config[key] != value or type(app_config[key]) is not type(value):
+                out.append(f"{algorithm}: {key!r} is {app_config[key]!r} in the App config but "
+                           f"{value!r} in {cls.__name__}")
+    return out
