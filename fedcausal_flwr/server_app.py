@@ -16,6 +16,7 @@ from flwr.serverapp import Grid, ServerApp
 from fedcausal_flwr import registry
 from fedcausal_flwr.app import check_foreign_keys, glue
 from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.threads import limit_blas_threads
 
 app = ServerApp()
 
@@ -117,4 +118,5 @@ def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     """Build the configured strategy, run it, save ``result.json`` and plots (:func:`run`)."""
+    limit_blas_threads()
     run(grid, dict(context.run_config))
