@@ -30,6 +30,12 @@ import numpy as np
 SIM_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = SIM_DIR / "results"
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: the script folders: reproductions of a paper's numbers, how the defaults were chosen, and
+#: cost / scale / reliability benchmarks
+GROUPS = ("paper", "studies", "bench")
+for _dir in (SIM_DIR, *(SIM_DIR / g for g in GROUPS)):  # scripts import each other by name
+    if str(_dir) not in sys.path:
+        sys.path.insert(0, str(_dir))
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -211,9 +217,16 @@ def jsonable(x: Any) -> Any:
     return x
 
 
+def script_path(script: str) -> str:
+    """``simulations/<folder>/<script>.py``, the script of a results name (as the repository
+    names it; ``simulations/<script>.py`` where no folder holds it)."""
+    folder = next((g for g in GROUPS if (SIM_DIR / g / f"{script}.py").is_file()), None)
+    return f"simulations/{folder}/{script}.py" if folder else f"simulations/{script}.py"
+
+
 def metadata(script: str) -> dict[str, Any]:
     """Where, when and how a result was made: script, argv, versions, machine, time."""
-    return {"script": f"simulations/{script}.py", "argv": sys.argv[1:],
+    return {"script": script_path(script), "argv": sys.argv[1:],
             "python": platform.python_version(), "numpy": np.__version__,
             "machine": {"host": platform.node(), "system": platform.system(),
                         "cpu": platform.machine(), "cores": os.cpu_count()},
@@ -277,5 +290,5 @@ def finish(script: str, args: argparse.Namespace, clock: Clock, checks: dict[str
 
 
 def script_name(file: str) -> str:
-    """``simulations/x.py`` -> ``x``: the results name of a script (``__file__``)."""
+    """``simulations/<folder>/x.py`` -> ``x``: the results name of a script (``__file__``)."""
     return Path(file).stem
