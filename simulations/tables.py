@@ -246,85 +246,6 @@ def benchmark_flower_overhead() -> str:
                      "s/round Flower", "s/round reference", "bytes up / down per round"], rows)
 
 
-def _minutes(exchanges: int | None, path: dict) -> str:
-    """Projected minutes of ``exchanges`` on a Flower path: per exchange, plus start-up."""
-    if not exchanges:
-        return "-"
-    return f"{(exchanges * path['s_per_exchange'] + path['startup_s']) / 60:.1f}"
-
-
-def deployment_cost_before() -> str:
-    """Each algorithm's default App run in exchanges and its projected deployment time (issue
-    12, before any round trip was saved): ``deployment_cost.py``'s JSON."""
-    r = read_results("deployment_cost_before")
-    rows = []
-    for alg, rec in r["algorithms"].items():
-        full, dep, sim = rec.get("full", {}), rec["deploy"], rec["simulate"]
-        ex = full.get("exchanges")
-        acc = "-" if full.get("scaled_from_one_epoch") else ", ".join(
-            f"{k} {v:.3g}" for k, v in full.get("accuracy", {}).items())
-        rows.append([alg, rec["nodes"], ex if ex else "-",
-                     f"{full['wall_s']:.0f}" + (" (1 epoch x epochs)"
-                                                if full.get("scaled_from_one_epoch") else "")
-                     if full else "-", acc or "-", f"{dep['s_per_exchange']:.2f}",
-                     f"{dep['startup_s']:.0f}", _minutes(ex, dep), f"{sim['s_per_exchange']:.2f}",
-                     _minutes(ex, sim), f"{max(dep['max_diff'], sim['max_diff']):.0e}"])
-    f = r.get("floor", {})
-    floor = (f"Flower's floor (trivial App, 2 nodes, one float64[10] each way): "
-             f"{f['deploy']['s_per_exchange']:.2f} s per exchange in the deployment "
-             f"({f['deploy']['startup_s']:.0f} s start-up), "
-             f"{f['simulate']['s_per_exchange']:.2f} s under `flwr run` "
-             f"({f['simulate']['startup_s']:.0f} s start-up).\n\n") if f else ""
-    return floor + markdown(
-        ["algorithm", "nodes", "default run: exchanges", "in process s", "accuracy",
-         "deploy s/exchange", "deploy start-up s", "projected deploy min",
-         "`flwr run` s/exchange", "projected `flwr run` min", "max est. diff"], rows)
-
-
-
-#: the "after" runs: (results file, the algorithms taken from it); the state-space run was
-#: made before FDBNL's lambda changed, so its FDBNL rows are superseded by the later file
-AFTER_FILES = (("deployment_cost_after_statespace", ("fedgc", "fedcf")),
-               ("deployment_cost_after", ("fdbnl", "pfdbnl", "fediv", "vfedcd")))
-REAL_KEYS_FILE = "deployment_cost_vfedcd_real_keys"
-
-
-def deployment_cost_after() -> str:
-    """Each algorithm's default App run after issue 12: exchanges before and after, the whole run
-    measured in a loopback deployment and under ``flwr run`` (VFedCD: one real-key epoch
-    deployed, projected), from ``deployment_cost.py``'s JSONs beside the "before" one."""
-    before = read_results("deployment_cost_before")["algorithms"]
-    real = read_results(REAL_KEYS_FILE)["algorithms"]["vfedcd"]["real_keys"]
-    rows = []
-    for name, algs in AFTER_FILES:
-        for alg, rec in read_results(name)["algorithms"].items():
-            if alg not in algs:
-                continue
-            full, dep, sim = rec.get("full", {}), rec["deploy"], rec["simulate"]
-            ex, ff = full.get("exchanges"), rec.get("full_flower")
-            acc = ", ".join(f"{k} {v:.3g}" for k, v in full.get("accuracy", {}).items())
-            if ff:
-                d, f = ff["deploy"], ff["simulate"]
-                deploy = f"{d['wall_s'] / 60:.1f} measured ({d['status']})"
-                run = f"{f['wall_s'] / 60:.1f} measured ({f['status']})"
-                diff = max(d["max_diff"], f["max_diff"], dep["max_diff"], sim["max_diff"])
-            elif alg == "vfedcd":
-                rk = real
-                deploy = (f"{rk['projected_default_h'] * 60:.0f} projected from "
-                          f"{rk['epochs']} real-key epoch ({rk['s_per_epoch']:.0f} s/epoch, "
-                          f"{rk['status']})")
-                run, diff = _minutes(ex, sim) + " projected (mock)", max(
-                    rk["max_diff"], dep["max_diff"], sim["max_diff"])
-            else:
-                deploy, run = _minutes(ex, dep) + " projected", _minutes(ex, sim) + " projected"
-                diff = max(dep["max_diff"], sim["max_diff"])
-            rows.append([alg, rec["nodes"], before[alg]["full"]["exchanges"], ex or "-",
-                         acc or "-", f"{dep['s_per_exchange']:.2f}", deploy, run,
-                         f"{diff:.0e}"])
-    return markdown(["algorithm", "nodes", "exchanges before", "exchanges now",
-                     "accuracy (in process)", "deploy s/exchange", "deployment min",
-                     "`flwr run` min", "max est. diff"], rows)
-
 # ----------------------------------------------------------------------------- FedGC / FedCF
 CF_LABELS = {"literal": "literal (paper), i.i.d. u",
              "refined target": "refined target (server regresses on ĥ_a^t)",
@@ -1023,7 +944,7 @@ def reliability() -> str:
 TABLES: dict[str, Callable[[], str]] = {f.__name__: f for f in (
     headline, fdbnl_table1, fdbnl_netsim_sim3, fdbnl_netsim, fdbnl_dream4, fdbnl_lambda_scale,
     fdbnl_varying_d, fdbnl_varying_k, fdbnl_solver_cost, fdbnl_rounds, fdbnl_defaults_dev,
-    fdbnl_defaults, benchmark_flower_overhead, deployment_cost_before, deployment_cost_after,
+    fdbnl_defaults, benchmark_flower_overhead,
     fedgc_default, fedgc_settings, fedcf_default, fedcf_default_shifts, statespace_windows,
     statespace_windows_dev,
     fediv_table1, fediv_divergence, fediv_rounds_dev, fediv_rounds, fediv_clip,
