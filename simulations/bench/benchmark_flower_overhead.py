@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import _sims  # noqa: F401 - simulations/ on sys.path
-from harness import parser, write_results
+from harness import markdown, parser, read_results, write_results
 
 from fedcausal_flwr import launch
 from fedcausal_flwr.dbn import model as dbn
@@ -74,6 +74,24 @@ def main() -> None:
                   f"{row['bytes_down_per_round'] / 1e3:>11.1f}", flush=True)
     path = write_results("benchmark_flower_overhead", {"config": BASE, "rows": rows}, args.out)
     print(f"saved {path}")
+
+
+# ----------------------------------------------------------------------------- tables
+def table_benchmark_flower_overhead() -> str:
+    """Flower overhead of FDBNL: reference loop vs ``flwr run``, per K and round count."""
+    r = read_results("benchmark_flower_overhead")
+    rows = [[x["K"], x["rounds"], f"{x['reference_s']:.2f}", f"{x['flower_s']:.1f}",
+             f"{x['ratio']:.0f}", f"{x['strategy_s']:.1f}", f"{x['s_per_round']:.3f}",
+             f"{x['ref_s_per_round']:.3f}",
+             f"{x['bytes_up_per_round'] / 1000:.1f} kB / {x['bytes_down_per_round'] / 1000:.1f} kB"]
+            for x in r["rows"]]
+    return markdown(["K", "rounds", "reference s", "`flwr run` s", "ratio", "strategy s",
+                     "s/round Flower", "s/round reference", "bytes up / down per round"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"benchmark_flower_overhead": table_benchmark_flower_overhead}
 
 
 if __name__ == "__main__":

@@ -20,7 +20,17 @@ import logging
 import warnings
 
 import _sims  # noqa: F401 - simulations/ on sys.path
-from harness import RESULTS_DIR, Clock, jsonable, log, parser, settings, write_results
+from harness import (
+    RESULTS_DIR,
+    Clock,
+    jsonable,
+    log,
+    markdown,
+    parser,
+    read_results,
+    settings,
+    write_results,
+)
 
 from fedcausal_flwr import testing as T
 
@@ -97,6 +107,39 @@ def main() -> None:
             MD.write_text(MD_HEAD)
         MD.write_text(tables.render(MD.read_text(), {"reliability": tables.reliability}))
         log(f"wrote {MD}")
+
+
+# ----------------------------------------------------------------------------- tables
+def table_reliability() -> str:
+    """Issue 11's fault x algorithm matrix (reliability.json): the count of handled cases,
+    the silent wrong results, and each case's outcome."""
+    r = read_results("reliability")
+    summ, algos = r["summary"], r["algorithms"]
+    cell = {(c["fault"], c["algorithm"]): c["outcome"] for c in r["cases"]}
+    faults = [f for f in r["faults"] if any((f, a) in cell for a in algos)]
+    rows = [[f"`{f}`: {r['faults'][f]}"] + [cell.get((f, a), "-") for a in algos]
+            for f in faults]
+    lines = [f"**{summ['handled']} of {summ['cases']} cases handled; "
+             f"{summ['silent_wrong']} silent wrong results"
+             + (f" ({', '.join(summ['silent_wrong_cases'])})" if summ["silent_wrong"] else "")
+             + f".** Made by `{r['meta']['script']}` on {r['meta']['finished']} "
+             f"({r['elapsed_s']:.0f} s).", ""]
+    if r.get("honest"):
+        lines += ["Honest runs of the same configs (no fault): largest max |x| of a reply's "
+                  "array over max(1, the other replies' median), the screen dropping above "
+                  f"{next(iter(r['honest'].values()))['screen_factor']:g}: "
+                  + ", ".join(f"{a} {m['max_ratio']:.3g}" + (" (SCREENED)" if m["screened"]
+                                                              else "")
+                              for a, m in r["honest"].items()) + ".", ""]
+    if summ["not_handled"]:
+        lines += ["Not handled:", ""] + [f"- {k}: {v}" for k, v in summ["not_handled"].items()]
+        lines.append("")
+    return "\n".join(lines) + "\n" + markdown(["fault"] + algos, rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"reliability": table_reliability}
 
 
 if __name__ == "__main__":

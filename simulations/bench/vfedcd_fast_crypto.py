@@ -23,7 +23,7 @@ from collections import defaultdict
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
-from harness import parser, settings, write_results
+from harness import markdown, parser, read_results, settings, write_results
 from vfedcd_fast_schedule import PHASES, parse_value, steps_per_epoch
 
 from fedcausal_flwr.secure import shares
@@ -103,6 +103,32 @@ def main() -> None:
         "cpu_s_per_epoch_concurrent": along, "keys_and_setup_s": keys_and_setup,
         "projection": {"epochs": E, "exchanges": exchanges, "exchange_s": a.exchange_s,
                        "cores": a.cores, "seconds": projected}}, a.out)
+
+
+# ----------------------------------------------------------------------------- tables
+def table_vfedcd_fast_crypto() -> str:
+    """Issue 12.3: CPU seconds of cryptography per epoch (per phase and party) and the
+    projected loopback deployment of the default run."""
+    r = read_results("vfedcd_fast_crypto")
+    per = r["cpu_s_per_epoch"]
+    rows = [[ph, *(f"{v[k]:.1f}" for k in sorted(v)), f"{sum(v.values()):.1f}"]
+            for ph, v in per.items()]
+    pr = r["projection"]
+    head = (f"{r['run_config']['he-backend']}, {r['run_config']['key-bits']}-bit keys, batch "
+            f"{r['run_config']['batch']} ({r['steps_per_epoch']} steps per epoch): "
+            f"{r['cpu_s_per_epoch_one_core']:.0f} CPU s per epoch on one core (parties in turn), "
+            f"{r['cpu_s_per_epoch_concurrent']:.0f} s with the 3 parties on {pr['cores']} cores. "
+            f"Projected loopback deployment of {pr['epochs']} epochs: {pr['exchanges']} "
+            f"exchanges x {pr['exchange_s']:g} s + {pr['epochs']} x "
+            f"{r['cpu_s_per_epoch_concurrent']:.0f} s + {r['keys_and_setup_s']:.0f} s = "
+            f"{pr['seconds']:.0f} s ({pr['seconds'] / 3600:.2f} h).\n\n")
+    return head + markdown(["phase", "party 0 CPU s", "party 1 CPU s", "party 2 CPU s", "sum"],
+                           rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"vfedcd_fast_crypto": table_vfedcd_fast_crypto}
 
 
 if __name__ == "__main__":

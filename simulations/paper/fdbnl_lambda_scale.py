@@ -34,6 +34,7 @@ from dbn_common import (
     verdict,
     write_results,
 )
+from harness import markdown, read_results
 
 from fedcausal_flwr.dbn.model import PFDBNLSettings, dynotears, fdbnl_reference
 from fedcausal_flwr.dbn.synthetic import federated_dbn
@@ -119,6 +120,25 @@ def main() -> None:
            "per_seed": [{("Alldata" if key == "Alldata" else f"K={key[0]} {key[1]}"): v
                          for key, v in r.items()} for r in per_seed]}
     log(f"wrote {write_results(NAME, out, args.out)}")
+
+
+# ----------------------------------------------------------------------------- tables
+def table_fdbnl_lambda_scale() -> str:
+    """SHD/TPR/FDR of W across K, ``lambda_scale`` paper vs pooled, and pooled DYNOTEARS."""
+    r = read_results("fdbnl_lambda_scale")
+    s = r["summary"]
+    digits = {"shd_w": 1, "tpr_w": 2, "fdr_w": 2}
+    rows = [[K, *(fmt(s[f"K={K} {sc}"][k][0], digits=d) for k, d in digits.items()
+                  for sc in ("paper", "pooled"))] for K in r["settings"]["K"]]
+    rows.append(["Alldata (pooled DYNOTEARS)",
+                 *(c for k, d in digits.items() for c in (fmt(s["Alldata"][k][0], digits=d), ""))])
+    return markdown(["K", "SHD(W) paper", "SHD(W) pooled", "TPR(W) paper", "TPR(W) pooled",
+                     "FDR(W) paper", "FDR(W) pooled"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fdbnl_lambda_scale": table_fdbnl_lambda_scale}
 
 
 if __name__ == "__main__":

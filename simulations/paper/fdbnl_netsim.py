@@ -23,6 +23,7 @@ import warnings
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from dbn_common import Clock, finish, fmt, log, mean_sd, parser, table, verdict
+from harness import bold, dot, markdown, read_results, short
 
 from fedcausal_flwr.data.netsim import load_netsim, netsim_chunks
 from fedcausal_flwr.data.timeseries import lagged
@@ -118,6 +119,44 @@ def main() -> None:
                  "paper mean", "ours mean", "ours continuous AUROC (info)", "rounds"], rows))
     finish(NAME, args, total, checks, "acceptance (spec 6.10):",
            {"paper": PAPER, "summary": summary, "per_subject": res})
+
+
+# ----------------------------------------------------------------------------- tables
+NETSIM_DIMS = {1: 5, 2: 10, 3: 15}  # NetSim sims 1-3: 5, 10, 15 regions
+
+
+def table_fdbnl_netsim_sim3() -> str:
+    """NetSim sim3 per subject (Table 8), FDBNL and PFDBNL, paper beside ours."""
+    r = read_results("fdbnl_netsim")
+    rows, subjects = [], None
+    for m in ("FDBNL", "PFDBNL"):
+        per = r["per_subject"]["3"][m]
+        subjects = [s["subject"] for s in per]
+        paper = r["paper"][m]["3"]
+        rows.append([f"paper {m}", *(dot(p) for p in paper), short(sum(paper) / len(paper))])
+        rows.append([f"ours {m}", *(dot(s["auroc"]) for s in per),
+                     bold(*r["summary"][f"sim3 {m}"]["auroc"])])
+    return markdown(["subject", *map(str, subjects or []), "mean"], rows)
+
+
+def table_fdbnl_netsim() -> str:
+    """NetSim sims 1-3: mean AUROC ± sd over five subjects, ours / paper, and code-compat."""
+    r = read_results("fdbnl_netsim")
+    rows = []
+    for sim in r["settings"]["sims"]:
+        s = {m: r["summary"][f"sim{sim} {m}"]
+             for m in ("FDBNL", "PFDBNL", "PFDBNL code-compat")}
+        rows.append([f"{sim} (d={NETSIM_DIMS[sim]})",
+                     *(f"{fmt(*s[m]['auroc'], 3)} / {s[m]['paper'][0]:.3f}"
+                       for m in ("FDBNL", "PFDBNL")),
+                     fmt(*s["PFDBNL code-compat"]["auroc"], 3)])
+    return markdown(["sim", "FDBNL ours / paper", "PFDBNL ours / paper", "PFDBNL code-compat"],
+                    rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fdbnl_netsim_sim3": table_fdbnl_netsim_sim3, "fdbnl_netsim": table_fdbnl_netsim}
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from dbn_common import (
     table,
     verdict,
 )
+from harness import dot, markdown, read_results, short
 
 from fedcausal_flwr.dbn.model import PFDBNLSettings, fdbnl_reference, pfdbnl_reference
 from fedcausal_flwr.dbn.synthetic import federated_dbn
@@ -124,6 +125,39 @@ def main() -> None:
            {"paper": PAPER, "summary": summ, "per_seed": per_seed})
     if not np.isfinite([r[m]["h"] for r in per_seed for m in METHODS]).all():
         log("warning: a run ended with a non-finite h")
+
+
+# ----------------------------------------------------------------------------- tables
+def table_fdbnl_table1() -> str:
+    """Table 1: PFDBNL vs FDBNL, paper weights (fdbnl_table1) and code weights (_codeweights)."""
+    runs = [read_results("fdbnl_table1"), read_results("fdbnl_table1_codeweights")]
+    paper = runs[0]["paper"]
+    rows = []
+
+    def pair(summ: dict, a: str, b: str) -> str:
+        return f"{dot(summ[a][0])} / {dot(summ[b][0])}"
+
+    for label, key in (("mSHD W", "shd_w"), ("mSHD A", "shd_a")):
+        rows.append([label] + [c for i, m in enumerate(("PFDBNL", "FDBNL"))
+                               for c in [short(paper[key][i]),
+                                         *(fmt(*r["summary"][m][key]) for r in runs)]])
+    for label, a, b, with_paper in (
+            ('paper "mTPR" W / A', "paper_tpr_w", "paper_tpr_a", True),
+            ('paper "mFDR" W / A', "paper_fdr_w", "paper_fdr_a", True),
+            ("true TPR W / A", "tpr_w", "tpr_a", False),
+            ("true FDR W / A", "fdr_w", "fdr_a", False)):
+        row = [label]
+        for i, m in enumerate(("PFDBNL", "FDBNL")):
+            row.append(f"{dot(paper[a][i])} / {dot(paper[b][i])}" if with_paper else "")
+            row += [pair(r["summary"][m], a, b) for r in runs]
+        rows.append(row)
+    return markdown(["", "paper PFDBNL", "ours, paper weights", "ours, code weights",
+                     "paper FDBNL", "ours, paper weights", "ours, code weights"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fdbnl_table1": table_fdbnl_table1}
 
 
 if __name__ == "__main__":

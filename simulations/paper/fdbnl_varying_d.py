@@ -38,6 +38,7 @@ from dbn_common import (
     parser,
     table,
 )
+from harness import markdown, read_results
 
 from fedcausal_flwr.dbn.model import PFDBNLSettings, fdbnl_reference
 from fedcausal_flwr.dbn.synthetic import federated_dbn
@@ -122,6 +123,23 @@ def main() -> None:
     finish(NAME, args, total, checks,
            "acceptance (brief: FDBNL <= Ave; spec 6.6: <= Ave and Best, every d):",
            {"summary": summ, "claims": claims, "per_seed": results})
+
+
+# ----------------------------------------------------------------------------- tables
+def table_fdbnl_varying_d() -> str:
+    """Fig. 3: SHD(W) of FDBNL, Ave, Best, Alldata per d, and whether FDBNL <= Ave."""
+    r = read_results("fdbnl_varying_d")
+    rows = []
+    for d, ms in r["summary"].items():
+        shd = {m: ms[m]["shd_w"] for m in ("FDBNL", "Ave", "Best", "Alldata")}
+        rows.append([d, len(r["per_seed"][d]), *(fmt(*v, 1) for v in shd.values()),
+                     "yes" if shd["FDBNL"][0] <= shd["Ave"][0] else "no"])
+    return markdown(["d", "seeds", "FDBNL", "Ave", "Best", "Alldata", "FDBNL <= Ave"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fdbnl_varying_d": table_fdbnl_varying_d}
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ Best over 64, and Ave averages 8 fits instead of 64.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 from dbn_common import (
@@ -38,6 +39,7 @@ from dbn_common import (
     table,
     verdict,
 )
+from harness import markdown, read_results, short
 
 from fedcausal_flwr.dbn.model import PFDBNLSettings, fdbnl_reference
 from fedcausal_flwr.dbn.synthetic import federated_dbn
@@ -134,6 +136,35 @@ def main() -> None:
         f"{len(args.seeds)} seed(s) (paper 10), Ave/Best on {args.ave_clients or 'all'} clients")
     finish(NAME, args, total, checks, "acceptance (spec 6.7):",
            {"paper_tpr_w": PAPER_TPR_W, "summary": summary, "per_seed": results})
+
+
+# ----------------------------------------------------------------------------- tables
+def table_fdbnl_varying_k() -> str:
+    """d=20, n=512, K=64: TPR/SHD/FDR of W, FDBNL at the first and the oracle-picked lambda."""
+    r = read_results("fdbnl_varying_k")
+    rows = []
+    for K, s in r["summary"].items():
+        paper = r["paper_tpr_w"].get(K, {})
+        grid, pick = r["settings"]["grid"], s["lambda_w"]
+
+        def row(label: str, m: dict, p: Any) -> list[str]:
+            return [label, "-" if p is None else short(p, 1), fmt(m["tpr_w"][0]),
+                    f"{m['shd_w'][0]:.0f}", fmt(m["fdr_w"][0])]
+
+        rows.append(row(f"FDBNL lambda {grid[0]:g}", s["grid"][str(grid[0])], paper.get("FDBNL")))
+        if pick != grid[0]:
+            rows.append(row(f"FDBNL lambda {pick:g} (oracle pick)", s["grid"][str(pick)],
+                            paper.get("FDBNL")))
+        n = r["settings"]["ave_clients"] or int(K)
+        for m in ("Ave", "Best"):
+            rows.append(row(f"{m} ({n} of {K} clients)", s["methods"][m], paper.get(m)))
+        rows.append(row("Alldata (pooled DYNOTEARS)", s["methods"]["Alldata"], None))
+    return markdown(["method", "TPR(W) paper", "TPR(W) ours", "SHD(W)", "FDR(W)"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fdbnl_varying_k": table_fdbnl_varying_k}
 
 
 if __name__ == "__main__":

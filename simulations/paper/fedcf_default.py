@@ -23,7 +23,7 @@ import time
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
-from harness import mean_sd, parser, settings, write_results
+from harness import markdown, mean_sd, parser, pm, read_results, settings, write_results
 
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import merged_config, synthetic_series
@@ -90,6 +90,41 @@ def main() -> None:
                                    "recovering": RECOVERING, "target_cf_y": TARGET_CF_Y,
                                    "setting": {"shift_scale": args.shift_scale,
                                                "shift_known": False}}, args.out)
+
+
+# ----------------------------------------------------------------------------- tables
+CF_LABELS = {"literal": "literal (paper), i.i.d. u",
+             "refined target": "refined target (server regresses on ĥ_a^t)",
+             "innovation target": "**innovation target** (recovering variant)"}
+
+
+def table_fedcf_default(results: str = "fedcf_default") -> str:
+    """FedCF acceptance 3: the four server variants, mean ± sd over seeds."""
+    r = read_results(results)
+    target, rows = r["target_cf_y"], []
+    for name, v in r["variants"].items():
+        m = v["mean"]
+        cf = f"{m['cf_y']:.3f} ± {v['sd']['cf_y']:.3f}"
+        if name == r["recovering"] or name == "literal":
+            cf = f"**{cf}**"
+        if "ss-target" in v["run_config"]:
+            cf += (f" (target < {target:g}: ok)" if m["cf_y"] < target
+                   else f" (WORSE than {target:g})")
+        rows.append([CF_LABELS.get(name, name), f"{m['L_s_2']:.3f} → {m['L_s_last']:.3f}",
+                     f"{m['D_2']:.4f} → {m['D_last']:.4f}", pm(v, "err_A21"),
+                     pm(v, "err_B21"), cf])
+    return markdown(["variant", "L_s exch. 2 → last", "penalty 𝒟 2 → last", "‖Â_21 − A_21‖_F",
+                     "‖B̂_21 − B_21‖_F", "CF_y = ‖C_22(B̂_21 − B_21)‖/‖C_22 B_21‖"], rows)
+
+
+def table_fedcf_default_shifts() -> str:
+    """FedCF acceptance 3 with FedGC's mean shifts, unknown to every filter."""
+    return table_fedcf_default("fedcf_default_shifts")
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fedcf_default": table_fedcf_default, "fedcf_default_shifts": table_fedcf_default_shifts}
 
 
 if __name__ == "__main__":

@@ -29,10 +29,21 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
-from harness import mean_sd, parser, settings, write_results
+from harness import (
+    dec3,
+    markdown,
+    mean_sd,
+    parser,
+    pm,
+    read_results,
+    seed_range,
+    settings,
+    write_results,
+)
 
 from fedcausal_flwr.statespace import lti
 from fedcausal_flwr.statespace import model as ss
@@ -196,6 +207,75 @@ def main() -> None:
     write_results("fedgc_default", {"settings": settings(args), "paper": PAPER, "target": TARGET,
                                     "per_seed": dict(zip(seeds, rows, strict=True)),
                                     "mean": mean, "sd": sd, "setting": setting}, args.out)
+
+
+# ----------------------------------------------------------------------------- tables
+FEDGC_RUNS = {"fedgc_default": "unknown shifts (paper's setting), default algorithm",
+              "fedgc_default_known": "shifts known to client 1's filter, paper's algorithm",
+              "fedgc_default_paper_unknown": "unknown shifts, paper's algorithm"}
+
+
+def gc_setting(r: dict[str, Any]) -> str:
+    """The setting of a fedgc_default run in words: who knows the shifts, which server."""
+    s = r["setting"]
+    who = "shifts known to client 1's filter" if s["shift_known"] else "unknown shifts"
+    alg = ("innovation target, differenced" if s["target"] == "innovation" and s["difference"]
+           else "paper's algorithm" if s["target"] == "predicted" and not s["difference"]
+           else f"target {s['target']}, difference {s['difference']}")
+    return f"{who} (scale {s['shift_scale']:g}), {alg}"
+
+
+def table_fedgc_settings() -> str:
+    """FedGC's errors in each setting of the shifts (the default and the paper's algorithm)."""
+    rows = []
+    for name in FEDGC_RUNS:
+        r = read_results(name)
+        t = r["target"]
+        rows.append([gc_setting(r), seed_range(r["per_seed"]),
+                     f"{pm(r, 'err_A21')} ({r['mean']['fp_err_A21']:.3f})",
+                     f"{pm(r, 'norm_A12')} ({r['mean']['fp_norm_A12']:.3f})",
+                     "ok" if r["mean"]["err_A21"] <= t["err_A21"]
+                     and r["mean"]["norm_A12"] < t["norm_A12"] else "WORSE"])
+    return markdown(["setting", "seeds", "‖Â_21 − A_21‖_F (stationary point)",
+                     "‖Â_12‖_F (stationary point)", "target ≤ 0.12 / < 0.05"], rows)
+
+
+def table_fedgc_default() -> str:
+    """FedGC acceptance 1: mean over seeds of the errors, losses and predictions."""
+    r = read_results("fedgc_default")
+    m, p, t = r["mean"], r["paper"], r["target"]
+
+    def ok(b: bool) -> str:
+        return "ok" if b else "WORSE"
+
+    rows = [
+        ["‖Â_21 − A_21‖_F", f"{p['err_A21']:.3f}",
+         f"**{pm(r, 'err_A21')}** (stationary point {m['fp_err_A21']:.3f})",
+         f"≤ {t['err_A21']:g}", ok(m["err_A21"] <= t["err_A21"])],
+        ["‖Â_12‖_F", f"{p['norm_A12']:.3f}",
+         f"**{pm(r, 'norm_A12')}** (stationary point {m['fp_norm_A12']:.3f})",
+         f"< {t['norm_A12']:g}", ok(m["norm_A12"] < t["norm_A12"])],
+        ["L_s, mean of the first → the last epoch", "falls",
+         f"{m['L_s_first']:.4f} → {m['L_s_last']:.4f}", "falls",
+         ok(m["L_s_last"] < m["L_s_first"])],
+        ["client 2 local loss (L_2)_a, first → last epoch", "falls",
+         f"{dec3(m['L_a2_first'])} → {dec3(m['L_a2_last'])}", "falls",
+         ok(m["L_a2_last"] < m["L_a2_first"])],
+        ["one-step prediction of y_2: plain / augmented / oracle", "aug better",
+         " / ".join(dec3(m[k]) for k in ("pred_plain", "pred_aug", "pred_oracle")),
+         "aug < plain", ok(m["pred_aug"] < m["pred_plain"])],
+        ["‖h_2^t − h_{2,o}^t‖² (predicted states, Thm 6.1): plain / augmented", "aug closer",
+         f"{dec3(m['prior_plain_oracle'])} / {dec3(m['prior_aug_oracle'])}", "aug < plain",
+         ok(m["prior_aug_oracle"] < m["prior_plain_oracle"])],
+        ["‖ĥ_2^t − ĥ_{2,o}^t‖² (posterior states; not a target)", "",
+         f"{dec3(m['post_plain_oracle'])} / {dec3(m['post_aug_oracle'])}", "", ""]]
+    return markdown(["", "paper (Table 3)", f"ours ({gc_setting(r)}; mean ± sd of "
+                     f"{len(r['per_seed'])} seeds)", "target", ""], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fedgc_settings": table_fedgc_settings, "fedgc_default": table_fedgc_default}
 
 
 if __name__ == "__main__":

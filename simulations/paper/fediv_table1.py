@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 import torch
-from harness import append_jsonl, parser, settings, write_results
+from harness import RESULTS_DIR, append_jsonl, markdown, parser, read_jsonl, settings, write_results
 
 from fedcausal_flwr.iv import data as iv
 from fedcausal_flwr.iv import model as dg
@@ -170,6 +172,52 @@ def main() -> None:
         print("FAIL: worse than the issue's target where marked WORSE above")
     write_results("fediv_table1", {"settings": settings(a), "paper": PAPER, "runs": rows,
                                    "summary": lines}, a.out)
+
+
+# ----------------------------------------------------------------------------- tables
+FEDIV_RUNS = RESULTS_DIR / "fediv_runs"
+
+
+FEDIV_TABLE1_FILES = ("fed_gda", "fed_sgda", "central_gda", "central_rest",
+                      "central_old_sgda_oadam")  # what fediv.md's --summarize command reads
+
+
+def fediv_runs(files: Sequence[str] = FEDIV_TABLE1_FILES) -> list[dict[str, Any]]:
+    """The committed JSON lines of ``fediv_table1.py`` runs (``results/fediv_runs/*.jsonl``)."""
+    return [r for f in files for r in read_jsonl(FEDIV_RUNS / f"{f}.jsonl")]
+
+
+def fediv_select(rows: list[dict], scenario: str, method: str) -> list[dict]:
+    """The runs of one Table-1 cell, one per seed (the script's ``summary`` takes them all)."""
+    out = [r for r in rows if r["scenario"] == scenario and r["method"] == method]
+    seeds = [r["seed"] for r in out]
+    if len(seeds) != len(set(seeds)):
+        raise ValueError(f"fediv runs: {scenario} {method} has a seed twice: {sorted(seeds)}")
+    return out
+
+
+def table_fediv_table1() -> str:
+    """FedIV Table 1 (low-dim): paper, ours selected / last (mean ± population sd), verdict."""
+    rows, runs = [], fediv_runs()
+    for sc in ("abs", "step", "linear"):
+        for method, paper in PAPER[sc].items():
+            r = fediv_select(runs, sc, method)
+            if not r:
+                continue
+            sel = np.array([x["mse_selected"] for x in r])
+            last = np.array([x["mse_last"] for x in r])
+            target = TARGET.get((sc, method))
+            verdict = "" if target is None else (
+                f"{'ok' if sel.mean() <= target else 'WORSE'} (target {target:g})")
+            rows.append([sc, method, f"{paper:g}", f"{sel.mean():.4f} ± {sel.std():.4f}",
+                         f"{last.mean():.4f} ± {last.std():.4f}", len(r), verdict])
+    return markdown(["scenario", "method", "paper", "ours selected", "ours last", "seeds",
+                     "verdict (issue target)"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fediv_table1": table_fediv_table1}
 
 
 if __name__ == "__main__":

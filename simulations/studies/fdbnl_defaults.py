@@ -36,7 +36,7 @@ from typing import Any
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from dbn_common import Clock, client_moments, fmt, log, mean_sd, parser, settings, table
-from harness import append_jsonl, read_jsonl, write_results
+from harness import append_jsonl, markdown, read_jsonl, read_results, short, write_results
 
 from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics
 from fedcausal_flwr.dbn.model import FDBNLSettings, fdbnl_reference
@@ -179,6 +179,44 @@ def main() -> None:
            "runs": [done[(sc, s, v)] for sc in args.scenarios for s in args.seeds for v in vs],
            "elapsed_s": clock()}
     log(f"wrote {write_results(NAME, out, args.out)}")
+
+
+# ----------------------------------------------------------------------------- tables
+def table_fdbnl_defaults_dev() -> str:
+    """FDBNL default candidates on development seeds (issue 13): mean rank over scenarios of
+    the mean SHD(W) + SHD(A), best first (``fdbnl_defaults.py``, results/fdbnl_defaults_dev)."""
+    r = read_results("fdbnl_defaults_dev")
+    rows = [[o["variant"], short(o["tau"]), f"{o['mean_rank']:.2f}", f"{o['mean_shd']:.1f}",
+             f"{o['mean_shd_w']:.1f}", f"{o['mean_shd_a']:.1f}", f"{o['mean_rounds']:.0f}"]
+            for o in r["overall"].values()]
+    return markdown(["lambda scale / lambda / dual step", "tau", "mean rank", "SHD W + A",
+                     "SHD(W)", "SHD(A)", "rounds"], rows)
+
+
+def table_fdbnl_defaults() -> str:
+    """FDBNL defaults on the evaluation seeds (issue 13): per scenario SHD(W) / SHD(A) (mean ±
+    sd) and rounds of each reported profile (``fdbnl_defaults.py``, results/fdbnl_defaults)."""
+    r = read_results("fdbnl_defaults")
+    cells = {**r["cells"], **r.get("app", {})}
+    scenarios = [*r["scenarios"]]
+    rows = []
+    for sc in scenarios:
+        for label, vt in r["report"].items():
+            v, tau = vt.split("@")
+            c = cells[f"{sc} | {v} | tau {float(tau):g}"]
+            rows.append([sc, label, fmt(*c["shd_w"], 1), fmt(*c["shd_a"], 1), fmt(*c["tpr_w"]),
+                         fmt(c["rounds"][0], digits=0)])
+    for label, vt in r["report"].items():
+        v, tau = vt.split("@")
+        o = r["overall"][f"{v} | tau {float(tau):g}"]
+        rows.append(["**mean of the 6 scenarios**", label, f"{o['mean_shd_w']:.1f}",
+                     f"{o['mean_shd_a']:.1f}", "", f"{o['mean_rounds']:.0f}"])
+    return markdown(["scenario", "profile", "SHD(W)", "SHD(A)", "TPR(W)", "rounds"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fdbnl_defaults_dev": table_fdbnl_defaults_dev, "fdbnl_defaults": table_fdbnl_defaults}
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from typing import Any
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from dbn_common import Clock, client_moments, fmt, log, mean_sd, parser, settings, table
-from harness import append_jsonl, read_jsonl, write_results
+from harness import append_jsonl, markdown, read_jsonl, read_results, write_results
 
 from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics
 from fedcausal_flwr.dbn.model import (
@@ -118,6 +118,27 @@ def main() -> None:
            "runs": [done[(sc, s, v)] for sc in args.scenarios for v in vs for s in args.seeds],
            "elapsed_s": clock()}
     log(f"wrote {write_results(NAME, out, args.out)}")
+
+
+# ----------------------------------------------------------------------------- tables
+def table_fdbnl_rounds() -> str:
+    """FDBNL/PFDBNL rounds and graph scores per stop rule and phi1, development seeds then
+    evaluation seeds (issue 12): ``fdbnl_rounds.py``'s two JSONs."""
+    rows = []
+    for name, seeds in (("fdbnl_rounds_dev", "dev"), ("fdbnl_rounds", "eval")):
+        r = read_results(name)
+        label = f"{seeds} {r['settings']['seeds'][0]}-{r['settings']['seeds'][-1]}"
+        for key, m in r["summary"].items():
+            scenario, variant = key.split(" | ")
+            rows.append([label, scenario, variant, fmt(*m["rounds"], 1), fmt(*m["shd_w"], 1),
+                         fmt(*m["shd_a"], 1), fmt(*m["tpr_w"])])
+    return markdown(["seeds", "scenario", "stop rule, rho1 growth", "rounds", "SHD(W)",
+                     "SHD(A)", "TPR(W)"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fdbnl_rounds": table_fdbnl_rounds}
 
 
 if __name__ == "__main__":

@@ -45,7 +45,19 @@ from typing import Any  # noqa: E402
 import _sims  # noqa: E402, F401 - simulations/ on sys.path
 import numpy as np  # noqa: E402
 import scipy.optimize  # noqa: E402
-from harness import Clock, check, finish, fmt, log, mean_sd, parser, script_name, table  # noqa: E402
+from harness import (  # noqa: E402
+    Clock,
+    check,
+    finish,
+    fmt,
+    log,
+    markdown,
+    mean_sd,
+    parser,
+    read_results,
+    script_name,
+    table,
+)
 
 from fedcausal_flwr.dbn import model as dbn  # noqa: E402
 from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics  # noqa: E402
@@ -230,6 +242,27 @@ def main() -> None:
                      "weights": "code", "generator": "code"},
             "solvers": SOLVERS, "profiles": PROFILES, "summary": summary,
             "per_seed": per_seed})
+
+
+# ----------------------------------------------------------------------------- tables
+def table_fdbnl_solver_cost() -> str:
+    """FDBNL server-step solvers (issue 12): CPU s, evaluations, SHD per K, vs the official code."""
+    r = read_results("fdbnl_solver_cost")
+    rows = []
+    for v in r["summary"].values():
+        profile, _, solver = v["who"].rpartition("/")
+        ratio = v.get("cpu_ratio_official")
+        rows.append([v["K"], profile or "-", solver, v["seeds"], fmt(*v["cpu_s"]),
+                     fmt(v["cpu_s_per_round"][0], digits=4), fmt(v["nfev_per_round"][0], digits=0),
+                     fmt(v["rounds"][0], digits=1), fmt(*v["shd_w"], 1), fmt(*v["shd_a"], 1),
+                     "-" if ratio is None else fmt(*ratio)])
+    return markdown(["K", "settings", "solver", "seeds", "CPU s", "CPU s/round", "evals/round",
+                     "rounds", "SHD(W)", "SHD(A)", "CPU / official (per seed)"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fdbnl_solver_cost": table_fdbnl_solver_cost}
 
 
 if __name__ == "__main__":

@@ -29,7 +29,18 @@ from pathlib import Path
 import _sims  # noqa: F401 - simulations/ on sys.path
 import torch
 from fediv_table1 import PAPER, run
-from harness import append_jsonl, mean_sd, parser, read_jsonl, settings, table, write_results
+from harness import (
+    append_jsonl,
+    fmt,
+    markdown,
+    mean_sd,
+    parser,
+    read_jsonl,
+    read_results,
+    settings,
+    table,
+    write_results,
+)
 
 METHOD = "FedDeepGMM-GDA"
 #: "new" is the default of this study, 2 (the App default is 5 since fediv_rounds.py's clip
@@ -106,6 +117,37 @@ def main() -> None:
     if a.summarize is not None:
         write_results("fediv_divergence", {"settings": settings(a), "summary": summary,
                                            "runs": rows, "table": out}, a.out)
+
+
+# ----------------------------------------------------------------------------- tables
+def table_fediv_divergence() -> str:
+    """Issue 13.2: FedDeepGMM-GDA old default (raw gradients) vs new (clipped), per seed range
+    and scenario: diverged runs, runs with a client dropped, selected MSE (mean ± sample sd)."""
+    r = read_results("fediv_divergence")
+    rows = []
+    for key, v in r["summary"].items():
+        ph, sc, variant = key.split("/")
+        seeds = f"{'dev' if ph == 'dev' else 'evaluation'} {v['seeds'][0]}-{v['seeds'][1]}"
+        label = {"new": f"new default: f's gradient clipped at {v['grad_clip']:g}",
+                 "old": "old default: raw gradients (Alg. 1)",
+                 "clip-both": f"alternative: both players clipped at {v['grad_clip']:g}"
+                 }.get(variant, variant)
+        mse = fmt(*v["mse_selected"], 4)
+        rows.append([seeds, sc, label, f"{v['diverged']} / {v['runs']}"
+                     + (f" (round{'s' * (len(v['diverged_rounds']) > 1)} "
+                        f"{', '.join(map(str, v['diverged_rounds']))})"
+                        if v["diverged_rounds"] else ""),
+                     f"{v['with_drops']} / {v['runs']}",
+                     f"**{mse}**" if variant == "new" else mse, fmt(*v["mse_last"], 4),
+                     f"{v['paper']:g}"])
+    return markdown(["seeds", "scenario", "variant", "diverged (stopped)",
+                     "a client's local game non-finite", "selected MSE", "last MSE",
+                     "paper (Table 1, Fed-GDA)"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fediv_divergence": table_fediv_divergence}
 
 
 if __name__ == "__main__":

@@ -68,7 +68,18 @@ import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 import torch
 from fediv_gda_sweep import federation
-from harness import append_jsonl, mean_sd, parser, read_jsonl, settings, table, write_results
+from harness import (
+    append_jsonl,
+    fmt,
+    markdown,
+    mean_sd,
+    parser,
+    read_jsonl,
+    read_results,
+    settings,
+    table,
+    write_results,
+)
 
 from fedcausal_flwr.iv import model as dg
 
@@ -354,6 +365,141 @@ def clip_main(a) -> None:  # noqa: ANN001
     print(json.dumps(rule, indent=1))
     write_results("fediv_clip", {"settings": settings(a), "summary": summary, "rule": rule,
                                  "table": out}, a.out)
+
+
+# ----------------------------------------------------------------------------- tables
+def _fediv_rounds_groups(phase: str) -> dict[tuple[str, str], dict[str, dict]]:
+    """``fediv_rounds`` summary of one seed phase as {(clients, setting[/variant]): {scenario:
+    entry}}."""
+    out: dict[tuple[str, str], dict[str, dict]] = {}
+    for key, v in read_results("fediv_rounds")["summary"].items():
+        ph, sc, k, *setting = key.split("/")
+        if ph == phase:
+            out.setdefault((k, "/".join(setting)), {})[sc] = v
+    return out
+
+
+def _rounds_key(item: tuple[tuple[str, str], dict]) -> tuple:
+    (k, setting), _ = item
+    f = dict(part.split("=") for part in setting.split(" ")[:2])
+    return int(k), int(f["T"]), int(f["R"]), setting
+
+
+def table_fediv_rounds_dev() -> str:
+    """Issue 12.2 on development seeds: FedGDA settings with T <= 60 rounds against the App's
+    former T = 200, R = 10 (paired seeds), selected-round test MSE per scenario."""
+    groups = _fediv_rounds_groups("dev")
+    scenarios = sorted({sc for g in groups.values() for sc in g})
+    rows = []
+    for (k, setting), by_sc in sorted(groups.items(), key=_rounds_key):
+        v0 = next(iter(by_sc.values()))
+        if v0["exchanges"] - 1 not in (50, 60, 200):
+            continue  # the 30- and 40-round prefixes stay in the JSON
+        rows.append([k, setting, v0["exchanges"], v0["local_steps"],
+                     f"{sum(v['diverged'] for v in by_sc.values())} / "
+                     f"{sum(v['runs'] for v in by_sc.values())}",
+                     *(fmt(*by_sc[sc]["mse_selected"], 4) + f" ({by_sc[sc]['runs']})"
+                       if sc in by_sc else "-" for sc in scenarios)])
+    return markdown(["clients", "setting (T rounds, R local steps, lr g / f)", "exchanges",
+                     "local steps per client", "diverged",
+                     *(f"{sc}: selected MSE (seeds)" for sc in scenarios)], rows)
+
+
+def table_fediv_rounds() -> str:
+    """Issue 12.2 on the evaluation seeds: the new default against T = 200, R = 10, per
+    clients and scenario: diverged, selected-round test MSE (mean ± sample sd), the paired
+    difference."""
+    groups = _fediv_rounds_groups("eval")
+    rows = []
+    cells = sorted({(int(k), sc) for (k, _), g in groups.items() for sc in g})
+    for clients, sc in cells:
+        by_var = {setting.rsplit("/", 1)[1]: (setting.rsplit("/", 1)[0], g[sc])
+                  for (k, setting), g in groups.items() if sc in g and int(k) == clients}
+        for variant in ("default", "paper"):
+            if variant not in by_var:
+                continue
+            setting, v = by_var[variant]
+            diff = "-"
+            if variant == "default" and "paper" in by_var:
+                other = by_var["paper"][1]["mse_by_seed"]
+                d = [v["mse_by_seed"][s] - other[s] for s in v["mse_by_seed"] if s in other]
+                diff = fmt(float(np.mean(d)), float(np.std(d, ddof=1)), 4) \
+                    + f" ({sum(x <= 0 for x in d)} of {len(d)} seeds no worse)"
+            label = {"default": "new default", "paper": "former default (Table 1)"}[variant]
+            rows.append([clients, sc, f"{label}: {setting}",
+                         f"{min(v['seeds'])}-{max(v['seeds'])}", v["exchanges"],
+                         v["local_steps"], f"{v['diverged']} / {v['runs']}",
+                         f"**{fmt(*v['mse_selected'], 4)}**" if variant == "default"
+                         else fmt(*v["mse_selected"], 4),
+                         f"{v['selected_round'][0]:.0f}", diff])
+    return markdown(["clients", "scenario", "variant", "evaluation seeds", "exchanges",
+                     "local steps per client", "diverged", "selected MSE", "mean selected round",
+                     "new - former, paired"], rows)
+
+
+def _paired_cell(v: dict | None) -> str:
+    """A paired difference as ``mean ± s.e. (k of n no worse)``; ``-`` when absent."""
+    if not v or not v["n"]:
+        return "-"
+    return (f"{v['mean']:+.4f} ± {v['se'] or 0:.4f} "
+            f"({v['no_worse']} of {v['n']} seeds no worse)")
+
+
+def table_fediv_clip() -> str:
+    """Issue 13.2 under the 50 x 40 schedule: FedGDA with f's gradient clipped at each value
+    (0: raw, Algorithm 1), per seed range and scenario: diverged, runs with a client dropped,
+    selected MSE (mean ± sample sd), the paired differences to raw and to clip 2 (± s.e.)."""
+    r = read_results("fediv_clip")
+    chosen = float(r["rule"]["chosen"]) if r["rule"]["chosen"] is not None else None
+    rows = []
+    order = sorted(r["summary"].items(), key=lambda kv: (kv[0].split("/")[0] != "dev",
+                                                          kv[1]["seeds"][0] >= 110,
+                                                          kv[0].split("/")[1],
+                                                          kv[1]["grad_clip"]))
+    for key, v in order:
+        ph, sc, _ = key.split("/")
+        seeds = v["seeds"]
+        rng = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) \
+            else ", ".join(map(str, seeds))
+        c = v["grad_clip"]
+        label = ("raw gradients (Alg. 1)" if c == 0 else f"f clipped at {c:g}") + (
+            " (default before the study)" if c == 2 and chosen != 2 else "") + (
+            " (chosen)" if c == chosen else "")
+        rows.append([f"{'dev' if ph == 'dev' else 'evaluation'} {rng}", sc, label,
+                     f"{v['diverged']} / {v['runs']}"
+                     + (f" (round{'s' * (len(v['diverged_rounds']) > 1)} "
+                        f"{', '.join(map(str, v['diverged_rounds']))})"
+                        if v["diverged_rounds"] else ""),
+                     f"{v['with_drops']} / {v['runs']}", fmt(*v["mse_selected"], 4),
+                     f"{v['selected_round'][0]:.0f}", _paired_cell(v.get("vs_0")),
+                     _paired_cell(v.get("vs_0_not_stopped")), _paired_cell(v.get("vs_2"))])
+    return markdown(["seeds", "scenario", "f's local gradient", "diverged (stopped)",
+                     "a client dropped", "selected MSE", "mean selected round",
+                     "minus raw, paired", "minus raw, paired, seeds where raw did not stop",
+                     "minus clip 2, paired"], rows)
+
+
+def table_fediv_clip_rule() -> str:
+    """Issue 13.2: the clip rule on the development runs, per clip: eligible (no run diverged
+    or with a client dropped in any scenario), pooled mean selected MSE, paired difference to
+    clip 2 (± s.e.), and which clip the rule keeps."""
+    rule = read_results("fediv_clip")["rule"]
+    rows = [[f"{float(c):g}", "yes" if v["eligible"] else "no", v["runs"],
+             f"{v['mse_pooled']:.4f}",
+             "-" if c == "2" else f"{v['vs_2']['mean']:+.4f} ± {v['vs_2']['se']:.4f}",
+             "**chosen**" if c == rule["chosen"] else ""]
+            for c, v in sorted(rule["per_clip"].items(), key=lambda kv: float(kv[0]))]
+    return markdown(["clip", "eligible (no divergence, no drop)",
+                     f"dev runs ({', '.join(rule['scenarios'])})", "pooled selected MSE",
+                     "minus clip 2, paired", "rule"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"fediv_rounds_dev": table_fediv_rounds_dev,
+          "fediv_rounds": table_fediv_rounds,
+          "fediv_clip": table_fediv_clip,
+          "fediv_clip_rule": table_fediv_clip_rule}
 
 
 if __name__ == "__main__":

@@ -47,7 +47,18 @@ from typing import Any
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
-from harness import RESULTS_DIR, append_jsonl, mean_sd, parser, read_jsonl, write_results
+from harness import (
+    RESULTS_DIR,
+    append_jsonl,
+    fmt,
+    markdown,
+    mean_sd,
+    parser,
+    read_jsonl,
+    read_results,
+    seed_range,
+    write_results,
+)
 
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import merged_config, synthetic_clients, synthetic_series
@@ -143,6 +154,61 @@ def main() -> None:
                 append_jsonl(args.jsonl, r)
                 print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v)
                                   for k, v in r.items()}), flush=True)
+
+
+# ----------------------------------------------------------------------------- tables
+SS_RUNS = {"fedgc": "FedGC (App defaults)", "fedcf": "FedCF (App defaults, literal target)",
+           "fedcf-innovation": "FedCF, `ss-target=\"innovation\"` (the README's run)"}
+
+
+def ss_schedule(r: dict[str, Any]) -> str:
+    """``W 10000, 20 epochs, lr 1.0 / 1.5`` of a statespace_windows summary row."""
+    return f"W {r['window']}, {r['epochs']} epochs, lr {r['lr_server']:g} / {r['lr_client']:g}"
+
+
+def ss_cells(r: dict[str, Any]) -> list[str]:
+    """err_A21, norm_A12, cf_error_21 (mean ± sd) of a statespace_windows summary row."""
+    return [fmt(r[k]["mean"], r[k]["sd"], 3) if k in r else "-"
+            for k in ("err_A21", "norm_A12", "cf_error_21")]
+
+
+def table_statespace_windows() -> str:
+    """FedGC/FedCF: the new default schedule beside the schedule before issue 12, eval seeds."""
+    r = read_results("statespace_windows")
+    rows = [[SS_RUNS[x["run"]], "default" if x["grid"] == "default" else "before (paper)",
+             ss_schedule(x), f"{x['exchanges']['mean']:.0f}", seed_range(x["seeds"]),
+             *ss_cells(x)] for x in sorted(r["summary"], key=lambda x: list(SS_RUNS)
+                                           .index(x["run"]))]
+    return markdown(["run", "schedule", "", "exchanges", "seeds", "‖Â_21 − A_21‖_F",
+                     "‖Â_12‖_F", "CF_y (cf_error_21)"], rows)
+
+
+def table_statespace_windows_dev() -> str:
+    """The development grid (seeds 100-109): lr_client 1.5, one window per epoch, by lr_server
+    and epochs, beside the schedule before issue 12."""
+    r = read_results("statespace_windows_dev")
+    by: dict[tuple[str, str], dict[str, Any]] = {}
+    for x in r["summary"]:
+        by[(x["grid"], x["run"])] = x
+    grids = [g for g in dict.fromkeys(x["grid"] for x in r["summary"])
+             if g == "paper" or (g.endswith(",1.5") and int(g.split(",")[1]) in (5, 10, 15, 20))]
+    rows = []
+    for g in grids:
+        gc, cf, ci = (by[(g, run)] for run in SS_RUNS)
+        rows.append([ss_schedule(gc), f"{gc['exchanges']['mean']:.0f}",
+                     *(f"{x[k]['mean']:.3f}" for x, k in ((gc, "err_A21"), (gc, "norm_A12"),
+                                                          (cf, "err_A21"), (ci, "err_A21"),
+                                                          (ci, "norm_A12"),
+                                                          (ci, "cf_error_21")))])
+    return markdown(["schedule", "exchanges", "FedGC ‖Â_21 − A_21‖", "FedGC ‖Â_12‖",
+                     "FedCF ‖Â_21 − A_21‖", "FedCF innov. ‖Â_21 − A_21‖",
+                     "FedCF innov. ‖Â_12‖", "FedCF innov. CF_y"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"statespace_windows": table_statespace_windows,
+          "statespace_windows_dev": table_statespace_windows_dev}
 
 
 if __name__ == "__main__":

@@ -38,8 +38,18 @@ from typing import Any
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
-from harness import RESULTS_DIR, append_jsonl, mean_sd, parser, read_jsonl, write_results
+from harness import (
+    RESULTS_DIR,
+    append_jsonl,
+    markdown,
+    mean_sd,
+    parser,
+    read_jsonl,
+    read_results,
+    write_results,
+)
 from vfedcd_table1 import data
+from vfedcd_table1 import settings as preset_settings
 
 from fedcausal_flwr.metrics import graph_metrics
 from fedcausal_flwr.vertical import model as V
@@ -163,6 +173,48 @@ def main() -> None:
             print(f"{row['setting']} seed {seed} ({row['cpu_s']:.1f} cpu s) ep "
                   f"{max(a.snapshots)}: " + " ".join(
                       f"t{t}:{m['shd']}/{m['f1']:.2f}" for t, m in last.items()), flush=True)
+
+
+# ----------------------------------------------------------------------------- tables
+VFEDCD_FAST_EVAL = RESULTS_DIR / "vfedcd_fast_eval.jsonl"
+
+
+VFEDCD_FAST_PRESETS = (("fast", "App default: Adam lr 0.1, batch 200, 30 epochs"),
+                       ("slow", "previous default (`VFedCDSettings.slow()`): SGD lr 0.01, "
+                                "batch 16, 700 epochs"),
+                       ("paper", "paper (`VFedCDSettings.paper()`): SGD lr 0.01, batch 16, "
+                                 "500 epochs, MSE"))
+
+
+def table_vfedcd_fast_schedule() -> str:
+    """Issue 12.3: the few-step schedule on development seeds (best cells of the study) and
+    the evaluation seeds (new default, previous default, paper), with exchanges per run."""
+    study = read_results("vfedcd_fast_schedule")
+    rows = []
+    for c in study["best_per_setting"][:6]:
+        rows.append([f"dev {min(study['seeds'])}-{max(study['seeds'])}", c["setting"],
+                     c["epochs"], c["tau"], c["steps"], c["exchanges"],
+                     f"{c['shd'][0]:.1f} +- {c['shd'][1]:.1f}",
+                     f"{c['f1'][0]:.3f} +- {c['f1'][1]:.3f}"])
+    evals = read_jsonl(VFEDCD_FAST_EVAL)
+    for preset, label in VFEDCD_FAST_PRESETS:
+        r = [x for x in evals if x["preset"] == preset]
+        if not r:
+            continue
+        s = preset_settings(preset, [])
+        steps = s.epochs * -(-800 // s.batch)
+        seeds = sorted(x["seed"] for x in r)
+        shd, f1 = mean_sd(x["shd"] for x in r), mean_sd(x["f1"] for x in r)
+        rows.append([f"eval {seeds[0]}-{seeds[-1]}", label, s.epochs, s.tau, steps, 5 * steps,
+                     f"{shd[0]:.1f} +- {shd[1]:.1f}", f"{f1[0]:.3f} +- {f1[1]:.3f}"])
+    return markdown(["seeds", "setting (dev: changes to `VFedCDSettings.slow()`)", "epochs", "tau",
+                     "steps", "exchanges", "SHD", "F1"],
+                    rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"vfedcd_fast_schedule": table_vfedcd_fast_schedule}
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from typing import Any
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
-from harness import DEFAULT_DATA, mean_sd, parser, read_results, write_results
+from harness import DEFAULT_DATA, fmt, markdown, mean_sd, parser, read_results, write_results
 from vfedcd_sachs_settings import (
     EDGES,
     PAPER_SACHS_SHD,
@@ -54,6 +54,7 @@ from vfedcd_sachs_settings import (
     K,
     best_per_config,
     cell_summary,
+    config_changes,
     dev_data,
     score,
     snapshot_graphs,
@@ -221,6 +222,62 @@ def main() -> None:
                   f"{m['f1']:.3f}, edges {m['nnz']} | empty graph SHD {A.sum():.0f}, "
                   f"paper {PAPER_SACHS_SHD}")
     write_results("vfedcd_sachs_fast", res, a.out)
+
+
+# ----------------------------------------------------------------------------- tables
+def _cell(c: dict, configs: dict) -> str:
+    return (f"{c['config']} ({config_changes(configs[c['config']])}), {c['epochs']} epochs, "
+            f"tau {c['tau']:g}")
+
+
+def table_vfedcd_sachs_fast_dev() -> str:
+    """Issue 13.4 after issue 12: the few-step defaults on Sachs-shaped data of two families,
+    each config's best (epochs, tau) on the 40 development data sets, and the App defaults
+    before the study."""
+    r = read_results("vfedcd_sachs_fast")
+    rows = [[("**chosen** " if c == r["chosen"] else "") + _cell(c, r["configs"]),
+             fmt(*c["f1"], 3), fmt(*c["shd"], 1), fmt(*c["nnz"], 1),
+             f"{c['gaussian']['f1'][0]:.3f} / {c['skewed']['f1'][0]:.3f}"]
+            for c in r["dev_best_per_config"][:12]]
+    p = r["dev_previous"]
+    rows.append(["App defaults before (" + _cell(p, r["configs"]) + ")", fmt(*p["f1"], 3),
+                 fmt(*p["shd"], 1), fmt(*p["nnz"], 1),
+                 f"{p['gaussian']['f1'][0]:.3f} / {p['skewed']['f1'][0]:.3f}"])
+    return markdown(["config (changes to the App's few-step defaults)", "F1", "SHD", "edges",
+                     "F1 gaussian / skewed"], rows)
+
+
+def table_vfedcd_sachs_fast() -> str:
+    """Issue 13.4 after issue 12: evaluation seeds, the d = 15 check of the App defaults, and
+    Sachs once, beside the empty graph, pooled DAGMA and the paper."""
+    r = read_results("vfedcd_sachs_fast")
+    ev, t1, sa = r["eval"], r["table1"], r["sachs"]
+    label = {"chosen": "chosen", "previous": "App defaults before (z-score)",
+             "app": "App defaults now (yeo-johnson)"}
+    seeds = "{}-{}".format(*r["eval_seeds"])
+    rows = [[f"Sachs-shaped, eval seeds {seeds} (both families)",
+             f"{label[w]}: {_cell(ev[w], r['configs'])}", fmt(*ev[w]["shd"], 1),
+             fmt(*ev[w]["f1"], 3), fmt(*ev[w]["nnz"], 1), "-"] for w in label]
+    rows += [["d = 15, E = 60, dev seeds 100-109 (few-step study's data)", name,
+              fmt(*t1[k]["shd"], 1), fmt(*t1[k]["f1"], 3), fmt(*t1[k]["nnz"], 1), "-"]
+             for k, name in (("previous", "App defaults before"),
+                             ("chosen", f"chosen ({config_changes(t1['changes'])})"),
+                             *((k, k) for k in t1 if k.startswith("only ")))]
+    rows += [[f"Sachs, once (training seed {sa['seed']})", f"{label[w]}",
+              f"**{sa[w]['shd']}**" if w == "chosen" else sa[w]["shd"], f"{sa[w]['f1']:.3f}",
+              sa[w]["nnz"], f"{sa['paper_shd']:g}"] for w in label]
+    for b in read_results("vfedcd_baselines")["rows"]:
+        if b["d"] == "sachs":
+            rows.append(["Sachs, pooled (not federated)", f"{b['method']}, {b['transform']}",
+                         b["shd"], f"{b['f1']:.3f}", b["nnz"], ""])
+    rows.append(["Sachs", "empty graph", sa["empty_shd"], "0.000", 0, ""])
+    return markdown(["data (seeds)", "setting", "SHD", "F1", "edges", "paper SHD"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"vfedcd_sachs_fast_dev": table_vfedcd_sachs_fast_dev,
+          "vfedcd_sachs_fast": table_vfedcd_sachs_fast}
 
 
 if __name__ == "__main__":

@@ -47,9 +47,13 @@ from harness import (
     DEFAULT_DATA,
     RESULTS_DIR,
     append_jsonl,
+    fmt,
+    markdown,
     mean_sd,
     parser,
     read_jsonl,
+    read_results,
+    seed_range,
     write_results,
 )
 from vfedcd_table1 import PAPER
@@ -313,6 +317,65 @@ def main() -> None:
                 run_one("sachs", name, CONFIGS[name], 0, X, A, a.runs)
     if a.summary:
         summary(a.runs, a.out)
+
+
+# ----------------------------------------------------------------------------- tables
+def table_vfedcd_sachs_dev() -> str:
+    """Issue 13.4 development study (Sachs-shaped synthetic data): each config's best (epochs,
+    tau) on seeds 100-104, the App defaults as they are, and the confirmed configs on 100-109."""
+    r = read_results("vfedcd_sachs_settings")
+
+    def row(stage: str, c: dict) -> list[str]:
+        changes = r["grid"]["configs"][c["config"]]
+        return [stage, f"{c['config']} ({config_changes(changes)})", c["epochs"], f"{c['tau']:g}",
+                fmt(*c["f1"], 3), fmt(*c["shd"], 1), fmt(*c["nnz"], 1)]
+
+    rows = [row(f"{seed_range(c['seeds'])}", c) for c in r["dev_stage1_best_per_config"]]
+    rows += [row(f"{seed_range(c['seeds'])}, App default as is", c)
+             for c in r["dev_default_as_is"]]
+    best = {}
+    for c in r["dev_stage2"]:
+        best.setdefault(c["config"], c)
+    rows += [row(f"**{seed_range(c['seeds'])}**" if c == r["chosen"] else
+                 seed_range(c["seeds"]), c) for c in best.values()]
+    return markdown(["dev seeds", "config (changes to the App defaults)", "epochs", "tau",
+                     "F1", "SHD", "edges"], rows)
+
+
+def config_changes(changes: dict) -> str:
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                     for k, v in changes.items()) or "none"
+
+
+def table_vfedcd_sachs() -> str:
+    """Issue 13.4: the chosen setting on evaluation seeds 3000-3009 and once on Sachs, beside
+    the old App defaults, the empty graph and the paper."""
+    r = read_results("vfedcd_sachs_settings")
+    c, ev, sa = r["chosen"], r["eval"], r["sachs"]
+    changes = r["grid"]["configs"][c["config"]]
+    name = f"{config_changes(changes)}, {c['epochs']} epochs, tau {c['tau']:g}"
+    rows = [[f"synthetic, Sachs-shaped (eval seeds {seed_range(ev['seeds'])})",
+             f"chosen: {name}", fmt(*ev["shd"], 1), fmt(*ev["f1"], 3), fmt(*ev["nnz"], 1),
+             "-"]]
+    if "eval_default" in r:
+        o = r["eval_default"]
+        rows.append([f"synthetic, Sachs-shaped (eval seeds {seed_range(o['seeds'])})",
+                     "App defaults (700 epochs, tau 0.6)", fmt(*o["shd"], 1),
+                     fmt(*o["f1"], 3), fmt(*o["nnz"], 1), "-"])
+    rows.append([f"Sachs, once (training seed {sa['seed']})", f"**chosen**: {name}",
+                 f"**{sa['chosen']['shd']}**", f"{sa['chosen']['f1']:.3f}",
+                 sa["chosen"]["nnz"], f"{sa['paper_shd']:g}"])
+    if "old_default" in sa:
+        o = sa["old_default"]
+        rows.append([f"Sachs (training seed {sa['seed']})", "App defaults (tau 0.6)",
+                     o["shd"], f"{o['f1']:.3f}", o["nnz"], f"{sa['paper_shd']:g}"])
+    rows.append(["Sachs", "empty graph", sa["empty_shd"], "0.000", 0, ""])
+    return markdown(["data (seeds)", "setting", "SHD", "F1", "edges", "paper SHD"], rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"vfedcd_sachs_dev": table_vfedcd_sachs_dev, "vfedcd_sachs": table_vfedcd_sachs}
 
 
 if __name__ == "__main__":
