@@ -5,7 +5,7 @@ and through `flwr run` (Ray, one SuperNode per client). Printed: wall times, the
 the strategy's own time (without SuperLink/Ray start-up), time per round and bytes per round.
 h-tol = 0 forces exactly the requested number of rounds.
 
-    python simulations/benchmark_flower_overhead.py [--clients 10 64] [--rounds 10 40]
+    python simulations/bench/benchmark_flower_overhead.py [--clients 10 64] [--rounds 10 40]
 """
 
 from __future__ import annotations

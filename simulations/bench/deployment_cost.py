@@ -22,7 +22,7 @@ built-in data:
 The projected deployment time of the full default run is its exchanges times the deployment's
 seconds per exchange, plus start-up.
 
-    python simulations/deployment_cost.py [--algorithms fdbnl fedgc ...] [--rounds 3]
+    python simulations/bench/deployment_cost.py [--algorithms fdbnl fedgc ...] [--rounds 3]
         [--skip-full fediv] [--trivial 10] [--full fdbnl fedgc ...] [--vfedcd-real-epochs 1]
 """
 

@@ -4,7 +4,7 @@ The Flower path runs the real strategy and ClientApp on the in-process Grid (mes
 validated and dispatched as under a SuperLink, without sockets or Ray); a ``flwr run`` adds
 a roughly constant per-message latency on top (see tests/test_e2e_statespace.py).
 
-    python simulations/fedgc_benchmark.py [--clients 2 8 32] [--t 1000] [--window 100]
+    python simulations/bench/fedgc_benchmark.py [--clients 2 8 32] [--t 1000] [--window 100]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The Flower path runs the FedIV strategy and the App's ClientApp on the in-proces
 simulation (Ray) of the App. ``--device cuda`` times the image scenario's rounds on a GPU when
 one is present.
 
-    nice -n 10 python simulations/fediv_benchmark.py --rounds 10 [--flwr]
+    nice -n 10 python simulations/bench/fediv_benchmark.py --rounds 10 [--flwr]
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ run keeps), "not handled: ..." (named failures of the run itself) and "SILENT WR
 ``results/reliability.json``, then regenerates the table of ``results/reliability.md`` from it
 (``simulations/tables.py``, table ``reliability``).
 
-    python simulations/reliability.py                 # all 6 algorithms x 14 faults (~25 s)
-    python simulations/reliability.py --quick         # FDBNL and VFedCD only
+    python simulations/bench/reliability.py                 # all 6 algorithms x 14 faults (~25 s)
+    python simulations/bench/reliability.py --quick         # FDBNL and VFedCD only
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from fedcausal_flwr import testing as T
 MD = RESULTS_DIR / "reliability.md"
 MD_HEAD = """# Reliability: fault x algorithm (issue 11)
 
-Generated: `python simulations/reliability.py` runs the matrix and writes `reliability.json`;
+Generated: `python simulations/bench/reliability.py` runs the matrix and writes `reliability.json`;
 the table below is regenerated from that JSON by `python simulations/tables.py` (table
 `reliability`). The faults, small run configs and the oracle are `fedcausal_flwr/testing.py`'s,
 shared with `tests/test_faults.py`, which asserts every case below.

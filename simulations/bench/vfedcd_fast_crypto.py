@@ -13,7 +13,7 @@ each (7 s measured, RESULTS.md "deployment cost") plus, per epoch, the cryptogra
 parties: the three parties run concurrently on ``--cores`` cores, so a phase takes
 ``max(slowest party, sum over parties / cores)``.
 
-    python simulations/vfedcd_fast_crypto.py --epochs 1
+    python simulations/bench/vfedcd_fast_crypto.py --epochs 1
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ messages a step with 3 parties): the default ``n=125`` (100 train rows, 7 steps 
 an epoch on the shared 2-core machine) runs 700 epochs in about 4 minutes; the App's
 ``n=1000`` has 50 steps.
 
-    python simulations/vfedcd_memory.py [--epochs 700] [--n 125] [--d 6] [--every 25]
+    python simulations/bench/vfedcd_memory.py [--epochs 700] [--n 125] [--d 6] [--every 25]
         [--audit] [--out results/vfedcd_memory.json]
 """
 

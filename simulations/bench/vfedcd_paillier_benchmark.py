@@ -11,7 +11,7 @@ the wall time of one full-protocol epoch at n=1000, d=15 with real keys.
    2048-bit keys, ``--steps`` steps (50 = the whole epoch; fewer: projected x 50/steps), the
    three parties' compute summed (one core) and along the slowest party of each phase.
 
-    nice -n 10 python simulations/vfedcd_paillier_benchmark.py [--bits 2048] [--seconds 1]
+    nice -n 10 python simulations/bench/vfedcd_paillier_benchmark.py [--bits 2048] [--seconds 1]
         [--steps 50] [--workers 2]
 """
 

@@ -15,7 +15,7 @@ Acceptance: mean AUROC of FDBNL >= 0.60 (brief); spec 6.11: 0.60 ± 0.03, AUPR 0
 and FDBNL >= PFDBNL > FDBNL-d on AUROC when those rows are run. The binarized score of the
 fMRI protocol (|W + A| >= 0.3) is printed for information (spec 5 #12).
 
-    python simulations/fdbnl_dream4.py [DATA_DIR] [--pfdbnl] [--fdbnl-d]
+    python simulations/paper/fdbnl_dream4.py [DATA_DIR] [--pfdbnl] [--fdbnl-d]
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ mTPR, mFDR); the paper's tables print the swapped pair (precision, 1 - recall) a
 in the server step) and, as an extra row, with lambda_scale="pooled" (lambda x K); PFDBNL has
 no server-side lambda, so the convention does not change it.
 
-    python simulations/fdbnl_table1.py            # 10 seeds, weights "paper", generator "code"
-    python simulations/fdbnl_table1.py --weights code   # the official code's weights [0.5, 2]
+    python simulations/paper/fdbnl_table1.py          # 10 seeds, weights "paper", generator "code"
+    python simulations/paper/fdbnl_table1.py --weights code  # the official code's weights [0.5, 2]
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ off-diagonal B_mn divided by sqrt(M - 1) (see :func:`normalized_b`): L_s sums ov
 clients, and with every B_mn drawn N(0, 0.5^2) each client's unmodelled input variance grows
 with M - 1.
 
-    python simulations/fedcf_scaling.py [--t 2000] [--rounds 200]
+    python simulations/paper/fedcf_scaling.py [--t 2000] [--rounds 200]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ to the size of the window-mean gradient rows (about 2/W times the server residua
 mean ||A_21_hat - A_21||_F, ||A_12_hat||_F and the noiseless training L_s with the final
 (frozen) parameters, and the composed epsilon over the run.
 
-    python simulations/fedgc_dp.py [--seeds 5] [--eps 0.5 5 50 500 5000]
+    python simulations/paper/fedgc_dp.py [--seeds 5] [--eps 0.5 5 50 500 5000]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ reference. Prints ||A_hat - A_central||_F (full, with the known diagonal blocks,
 off-diagonal only) beside the paper's HAI 0.8140 / SWaT 3.0816 (different data: HAI values
 are not available here), and the bytes per exchange.
 
-    python simulations/fedgc_netsim.py [--path ../shared/data/netsim/sim3.mat] [--p 2]
+    python simulations/paper/fedgc_netsim.py [--path ../shared/data/netsim/sim3.mat] [--p 2]
         [--window 100] [--epochs 3] [--lr 0.5]
 """
 

@@ -7,7 +7,8 @@ FedDeepGMM: only the clients' sums are pooled). Rates were chosen on seed 100 by
 validation criterion, never on test. Output: one JSON line per run, then a summary table
 that says WORSE where we miss the issue's target.
 
-    nice -n 10 python simulations/fediv_table1.py --scenarios abs step linear --seeds 0 1 2 3 4
+    nice -n 10 python simulations/paper/fediv_table1.py --scenarios abs step linear \\
+        --seeds 0 1 2 3 4
 """
 
 from __future__ import annotations

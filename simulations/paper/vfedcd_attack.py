@@ -6,9 +6,9 @@ framework it sees every ``H_kt = x^k W_kt`` separately and solves, per source k,
 and solves ``min ||x^t Wbar_t + sum_{k != t} xbar^k Wbar_k - Z_t||^2``. Metric: |Spearman|
 (and |Pearson|) between ``xbar`` and the victims' true columns, index-matched, averaged.
 Joint Adam, lr 1e-2, xbar ~ N(0, 1). Features: the final model of a reference run with the
-settings of ``simulations/vfedcd_table1.py --preset`` (default "tuned"), data-seed = seed.
+settings of ``simulations/paper/vfedcd_table1.py --preset`` (default "tuned"), data-seed = seed.
 
-    nice -n 10 python simulations/vfedcd_attack.py --epochs 500 --steps 5000
+    nice -n 10 python simulations/paper/vfedcd_attack.py --epochs 500 --steps 5000
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ dagma``; skipped when absent). Same data (data-seed = seed, E = 4d), split and m
 vfedcd_table1.py (SHD reversal = 1); each column mapped by ``--transforms`` (the VFedCD parties'
 ``transform``), fitted on the training rows.
 
-    nice -n 10 python simulations/vfedcd_baselines.py --d sachs 15 --seeds 0 1 2 3 4
-    python simulations/vfedcd_baselines.py --d sachs --mlp --transforms zscore yeo-johnson
+    nice -n 10 python simulations/paper/vfedcd_baselines.py --d sachs 15 --seeds 0 1 2 3 4
+    python simulations/paper/vfedcd_baselines.py --d sachs --mlp --transforms zscore yeo-johnson
 """
 
 from __future__ import annotations

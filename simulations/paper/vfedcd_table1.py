@@ -10,7 +10,7 @@ Sachs is one data set, so there only the training seed varies. SHD counts a reve
 finish. A "WORSE" marks a miss of the issue target (ours at least as good as the paper: SHD
 <= paper and F1 >= paper).
 
-    nice -n 10 python simulations/vfedcd_table1.py --d 15 --seeds 0 1 2 3 4 --preset tuned
+    nice -n 10 python simulations/paper/vfedcd_table1.py --d 15 --seeds 0 1 2 3 4 --preset tuned
 """
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ scenarios of the per-scenario rank of the mean SHD(W) + SHD(A) (ties: the lowest
 a paper-faithful setting (the dual step of Eq. (4)) gives way only to a paired difference in
 SHD(W) + SHD(A) over the (scenario, seed) pairs of more than two standard errors.
 
-    python simulations/fdbnl_defaults.py --seeds 100..104 --runs dev.jsonl --out ..._dev.json
-    python simulations/fdbnl_defaults.py --seeds 6000..6009 --variants ... # evaluation seeds
+    python simulations/studies/fdbnl_defaults.py --seeds 100..104 --runs dev.jsonl \\
+        --out ..._dev.json
+    python simulations/studies/fdbnl_defaults.py --seeds 6000..6009 --variants ...  # evaluation
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ data (d 10, K 5, 100 rows per client, stationary SVAR, paper weights |w| in [0.3
 ``code15`` d 15, K 8, 50 rows per client, the official generator and weights U(±[0.5, 2]),
 thresholds 0.3; ``svar20`` d 20, K 16, 50 rows; ``k32`` d 10, K 32, 50 rows.
 
-    python simulations/fdbnl_rounds.py --seeds 100..109                # development seeds
-    python simulations/fdbnl_rounds.py --seeds 5000..5009 --out ...    # evaluation seeds
+    python simulations/studies/fdbnl_rounds.py --seeds 100..109                # development seeds
+    python simulations/studies/fdbnl_rounds.py --seeds 5000..5009 --out ...    # evaluation seeds
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ git directory, its checkout or the file) and run in this process on the same arr
 numpy and scipy only. Cost is CPU seconds of this process (``time.process_time``, BLAS pinned to
 one thread) and objective evaluations (``nfev`` of every L-BFGS-B call); SHD = FP + FN.
 
-    python simulations/fdbnl_solver_cost.py                      # evaluation seeds 3000-3004
-    python simulations/fdbnl_solver_cost.py --seeds 100..104     # development seeds
+    python simulations/studies/fdbnl_solver_cost.py                   # evaluation seeds 3000-3004
+    python simulations/studies/fdbnl_solver_cost.py --seeds 100..104  # development seeds
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ sd, ddof = 1), with the paper's Table 1 value beside ours. Design choices were m
 development seeds (step 100-119, abs and linear 100-109: compute); evaluation seeds
 3000-3004 (of the 3000-3009 range set aside) were run once, after the choice.
 
-    nice -n 10 python simulations/fediv_divergence.py --scenarios step --seeds 100..119 \\
+    nice -n 10 python simulations/studies/fediv_divergence.py --scenarios step --seeds 100..119 \\
         --variants new --jsonl simulations/results/fediv_runs/divergence_dev.jsonl
-    python simulations/fediv_divergence.py --summarize \\
+    python simulations/studies/fediv_divergence.py --summarize \\
         simulations/results/fediv_runs/divergence_dev.jsonl \\
         simulations/results/fediv_runs/divergence_eval.jsonl
 """

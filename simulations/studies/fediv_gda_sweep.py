@@ -3,7 +3,7 @@
 Each run logs, per round, the federated validation criterion (the only thing used to choose
 settings) and, as a diagnostic, the dev-seed test MSE. One JSON line per (config, seed).
 
-    nice -n 10 python simulations/fediv_gda_sweep.py --scenarios abs --seeds 100 101 \
+    nice -n 10 python simulations/studies/fediv_gda_sweep.py --scenarios abs --seeds 100 101 \
         --grid 0.02,0.1,5,100,sgd 0.05,0.5,10,100,sgd --jsonl gda_sweep.jsonl
 """
 

@@ -21,12 +21,12 @@ Development seeds 100-109 (the range of ``fediv_divergence.py``'s development ru
 T = 200, R = 10 rows are the baseline there); evaluation seeds 4000-4009, never used before,
 run once after the choice with ``--variants``:
 
-    nice -n 10 python simulations/fediv_rounds.py --scenarios abs step --seeds 100..103 \\
+    nice -n 10 python simulations/studies/fediv_rounds.py --scenarios abs step --seeds 100..103 \\
         --grid 0.02,0.2,10,60 0.02,0.2,33,60 0.04,0.4,20,60 \\
         --jsonl simulations/results/fediv_runs/rounds_dev.jsonl
-    nice -n 10 python simulations/fediv_rounds.py --scenarios abs step --seeds 4000..4009 \\
+    nice -n 10 python simulations/studies/fediv_rounds.py --scenarios abs step --seeds 4000..4009 \\
         --variants default paper --jsonl simulations/results/fediv_runs/rounds_eval.jsonl
-    cd simulations/results/fediv_runs && python ../../fediv_rounds.py --summarize \\
+    cd simulations/results/fediv_runs && python ../../studies/fediv_rounds.py --summarize \\
         rounds_dev.jsonl divergence_dev.jsonl rounds_eval.jsonl
 
 (``divergence_dev.jsonl``: the T = 200, R = 10 runs of the current default on the same
@@ -43,10 +43,10 @@ and the paired difference to raw (clip 0) and to clip 2 (the default before the 
 common seeds
 (mean ± standard error). Development seeds 100-119, evaluation seeds 7100-7109:
 
-    nice -n 10 python simulations/fediv_rounds.py --scenarios step abs linear \
+    nice -n 10 python simulations/studies/fediv_rounds.py --scenarios step abs linear \
         --seeds 100..109 --clips 0 2 5 --reuse simulations/results/fediv_runs/rounds_dev.jsonl \
         --jsonl simulations/results/fediv_runs/clip_dev.jsonl
-    python simulations/fediv_rounds.py --clip-summary \
+    python simulations/studies/fediv_rounds.py --clip-summary \
         simulations/results/fediv_runs/clip_dev.jsonl simulations/results/fediv_runs/clip_eval.jsonl
 
 The rule of the choice, written down before any of these runs was read: a clip is eligible

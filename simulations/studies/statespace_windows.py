@@ -18,9 +18,9 @@ FedCF, ``cf_error_21 = ||C_22 (B21_hat - B21)||_F / ||C_22 B21||_F``. Each row i
 to a JSON-lines file as it finishes, so a long sweep loses nothing; ``--summary`` turns the
 rows into ``results/<out>.json`` (means and sample sds, ddof = 1) for ``tables.py``.
 
-    python simulations/statespace_windows.py [--seeds 100..109] [--grid SPEC ...]
+    python simulations/studies/statespace_windows.py [--seeds 100..109] [--grid SPEC ...]
         [--runs fedgc fedcf fedcf-innovation] [--jsonl FILE.jsonl]
-    python simulations/statespace_windows.py --summary FILE.jsonl --name NAME
+    python simulations/studies/statespace_windows.py --summary FILE.jsonl --name NAME
 
 A grid entry ``SPEC`` is ``W,epochs,lr_server,lr_client``; ``default`` is the settings
 classes' defaults and ``paper`` the schedule before issue 12 (W = 1000, 30 epochs, 0.3 / 1.5;

@@ -18,9 +18,9 @@ Settings are changes to the App defaults of the time the study ran, ``VFedCDSett
 (SGD, lr 0.01, batch 16, NLL, lambda1 5e-4, l2 5e-3, gamma 5e-4, tau 0.6; Adam's eps 1e-8
 where a setting names no ``adam_eps``); ``--grid k=v1,v2 ...`` runs their product:
 
-    python simulations/vfedcd_fast_schedule.py --seeds 100..102 --grid optimizer=adam \\
+    python simulations/studies/vfedcd_fast_schedule.py --seeds 100..102 --grid optimizer=adam \\
         batch=800,200 lr=0.01,0.03 gamma=0.01,0.02
-    python simulations/vfedcd_fast_schedule.py --summary --seeds 100..109
+    python simulations/studies/vfedcd_fast_schedule.py --summary --seeds 100..109
 
 ``--summary`` ranks every (setting, epochs, tau) run on all ``--seeds`` by mean F1 (ties: lower
 SHD) and writes ``results/vfedcd_fast_schedule.json``; ``--max-steps`` (default 120, i.e.

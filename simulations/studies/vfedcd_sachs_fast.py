@@ -33,10 +33,10 @@ App's defaults if, on the data the few-step defaults were chosen on (``vfedcd_ta
 d = 15, E = 60, n = 1000, development seeds 100-109), its mean F1 is at most 0.01 below the
 App defaults'; otherwise only the changes whose single-change cell passes that test do.
 
-    python simulations/vfedcd_sachs_fast.py --stage dev
-    python simulations/vfedcd_sachs_fast.py --stage eval
-    python simulations/vfedcd_sachs_fast.py --stage table1
-    python simulations/vfedcd_sachs_fast.py --stage sachs
+    python simulations/studies/vfedcd_sachs_fast.py --stage dev
+    python simulations/studies/vfedcd_sachs_fast.py --stage eval
+    python simulations/studies/vfedcd_sachs_fast.py --stage table1
+    python simulations/studies/vfedcd_sachs_fast.py --stage sachs
 """
 
 from __future__ import annotations

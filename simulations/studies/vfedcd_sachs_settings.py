@@ -28,11 +28,11 @@ development seeds it was run on (100-109 for the confirmed configs; only configs
 compete), ties broken by the lower mean SHD. Metrics: SHD with a reversal counted once, F1 on
 directed edges, edges predicted (``nnz``).
 
-    python simulations/vfedcd_sachs_settings.py --stage dev --configs default lambda1_0 ...
-    python simulations/vfedcd_sachs_settings.py --stage dev --confirm 3
-    python simulations/vfedcd_sachs_settings.py --stage eval --seeds 3000..3009
-    python simulations/vfedcd_sachs_settings.py --stage sachs
-    python simulations/vfedcd_sachs_settings.py --summary
+    python simulations/studies/vfedcd_sachs_settings.py --stage dev --configs default lambda1_0 ...
+    python simulations/studies/vfedcd_sachs_settings.py --stage dev --confirm 3
+    python simulations/studies/vfedcd_sachs_settings.py --stage eval --seeds 3000..3009
+    python simulations/studies/vfedcd_sachs_settings.py --stage sachs
+    python simulations/studies/vfedcd_sachs_settings.py --summary
 """
 
 from __future__ import annotations
