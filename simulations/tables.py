@@ -26,6 +26,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 
 import harness  # first: puts the script folders on sys.path
 import numpy as np
@@ -119,7 +120,7 @@ def headline() -> str:
 
 
 # ----------------------------------------------------------------------------- the scripts' tables
-def script_modules() -> list:
+def script_modules() -> list[ModuleType]:
     """The scripts of ``paper/``, ``studies/`` and ``bench/`` that define ``TABLES``, imported."""
     out = []
     for group in harness.GROUPS:
@@ -146,9 +147,10 @@ def all_tables() -> dict[str, Callable[[], str]]:
 
 def owners(tables: dict[str, Callable[[], str]]) -> dict[str, str]:
     """Marker name -> the file that renders it (``paper/fdbnl_table1.py``, ``tables.py``)."""
-    return {name: Path(sys.modules[fn.__module__].__file__).resolve().relative_to(SIM_DIR)
-            .as_posix() if fn.__module__ != "__main__" else "tables.py"
-            for name, fn in tables.items()}
+    def where(fn: Callable[[], str]) -> str:
+        return Path(sys.modules[fn.__module__].__file__).resolve().relative_to(SIM_DIR).as_posix()
+
+    return {name: where(fn) for name, fn in tables.items()}
 
 
 # ----------------------------------------------------------------------------- markdown files
