@@ -127,8 +127,17 @@ class RunResult:
             **({"status_detail": self.status_detail} if self.status_detail else {}),
         })
 
-    def save(self, directory: str | Path) -> Path:
-        """Write ``result.json`` atomically into ``directory`` and return its path."""
+    def save(self, directory: str | Path, plots: bool = False) -> Path:
+        """Write ``result.json`` atomically into ``directory`` and return its path.
+
+        ``plots=True`` also draws the App's ``graphs.png`` and ``history.png`` beside it
+        (:func:`fedcausal_flwr.plots.save_with_plots`: result.json first; a plot that fails
+        is recorded in ``errors``, never raised).
+        """
+        if plots:
+            from fedcausal_flwr.plots import save_with_plots
+
+            return save_with_plots(self, directory)
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "result.json"
