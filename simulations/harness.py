@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from fedcausal_flwr.threads import limit_blas_threads
+
 SIM_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = SIM_DIR / "results"
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -85,6 +87,7 @@ def parser(description: str | None, seeds: int | Sequence[int] | None = None,
     argparse.ArgumentParser
         ``parse_args`` turns ``--seeds`` into a list of ints.
     """
+    limit_blas_threads()  # one BLAS thread, as every committed result was made
     ap = _Parser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     if seeds is not None:
         default = seed_list(seeds) if isinstance(seeds, int) else list(seeds)
