@@ -421,7 +421,8 @@ class CausalStrategy(Strategy):
             if ids:
                 asked |= set(ids)
                 replies = self._send(grid, {n: RecordDict({"config": ConfigRecord(
-                    self.info_config())}) for n in ids}, "query.info")
+                    {"algorithm": self.algorithm, **self.info_config()})}) for n in ids},
+                    "query.info")
                 for node in ids:
                     info = parse_info(node, replies.get(node), self.timeout_s)
                     if isinstance(info, str):
@@ -490,7 +491,7 @@ class CausalStrategy(Strategy):
         self._known |= set(new)
         self._probation |= set(new)
         replies = self._send(grid, {n: RecordDict({"config": ConfigRecord(
-            self.info_config())}) for n in new}, "query.info")
+            {"algorithm": self.algorithm, **self.info_config()})}) for n in new}, "query.info")
         for node in new:
             if node in replies:
                 self._take_info(node, replies[node])
@@ -584,7 +585,8 @@ class CausalStrategy(Strategy):
             self._bytes["down"] += array_bytes(arrays)
             contents[self.nodes[cid].node_id] = RecordDict({
                 "arrays": ArrayRecord([np.asarray(a) for a in arrays]),
-                "config": ConfigRecord({**cfg, "server-round": self._round}),
+                "config": ConfigRecord({"algorithm": self.algorithm, **cfg,
+                                        "server-round": self._round}),
             })
         replies = self._send(grid, contents, f"train.{phase}")
         ok: dict[int, list[np.ndarray]] = {}
