@@ -244,8 +244,10 @@ def test_start_rejects_what_it_does_not_use():
 
 
 @pytest.mark.parametrize("algorithm,relpath,rc", [
-    ("fdbnl", "netsim/sim1.mat", {"dbn.data": "netsim", "dbn.netsim-subject": 3, "dbn.num-rounds": 6}),
-    ("pfdbnl", "netsim/sim1.mat", {"dbn.data": "netsim", "dbn.heterogeneous": True, "dbn.netsim-subject": 2,
+    ("fdbnl", "netsim/sim1.mat", {"dbn.data": "netsim", "dbn.netsim-subject": 3,
+                                  "dbn.num-rounds": 6}),
+    ("pfdbnl", "netsim/sim1.mat", {"dbn.data": "netsim", "dbn.heterogeneous": True,
+                                   "dbn.netsim-subject": 2,
                                    "dbn.num-rounds": 3}),
     ("fdbnl", "dream4/insilico_size100_1_timeseries.tsv",
      {"dbn.data": "dream4", "dbn.num-rounds": 1, "dbn.lambda-w": 0.0025, "dbn.lambda-a": 0.0025}),

@@ -127,7 +127,8 @@ def faulty_app(rc: dict, modes: dict[int, str]) -> ClientApp:
 
 
 def test_bad_clients_are_dropped_and_the_run_finishes_with_the_rest():
-    rc = {**RC, "iv.iv-mode": "sgda", "iv.iv-batch-size": 64, "iv.iv-alpha": 50.0, "iv.iv-rounds": 2}
+    rc = {**RC, "iv.iv-mode": "sgda", "iv.iv-batch-size": 64, "iv.iv-alpha": 50.0,
+          "iv.iv-rounds": 2}
     result, _ = run_inprocess(rc, 6, faulty_app(rc, {1: "x", 2: "y", 3: "z", 4: "small"}))
     assert result.status == "completed"
     dropped = " | ".join(result.metrics["dropped"])
@@ -237,7 +238,7 @@ def test_clients_run_the_settings_the_server_sends():
     assert set(cfg) == {"iv-lr-g", "iv-lr-f", "iv-mode", "iv-batch-size", "iv-local-epochs",
                         "iv-optimizer", "iv-momentum", "iv-grad-clip", "betas", "seed",
                         "iv-val-features"}
-    del cfg["iv.iv-lr-f"]
+    del cfg["iv-lr-f"]
     with pytest.raises(ValueError, match=r"client 3: the server's message lacks .*'iv-lr-f'"):
         message_settings(cfg, "client 3")
 

@@ -20,7 +20,8 @@ from fedcausal_flwr.statespace.client import FedCFClient, FedGCClient
 from fedcausal_flwr.statespace.data import all_clients, merged_config
 from fedcausal_flwr.testing import InProcessGrid
 
-RC = {"algorithm": "fedgc", "seed": 3, "statespace.ss-t": 120, "statespace.ss-window": 1, "statespace.ss-epochs": 1,
+RC = {"algorithm": "fedgc", "seed": 3, "statespace.ss-t": 120, "statespace.ss-window": 1,
+      "statespace.ss-epochs": 1,
       "min-nodes": 2, "node-wait-s": 5.0}
 
 
@@ -36,11 +37,15 @@ def reference(rc: dict, **kwargs):
 
 
 @pytest.mark.parametrize("algorithm,extra", [
-    ("fedgc", {"statespace.ss-gc-target": "predicted", "statespace.ss-difference": False}),  # the paper, W = 1
+    # the paper, W = 1
+    ("fedgc", {"statespace.ss-gc-target": "predicted", "statespace.ss-difference": False}),
     ("fedgc", {"statespace.ss-window": 25, "statespace.ss-epochs": 3}),
-    ("fedcf", {"statespace.ss-window": 1}), ("fedcf", {"statespace.ss-window": 40, "statespace.ss-epochs": 2}),
-    ("fedcf", {"statespace.ss-window": 119, "statespace.ss-epochs": 3, "statespace.ss-target": "refined", "statespace.ss-xi": 1.0}),
-    ("fedcf", {"statespace.ss-window": 40, "statespace.ss-epochs": 2, "statespace.ss-target": "innovation"}),
+    ("fedcf", {"statespace.ss-window": 1}), ("fedcf", {"statespace.ss-window": 40,
+                                                       "statespace.ss-epochs": 2}),
+    ("fedcf", {"statespace.ss-window": 119, "statespace.ss-epochs": 3,
+               "statespace.ss-target": "refined", "statespace.ss-xi": 1.0}),
+    ("fedcf", {"statespace.ss-window": 40, "statespace.ss-epochs": 2,
+               "statespace.ss-target": "innovation"}),
     ("fedgc", {"statespace.ss-clients": 3, "statespace.ss-window": 30, "statespace.ss-epochs": 2}),
 ])
 def test_flower_path_equals_reference(algorithm, extra):
@@ -148,7 +153,8 @@ def test_bad_input_raises_naming_the_client():
 
 def test_counterfactual_query_answer_in_result():
     rc = {**RC, "algorithm": "fedcf", "statespace.ss-window": 40, "statespace.ss-epochs": 2,
-          "statespace.ss-cf-client": 1, "statespace.ss-cf-source": 0, "statespace.ss-cf-delta": "1.0,-0.5"}
+          "statespace.ss-cf-client": 1, "statespace.ss-cf-source": 0,
+          "statespace.ss-cf-delta": "1.0,-0.5"}
     result, _ = run_inprocess(rc, 2)
     sys, clients, ref = reference(rc)
     cf = result.metrics["counterfactual"]
@@ -169,8 +175,10 @@ def test_fedcf_client_rejects_a_bad_query():
 
 @pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
 def test_dp_run_equals_reference_and_reports_epsilon(algorithm):
-    rc = {**RC, "algorithm": algorithm, "statespace.ss-window": 30, "statespace.ss-epochs": 2, "statespace.ss-dp": True,
-          "statespace.ss-dp-epsilon": 0.8, "statespace.ss-dp-clip-msg": 0.5, "statespace.ss-dp-clip-grad": 0.01}
+    rc = {**RC, "algorithm": algorithm, "statespace.ss-window": 30, "statespace.ss-epochs": 2,
+          "statespace.ss-dp": True,
+          "statespace.ss-dp-epsilon": 0.8, "statespace.ss-dp-clip-msg": 0.5,
+          "statespace.ss-dp-clip-grad": 0.01}
     result, grid = run_inprocess(rc, 2)
     _, clients, ref = reference(rc)
     assert result.status == "completed"
@@ -195,8 +203,10 @@ def test_netsim_clients_through_the_app_equal_the_reference(shared_data):
     from fedcausal_flwr.statespace.data import real_clients, svd_var_client
 
     path = shared_data("netsim/sim3.mat")
-    rc = {**RC, "statespace.ss-data": "netsim", "statespace.ss-data-path": str(path), "statespace.ss-clients": 3,
-          "statespace.ss-netsim-subjects": 2, "statespace.ss-window": 50, "statespace.ss-epochs": 2, "statespace.ss-p": 2}
+    rc = {**RC, "statespace.ss-data": "netsim", "statespace.ss-data-path": str(path),
+          "statespace.ss-clients": 3,
+          "statespace.ss-netsim-subjects": 2, "statespace.ss-window": 50,
+          "statespace.ss-epochs": 2, "statespace.ss-p": 2}
     result, _ = run_inprocess(rc, 3)
     full = merged_config(rc)
     clients = [svd_var_client(Y, 2, name)[0] for name, Y in real_clients(full)]
@@ -213,8 +223,8 @@ def test_data_defaults_agree_with_the_app_config():
 
     from fedcausal_flwr.statespace.data import DEFAULTS, FEDCF_DEFAULTS
 
-    app = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
-                        )["tool"]["flwr"]["app"]["config"])
+    doc = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    app = flatten_dict(doc["tool"]["flwr"]["app"]["config"])
     declared = {k for k in app if k.startswith("ss-")}
     settings = set(ss.FedGCSettings.keys()) | set(ss.FedCFSettings.keys())
     assert not set(DEFAULTS) & settings  # a key is data or settings, never both
@@ -293,7 +303,7 @@ def test_settings_are_checked_before_any_node_and_families_do_not_mix():
 
     with pytest.raises(ValueError, match="'statespace.ss-window' = 0: must be >= 1"):
         app_ss.strategy("fedgc", {**RC, "statespace.ss-window": 0})
-    with pytest.raises(ValueError, match="'ss-cf-delta'"):
+    with pytest.raises(ValueError, match="'statespace.ss-cf-delta'"):
         app_ss.strategy("fedcf", {**RC, "statespace.ss-cf-delta": "one"})
     with pytest.raises(TypeError, match="FedGC takes FedGCSettings"):
         FedGC(FedCFSettings())

@@ -34,11 +34,14 @@ APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "
 # Test-only opt-ins: small keys (the server's insecure-test-keys) and the built-in parties'
 # consent to every backend, mode and key size (run config: the parties of an in-process grid,
 # like those of a Ray simulation, have no node config of their own).
-INSECURE = {"vertical.insecure-test-keys": True, "vertical.vfedcd-accept-backends": "paillier,paillier-packed,mock",
-            "vertical.vfedcd-accept-modes": "vfedcd,ctv,framework", "vertical.vfedcd-min-key-bits": 256}
+INSECURE = {"vertical.insecure-test-keys": True,
+            "vertical.vfedcd-accept-backends": "paillier,paillier-packed,mock",
+            "vertical.vfedcd-accept-modes": "vfedcd,ctv,framework",
+            "vertical.vfedcd-min-key-bits": 256}
 # the paper's settings (what these tests have always run) on a small data set
-RC = {**VFedCDSettings.paper().app_config(), "algorithm": "vfedcd", "vertical.d": 6, "vertical.edges": 8,
-      "vertical.n": 20, "vertical.num-epochs": 2, "vertical.batch": 8, "vertical.he-backend": "mock", "vertical.key-bits": 256,
+RC = {**VFedCDSettings.paper().app_config(), "algorithm": "vfedcd", "vertical.d": 6,
+      "vertical.edges": 8, "vertical.n": 20, "vertical.num-epochs": 2, "vertical.batch": 8,
+      "vertical.he-backend": "mock", "vertical.key-bits": 256,
       "node-wait-s": 5.0, "vertical.gamma": 0.5, "seed": 4, **INSECURE}
 
 
@@ -69,7 +72,8 @@ def test_flower_path_equals_reference(backend):
 
 @pytest.mark.parametrize("mode", ["framework", "ctv", "vfedcd"])
 def test_each_mode_in_flower_equals_its_reference_loop(mode):
-    rc = {**RC, "vertical.mode": mode, "vertical.l2": 0.01, "vertical.unfreeze": True, "vertical.loss": "nll", "vertical.optimizer": "adam",
+    rc = {**RC, "vertical.mode": mode, "vertical.l2": 0.01, "vertical.unfreeze": True,
+          "vertical.loss": "nll", "vertical.optimizer": "adam",
           "vertical.lr": 0.05}
     result, grid = run(rc)
     ref = reference(rc)
@@ -219,7 +223,8 @@ def test_a_party_dropping_out_mid_run_stops_without_a_final_graph():
 
 
 def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
-    X, _ = pooled_data({"vertical.d": 6, "vertical.edges": 8, "vertical.n": 24, "vertical.data-seed": 1})
+    X, _ = pooled_data({"vertical.d": 6, "vertical.edges": 8, "vertical.n": 24,
+                        "vertical.data-seed": 1})
     tr, _ = split_standardised(X)
     columns = [np.array([4, 0]), np.array([2]), np.array([5, 1, 3])]  # any disjoint sets
     xs = [tr[:, c] for c in columns]
@@ -230,7 +235,7 @@ def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
         "sample_ids": np.arange(len(tr))})
     # the parties see no run config: the server sends settings; each party's node config
     # consents to the mock backend
-    grid = InProcessGrid(app, 3, node_configs={i: {"vertical.vfedcd-accept-backends": "mock"}
+    grid = InProcessGrid(app, 3, node_configs={i: {"vfedcd-accept-backends": "mock"}
                                                for i in range(3)})
     strategy = VFedCD(he_backend="mock", batch=8, seed=3)
     result = strategy.start(grid=grid, num_rounds=2)
@@ -251,7 +256,8 @@ def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
 
 
 def test_parties_follow_the_servers_settings_not_their_run_config():
-    nodes_rc = {**RC, "vertical.lr": 0.5, "vertical.loss": "nll", "vertical.batch": 4, "vertical.he-backend": "paillier"}
+    nodes_rc = {**RC, "vertical.lr": 0.5, "vertical.loss": "nll", "vertical.batch": 4,
+                "vertical.he-backend": "paillier"}
     grid = InProcessGrid(client_app, 3, nodes_rc)
     result = vertical.strategy("vfedcd", RC).start(grid=grid)
     assert result.status == "completed"
@@ -270,8 +276,8 @@ def test_warm_start_and_unknown_arguments_are_rejected():
 
 def test_app_glue_defaults_and_data_keys_agree_with_the_app_config():
     assert vertical.strategy("vfedcd", APP_CONFIG).settings == VFedCDSettings()
-    declared = {k: (APP_CONFIG[k], type(APP_CONFIG[k])) for k in VerticalData().run_config()}
-    assert declared == {k: (v, type(v)) for k, v in VerticalData().run_config().items()}
+    declared = {k: (APP_CONFIG[k], type(APP_CONFIG[k])) for k in VerticalData().app_config()}
+    assert declared == {k: (v, type(v)) for k, v in VerticalData().app_config().items()}
     with pytest.raises(ValueError, match="'vertical.test-fraction' = 1.5"):
         vertical.strategy("vfedcd", {**APP_CONFIG, "vertical.test-fraction": 1.5})
     with pytest.raises(ValueError, match="'vertical.data' = 'dream4'.*'sachs'"):

@@ -148,7 +148,7 @@ def test_bad_dream4_on_the_nodes_drops_them_naming_the_file(tmp_path):
 
 # ---- JSON at data-path (FedGC / FedCF), read by the ServerApp ---------------------------------
 @pytest.mark.parametrize("text,message", [
-    ('{"statespace.ss-t": 200,\n "statespace.ss-p": }', "malformed JSON at line 2, column 10: Expecting value"),
+    ('{"ss-t": 200,\n "ss-p": }', "malformed JSON at line 2, column 10: Expecting value"),
     ("", "empty file; expected a JSON object"),
     ("[1, 2]", "expected a JSON object of run-config keys, got list"),
 ])
@@ -161,7 +161,7 @@ def test_malformed_json_is_named(tmp_path, text, message):
 
 
 def test_malformed_json_fails_the_serverapp_with_result_json(tmp_path):
-    path = write(tmp_path / "fedgc.json", '{"statespace.ss-t": 200,\n "statespace.ss-p": }')
+    path = write(tmp_path / "fedgc.json", '{"ss-t": 200,\n "ss-p": }')
     rc = {"algorithm": "fedgc", "statespace.data-path": str(path), "outputs": str(tmp_path),
           "run-name": "run", "node-wait-s": 2.0}
     with pytest.raises(ValueError):
@@ -175,9 +175,9 @@ def test_malformed_json_fails_the_serverapp_with_result_json(tmp_path):
 
 # ---- d = 100000 ---------------------------------------------------------------------------
 def test_huge_d_is_refused_up_front(tmp_path):
-    with pytest.raises(ValueError, match=r"'d' = 100000: must be <= 2000"):
+    with pytest.raises(ValueError, match=r"'dbn.d' = 100000: must be <= 2000"):
         DBNData.from_run_config({"d": 100000})
     rc = {"algorithm": "fdbnl", "dbn.d": 100000, "outputs": str(tmp_path), "run-name": "run"}
     with pytest.raises(ValueError):
         server_app.run(InProcessGrid(client_app, 2, rc), rc)
-    assert "'d' = 100000" in load_result(tmp_path / "run")["status"]
+    assert "'dbn.d' = 100000" in load_result(tmp_path / "run")["status"]

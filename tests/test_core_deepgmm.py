@@ -212,15 +212,17 @@ def test_data_defaults_live_in_one_place_and_the_app_declares_them():
     import tomllib
     from pathlib import Path
 
-    app = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
-        "tool"]["flwr"]["app"]["config"])
+    doc = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    app = flatten_dict(doc["tool"]["flwr"]["app"]["config"])
     want = iv.IVDataConfig().run_config()
     assert set(want) == {"iv-scenario", "iv-dgp", "iv-n", "iv-n-test", "iv-alpha", "seed",
                          # node-local CSVs (issue 10): which columns are z, x, y
                          "iv-instrument", "iv-treatment", "iv-outcome", "iv-val-fraction"}
     for key, value in want.items():
+        key = iv.IVDataConfig.app_key(key)
         assert app[key] == value and type(app[key]) is type(value), key
-    assert iv.settings({}) == {"scenario": "abs", "dgp": "paper", "vertical.n": 20000, "n_test": 20000,
+    assert iv.settings({}) == {"scenario": "abs", "dgp": "paper", "n": 20000,
+                               "n_test": 20000,
                                "alpha": 0.3, "seed": 0}
     with pytest.raises(ValueError, match="'iv.iv-scenario' = 'ab'.*'abs'"):
         iv.dataset({"iv.iv-scenario": "ab"})
@@ -259,7 +261,8 @@ def test_a_step_inside_the_clip_bound_is_the_papers_step():
 def tiny_client():
     """Dev seed 106's client 1 of the step scenario (10 train rows of the Dirichlet split):
     the unclipped local game blew up in round 1 and made the whole run non-finite."""
-    rc = {"iv.iv-scenario": "step", "iv.iv-dgp": "paper", "seed": 106, "iv.iv-n": 20000, "iv.iv-alpha": 0.3}
+    rc = {"iv.iv-scenario": "step", "iv.iv-dgp": "paper", "seed": 106, "iv.iv-n": 20000,
+          "iv.iv-alpha": 0.3}
     d = iv.client_data(rc, 1, 10)["train"]
     return dg.batch(d.x, d.y, d.z)
 

@@ -222,7 +222,8 @@ def test_differenced_loss_ignores_a_shift_within_the_window():
 
 
 def test_kalman_filter_is_the_oracle_without_coupling_and_nothing_is_learned():
-    rc = merged_config({"seed": 11, "statespace.ss-t": 1500, "statespace.ss-coupling": 0.0}, "fedcf")
+    rc = merged_config({"seed": 11, "statespace.ss-t": 1500, "statespace.ss-coupling": 0.0},
+                       "fedcf")
     sys, clients = all_clients(rc)
     sys = lti.LTISystem(ss.full_estimate(ss.clients_A(clients), 0 * sys.A),
                        np.asarray(__import__("scipy").linalg.block_diag(
@@ -391,7 +392,8 @@ def test_fedgc_shifts_are_client_0s_known_input():
     assert clients[1].u.shape[1] == 0
     _, unknown = all_clients(merged_config({"seed": 2, "statespace.ss-t": 300}))  # the default: the
     assert unknown[0].u.shape[1] == 0  # paper's setting, no filter models the shifts
-    _, cf = all_clients(merged_config({"seed": 2, "statespace.ss-t": 300, "statespace.ss-shift-scale": 1.0}, "fedcf"))
+    _, cf = all_clients(merged_config({"seed": 2, "statespace.ss-t": 300,
+                                       "statespace.ss-shift-scale": 1.0}, "fedcf"))
     assert cf[0].u.shape[1] == cf[1].u.shape[1] == 2
 
 
@@ -452,6 +454,7 @@ def test_the_default_schedule_is_one_window_per_epoch_and_the_old_one_stays(cls)
     assert (p.window, p.epochs, p.lr_server, p.lr_client) == (1000, 30, 0.3, 1.5)
     assert replace(p, window=s.window, epochs=s.epochs, lr_server=s.lr_server,
                    lr_client=s.lr_client) == s
-    rc = {"statespace.ss-window": 1000, "statespace.ss-epochs": 30, "statespace.ss-lr-server": 0.3, "statespace.ss-lr-client": 1.5}
+    rc = {"statespace.ss-window": 1000, "statespace.ss-epochs": 30,
+          "statespace.ss-lr-server": 0.3, "statespace.ss-lr-client": 1.5}
     assert cls.from_run_config(rc) == p
     assert cls.paper_schedule(seed=3) == replace(p, seed=3)

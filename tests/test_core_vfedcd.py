@@ -201,7 +201,7 @@ def test_settings_defaults_paper_preset_and_bounds():
                             ("split", "even", "'exact'"), ("he-backend", "rsa", "'mock'"),
                             ("num-epochs", 0, ">= 1"), ("lr", 0.0, "> 0"),
                             ("key-bits", 64, ">= 256"), ("lambda1", -1.0, ">= 0")]:
-        with pytest.raises(ValueError, match=f"'{key}' = .*{words}"):
+        with pytest.raises(ValueError, match=f"'vertical.{key}' = .*{words}"):
             V.VFedCDSettings.from_run_config({key: bad})
 
 

@@ -39,7 +39,7 @@ def test_the_wire_table_names_every_message_that_crosses_the_wire(algorithm):
 
     rc, k = SMALL[algorithm]
     if algorithm == "fedcf":
-        rc = {**rc, "ss-cf-delta": "1.0,0.0", "ss-target": "innovation"}
+        rc = {**rc, "statespace.ss-cf-delta": "1.0,0.0", "statespace.ss-target": "innovation"}
     grid = InProcessGrid(app, k, rc)
     assert glue(algorithm).strategy(algorithm, rc).start(grid=grid).status == "completed"
     page = (ROOT / "docs" / "algorithms" / f"{algorithm}.md").read_text()

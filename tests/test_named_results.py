@@ -20,13 +20,16 @@ from fedcausal_flwr.testing import InProcessGrid
 DBN = {"algorithm": "fdbnl", "seed": 3, "dbn.d": 4, "dbn.lags": 2, "dbn.samples-per-client": 40,
        "dbn.generator": "svar", "dbn.num-rounds": 4, "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05,
        "min-nodes": 2, "node-wait-s": 5.0}
-SS = {"seed": 3, "statespace.ss-t": 40, "statespace.ss-window": 5, "statespace.ss-epochs": 1, "min-nodes": 2,
+SS = {"seed": 3, "statespace.ss-t": 40, "statespace.ss-window": 5, "statespace.ss-epochs": 1,
+      "min-nodes": 2,
       "node-wait-s": 5.0}
 IV = {"algorithm": "fediv", "seed": 4, "iv.iv-scenario": "step", "iv.iv-n": 300, "iv.iv-rounds": 2,
       "iv.iv-val-features": 8, "min-nodes": 2, "node-wait-s": 5.0, "iv.iv-device": "cpu"}
-VFD = {"algorithm": "vfedcd", "vertical.d": 6, "vertical.edges": 8, "vertical.n": 20, "vertical.num-epochs": 1, "vertical.batch": 8,
+VFD = {"algorithm": "vfedcd", "vertical.d": 6, "vertical.edges": 8, "vertical.n": 20,
+       "vertical.num-epochs": 1, "vertical.batch": 8,
        "vertical.he-backend": "mock", "vertical.key-bits": 256, "node-wait-s": 5.0, "seed": 4,
-       "vertical.insecure-test-keys": True, "vertical.vfedcd-accept-backends": "paillier,paillier-packed,mock",
+       "vertical.insecure-test-keys": True,
+       "vertical.vfedcd-accept-backends": "paillier,paillier-packed,mock",
        "vertical.vfedcd-accept-modes": "vfedcd,ctv,framework", "vertical.vfedcd-min-key-bits": 256}
 
 CASES = {
@@ -214,7 +217,8 @@ def test_default_thresholds_are_the_runs_own():
 
 
 def test_an_app_run_thresholds_at_its_run_config(tmp_path):
-    key = {field: k for k, field in FDBNLSettings.keys().items()}  # run-config key of a field
+    key = {field: FDBNLSettings.app_key(k)  # the App's run-config key of a field
+           for k, field in FDBNLSettings.keys().items()}
     result, doc = app_result(tmp_path, {**DBN, key["tau_w"]: 0.3, key["tau_a"]: 0.25}, 3)
     back = RunResult.load(tmp_path / "r")
     assert doc["config"]["strategy"]["tau_w"] == 0.3

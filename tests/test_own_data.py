@@ -67,7 +67,8 @@ def check_equal(algorithm, rc, data, node_configs):
 def test_dbn_csv_equals_arrays(tmp_path, algorithm):
     rng = np.random.default_rng(0)
     names = ["G1", "G2", "G3", "G4"]
-    rc = {"algorithm": algorithm, "dbn.data": "node", "dbn.lags": 1, "dbn.num-rounds": 4, "dbn.lambda-w": 0.05,
+    rc = {"algorithm": algorithm, "dbn.data": "node", "dbn.lags": 1, "dbn.num-rounds": 4,
+          "dbn.lambda-w": 0.05,
           "dbn.lambda-a": 0.05, **COMMON}
     data, cfgs = {}, {}
     for pid in range(3):
@@ -91,7 +92,8 @@ def test_dbn_csv_equals_arrays(tmp_path, algorithm):
 def test_statespace_csv_equals_arrays(tmp_path, algorithm):
     rng = np.random.default_rng(1)
     T = 60
-    rc = {"algorithm": algorithm, "statespace.ss-data": "node", "statespace.ss-p": 2, "statespace.ss-window": 20,
+    rc = {"algorithm": algorithm, "statespace.ss-data": "node", "statespace.ss-p": 2,
+          "statespace.ss-window": 20,
           "statespace.ss-epochs": 1, **COMMON}
     data, cfgs = {}, {}
     for pid, D in enumerate((3, 4)):
@@ -108,7 +110,8 @@ def test_fedcf_inputs_from_the_csv_equal_arrays(tmp_path):
     rest the measurements; B_mm is identified beside A_mm, as from arrays."""
     rng = np.random.default_rng(3)
     T = 80
-    rc = {"algorithm": "fedcf", "statespace.ss-data": "node", "statespace.ss-p": 2, "statespace.ss-window": 20, "statespace.ss-epochs": 1,
+    rc = {"algorithm": "fedcf", "statespace.ss-data": "node", "statespace.ss-p": 2,
+          "statespace.ss-window": 20, "statespace.ss-epochs": 1,
           **COMMON}
     data, cfgs = {}, {}
     for pid, D in enumerate((3, 4)):
@@ -173,7 +176,8 @@ def test_fediv_csv_equals_arrays(tmp_path):
 
 def test_fediv_needs_the_role_columns(tmp_path):
     path = write(tmp_path / "a.csv", ["z", "x", "y"], [[1, 2, 3], [2, 3, 4], [3, 1, 2]])
-    rc = {**SMALL["fediv"][0], "iv.iv-instrument": "z", "iv.iv-treatment": "x", "iv.iv-outcome": "w"}
+    rc = {**SMALL["fediv"][0], "iv.iv-instrument": "z", "iv.iv-treatment": "x",
+          "iv.iv-outcome": "w"}
     grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path}})
     with pytest.raises(ValueError, match=r"client 0: data-path .*a\.csv: row 1: no column "
                                          r"'w' \(run config iv-outcome\)"):
@@ -207,7 +211,7 @@ def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
         x = X[order][:, cols]
         # the raw rows, transformed by the client as the App's CSV path does (handing in
         # (x - mean) / sd computed here differs from it in the last bits of some values)
-        data[pid] = {"x": x, "vertical.transform": VerticalData.from_run_config(rc).transform,
+        data[pid] = {"x": x, "transform": VerticalData.from_run_config(rc).transform,
                      "columns": cols,
                      "sample_ids": np.asarray(token, dtype=np.int64)[order],
                      "accept_backends": "mock", "min_key_bits": 256}
@@ -246,7 +250,8 @@ def test_vfedcd_parties_without_shared_ids_stop_the_run(tmp_path):
     """Another key: other keyed hashes, no ID in common; the run stops saying so."""
     cfgs = _vertical_files(tmp_path, 12, lambda pid: range(12),
                            key_of=lambda pid: "another key" if pid else KEY)
-    res = run("vfedcd", {**SMALL["vfedcd"][0], "vertical.parts": "2,2", **COMMON}, client_app, 2, cfgs)
+    res = run("vfedcd", {**SMALL["vfedcd"][0], "vertical.parts": "2,2", **COMMON}, client_app, 2,
+              cfgs)
     assert res.status.startswith("stopped") and "share 0 sample ids" in res.status, res.status
     assert "same id-key" in res.status
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fedcausal_flwr.app import glue
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
 from fedcausal_flwr import registry
+from fedcausal_flwr.appconfig import glue
 from fedcausal_flwr.client_app import app as the_apps_client_app
 from fedcausal_flwr.clients import register
 from fedcausal_flwr.strategies import FDBNL, FedGC

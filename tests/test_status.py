@@ -91,7 +91,7 @@ def test_the_app_writes_completed_config_and_plots(tmp_path):
 
 
 @pytest.mark.parametrize("rc,message", [
-    ({"dbn.lambda-w": "abc"}, "'lambda-w'"),
+    ({"dbn.lambda-w": "abc"}, "'dbn.lambda-w'"),
     ({"algorithm": "nope"}, "unknown algorithm 'nope'"),
     ({"dbn.d": 100000}, "'dbn.d' = 100000: must be <= 2000"),
 ])

@@ -32,10 +32,12 @@ from fedcausal_flwr.vertical.model import MIN_KEY_BITS, PartyConsent, VFedCDSett
 
 APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"])
-DATA = {"algorithm": "vfedcd", "vertical.d": 6, "vertical.edges": 8, "vertical.n": 20, "vertical.batch": 8, "node-wait-s": 5.0,
+DATA = {"algorithm": "vfedcd", "vertical.d": 6, "vertical.edges": 8, "vertical.n": 20,
+        "vertical.batch": 8, "node-wait-s": 5.0,
         "seed": 4}
 EVERYTHING = {"vertical.vfedcd-accept-backends": "paillier,paillier-packed,mock",
-              "vertical.vfedcd-accept-modes": "vfedcd,ctv,framework", "vertical.vfedcd-min-key-bits": 256}
+              "vertical.vfedcd-accept-modes": "vfedcd,ctv,framework",
+            "vertical.vfedcd-min-key-bits": 256}
 
 
 def users_app(**consent) -> ClientApp:
@@ -61,11 +63,12 @@ def test_keys_below_2048_bits_are_refused_without_the_test_only_setting(bits):
                                            "vertical.key-bits": bits})
     msg = str(e.value)
     assert f"'vertical.key-bits' = {bits}" in msg and str(MIN_KEY_BITS) in msg
-    assert "'insecure-test-keys'" in msg
-    with pytest.raises(ValueError, match="'key-bits'"):
+    assert "'vertical.insecure-test-keys'" in msg
+    with pytest.raises(ValueError, match="'vertical.key-bits'"):
         VFedCD(key_bits=bits)
     s = glue("vfedcd").strategy("vfedcd", {**APP_CONFIG, "algorithm": "vfedcd",
-                                           "vertical.key-bits": bits, "vertical.insecure-test-keys": True})
+                                           "vertical.key-bits": bits,
+                                           "vertical.insecure-test-keys": True})
     assert s.settings.key_bits == bits
     assert VFedCDSettings(key_bits=MIN_KEY_BITS).key_bits == MIN_KEY_BITS
     assert VFedCDSettings().insecure_test_keys is False
@@ -93,7 +96,7 @@ def test_consent_is_secure_only_by_default_and_validated():
         VFedCDSettings(mode="framework", he_backend="mock")) == []
     for key, bad in (("vfedcd-accept-backends", "rsa"), ("vfedcd-accept-modes", "plain"),
                      ("vfedcd-accept-backends", " , ")):
-        with pytest.raises(ValueError, match=f"'{key}' = '{bad}'.*allowed"):
+        with pytest.raises(ValueError, match=f"'vertical.{key}' = '{bad}'.*allowed"):
             PartyConsent.from_run_config({key: bad})
     with pytest.raises(ValueError, match="'vertical.vfedcd-min-key-bits' = 128"):
         glue("vfedcd").strategy("vfedcd", {**APP_CONFIG, "vertical.vfedcd-min-key-bits": 128})
@@ -102,8 +105,8 @@ def test_consent_is_secure_only_by_default_and_validated():
 @pytest.mark.parametrize("changes,words", [
     ({"he_backend": "mock"}, ["he-backend 'mock'", "'paillier,paillier-packed'",
                               "vfedcd-accept-backends"]),
-    ({"vertical.mode": "framework"}, ["mode 'framework'", "'vfedcd'", "vfedcd-accept-modes"]),
-    ({"vertical.mode": "ctv"}, ["mode 'ctv'", "'vfedcd'", "vfedcd-accept-modes"]),
+    ({"mode": "framework"}, ["mode 'framework'", "'vfedcd'", "vfedcd-accept-modes"]),
+    ({"mode": "ctv"}, ["mode 'ctv'", "'vfedcd'", "vfedcd-accept-modes"]),
     ({"key_bits": 256, "insecure_test_keys": True},
      ["key-bits 256", "minimum 2048", "vfedcd-min-key-bits"]),
 ])
@@ -162,17 +165,18 @@ def test_a_party_refuses_directly_naming_what_was_asked_and_what_it_accepts():
 def test_consent_in_the_node_config_opts_in_and_wins_over_the_clientapps_arguments():
     # node config opts in (a user's ClientApp that says nothing itself)
     grid = InProcessGrid(users_app(), 3, node_configs={
-        i: {"vertical.vfedcd-accept-backends": "mock"} for i in range(3)})
+        i: {"vfedcd-accept-backends": "mock"} for i in range(3)})
     assert VFedCD(batch=8, he_backend="mock").start(grid=grid, num_rounds=1).status == \
         "completed"
     # the ClientApp's code opts in; party 2's node config narrows it again and wins
     grid = InProcessGrid(users_app(accept_backends=("paillier", "mock")), 3, node_configs={
-        2: {"vertical.vfedcd-accept-backends": "paillier"}})
+        2: {"vfedcd-accept-backends": "paillier"}})
     result = VFedCD(batch=8, he_backend="mock").start(grid=grid, num_rounds=1)
     assert result.status.startswith("stopped") and "party 2 refuses" in result.status
     assert "party 0" not in result.status and "party 1" not in result.status
     # a bad node-config value names the party and where it came from
-    grid = InProcessGrid(users_app(), 2, node_configs={1: {"vertical.vfedcd-accept-modes": "plain"}})
+    grid = InProcessGrid(users_app(), 2,
+                         node_configs={1: {"vfedcd-accept-modes": "plain"}})
     result = VFedCD(batch=8).start(grid=grid)
     assert "party 1: bad consent setting" in result.status
     assert "vfedcd-accept-modes from node config" in result.status
@@ -186,7 +190,7 @@ def test_the_builtin_app_takes_missing_node_config_consent_from_the_run_config()
     # the run submitter opts the simulated parties in; party 1's node config still refuses
     rc = {**rc, **EVERYTHING}
     grid = InProcessGrid(builtin_app, 3, rc, node_configs={
-        1: {"vertical.vfedcd-accept-backends": "paillier"}})
+        1: {"vfedcd-accept-backends": "paillier"}})
     result = glue("vfedcd").strategy("vfedcd", rc).start(grid=grid)
     assert result.status.startswith("stopped") and "party 1 refuses" in result.status
     assert "party 0" not in result.status and "party 2" not in result.status
@@ -199,7 +203,8 @@ def test_the_builtin_app_takes_missing_node_config_consent_from_the_run_config()
     ({"vertical.he-backend": "mock"}, "encrypts nothing"),
     ({"vertical.mode": "framework"}, "in the clear"),
     ({"vertical.mode": "ctv"}, "in the clear"),
-    ({"vertical.he-backend": "paillier", "vertical.key-bits": 256, "vertical.insecure-test-keys": True}, "test-only"),
+    ({"vertical.he-backend": "paillier", "vertical.key-bits": 256,
+      "vertical.insecure-test-keys": True}, "test-only"),
 ])
 def test_unprotected_data_is_logged_once_per_run_on_the_server_and_each_party(
         caplog, changes, words):
@@ -223,7 +228,7 @@ def test_a_secure_run_logs_no_exposure():
 
 def test_the_party_log_names_the_node_config_when_it_gave_consent(caplog):
     grid = InProcessGrid(users_app(), 2, node_configs={
-        i: {"vertical.vfedcd-accept-modes": "framework"} for i in range(2)})
+        i: {"vfedcd-accept-modes": "framework"} for i in range(2)})
     with caplog.at_level(logging.WARNING, logger="flwr"):
         result = VFedCD(batch=8, mode="framework").start(grid=grid, num_rounds=1)
     assert result.status == "completed"
@@ -235,11 +240,11 @@ def test_the_party_log_names_the_node_config_when_it_gave_consent(caplog):
 def test_the_app_client_glue_reads_consent_only_for_missing_node_config_keys():
     ctx = Context(run_id=1, node_id=1, state=RecordDict(),
                   node_config={"partition-id": 0, "num-partitions": 2,
-                               "vertical.vfedcd-min-key-bits": 4096},
+                               "vfedcd-min-key-bits": 4096},
                   run_config={**APP_CONFIG, **DATA, **EVERYTHING})
     client = glue("vfedcd").client("vfedcd", ctx)
-    assert client.consent == PartyConsent(backends=EVERYTHING["vfedcd-accept-backends"],
-                                          modes=EVERYTHING["vfedcd-accept-modes"],
+    assert client.consent == PartyConsent(backends=EVERYTHING["vertical.vfedcd-accept-backends"],
+                                          modes=EVERYTHING["vertical.vfedcd-accept-modes"],
                                           min_key_bits=4096)
     assert client.consent_from["vfedcd-min-key-bits"] == "node config"
     assert "run submitter" in client.consent_from["vfedcd-accept-backends"]

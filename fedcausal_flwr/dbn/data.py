@@ -30,7 +30,7 @@ from fedcausal_flwr.data.netsim import load_netsim, netsim_chunks, netsim_truth
 from fedcausal_flwr.data.timeseries import Pair, lagged, lagged_segments
 from fedcausal_flwr.dbn.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.dbn.synthetic import client_dbn, truths_dbn
-from fedcausal_flwr.settings import Settings, setting
+from fedcausal_flwr.settings import Settings, section_view, setting
 
 DATASETS = ("synthetic", "dream4", "netsim", "node")
 MAX_D = 2000
@@ -70,6 +70,7 @@ def data_config(cfg: Mapping[str, Any]) -> DBNData:
     """The data keys of a run config, validated (a ``DBNData`` passes through)."""
     if isinstance(cfg, DBNData):
         return cfg
+    cfg = section_view(DBNData.section, cfg)
     if isinstance(cfg.get("heterogeneous"), str):  # node configs arrive as strings
         cfg = {**cfg, "heterogeneous": _flag(cfg["heterogeneous"], "heterogeneous")}
     return DBNData.from_run_config(cfg)
@@ -78,7 +79,8 @@ def data_config(cfg: Mapping[str, Any]) -> DBNData:
 def _flag(value: Any, key: str) -> bool:
     """A boolean written as a string (node configs arrive as strings)."""
     if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no", ""):
-        raise ValueError(f"run config {key!r} = {value!r}: expected true or false (allowed: "
+        raise ValueError(f"run config {DBNData.app_key(key)!r} = {value!r}: expected true or "
+                         "false (allowed: "
                          "bool, or one of the strings true, false, yes, no, 1, 0)")
     return value.strip().lower() in ("true", "1", "yes")
 

@@ -311,7 +311,8 @@ class FedCFSettings(StateSpaceSettings):
         try:
             self.delta_u()
         except ValueError:
-            raise ValueError(f"run config 'ss-cf-delta' = {self.cf_delta!r}: expected "
+            raise ValueError(f"run config {self.app_key('ss-cf-delta')!r} = {self.cf_delta!r}: "
+                             "expected "
                              "comma-separated numbers (allowed: str such as '1,0.5'; empty: "
                              "no query)") from None
 

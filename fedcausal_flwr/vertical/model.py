@@ -104,9 +104,9 @@ class VFedCDSettings(RunSettings):
         super().__post_init__()
         if self.key_bits < MIN_KEY_BITS and not self.insecure_test_keys:
             raise ValueError(
-                f"run config 'key-bits' = {self.key_bits}: Paillier keys below {MIN_KEY_BITS} "
-                f"bits are refused (allowed: int >= {MIN_KEY_BITS}; int >= 256 only with "
-                "'insecure-test-keys' = true, for tests)")
+                f"run config {self.app_key('key-bits')!r} = {self.key_bits}: Paillier keys below "
+                f"{MIN_KEY_BITS} bits are refused (allowed: int >= {MIN_KEY_BITS}; int >= 256 "
+                f"only with {self.app_key('insecure-test-keys')!r} = true, for tests)")
 
     @classmethod
     def paper(cls, **changes: Any) -> Self:
@@ -192,7 +192,7 @@ class PartyConsent(Settings):
             value = getattr(self, self.keys()[key])
             bad = [v for v in _items(value) if v not in known]
             if bad or not _items(value):
-                raise ValueError(f"{key!r} = {value!r}: "
+                raise ValueError(f"{self.app_key(key)!r} = {value!r}: "
                                  f"{'unknown ' + ', '.join(map(repr, bad)) if bad else 'empty'}"
                                  f" (allowed: comma-separated names among "
                                  f"{', '.join(map(repr, known))})")

@@ -75,7 +75,6 @@ def main(grid: Grid, context: Context) -> None:
 TRIVIAL_CLIENT = '''
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
-from flwr.common.config import flatten_dict
 
 app = ClientApp()
 
@@ -132,6 +131,8 @@ def in_process(algorithm: str, rc: dict[str, Any], k: int) -> RunResult:
 def launch_defaults() -> dict[str, Any]:
     """The App's [tool.flwr.app.config] (what flwr run merges under a run config)."""
     import tomllib
+
+    from flwr.common.config import flatten_dict
 
     doc = tomllib.loads((Path(launch.find_app_dir(None)) / "pyproject.toml").read_text())
     return flatten_dict(doc["tool"]["flwr"]["app"]["config"])
