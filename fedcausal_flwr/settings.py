@@ -13,6 +13,10 @@ any node is contacted, with an error that names the key, the value and what is a
     MySettings.from_run_config({"lambda-w": -1})
     # ValueError: run config 'lambda-w' = -1: must be >= 0
 
+A field made with ``setting(..., wire=True)`` is one the clients need: the strategy sends
+:meth:`Settings.to_wire` (``{field name: value}``) with its messages and the client reads it
+back with :meth:`Settings.from_wire`, the one way settings reach a client.
+
 The App's ``[tool.flwr.app.config]`` declares exactly :meth:`Settings.run_config` of each
 algorithm's defaults (tested), so the App, the scripts and a user's own project agree.
 """
@@ -30,10 +34,12 @@ _META = "fedcausal"
 
 def setting(default: Any, key: str | None = None, *, ge: float | None = None,
             gt: float | None = None, le: float | None = None, lt: float | None = None,
-            choices: Sequence[Any] | None = None, doc: str = "") -> Any:
-    """A dataclass field with its run-config ``key`` (None: not in the run config) and bounds."""
+            choices: Sequence[Any] | None = None, doc: str = "", wire: bool = False) -> Any:
+    """A dataclass field with its run-config ``key`` (None: not in the run config) and bounds;
+    ``wire``: the clients need it (sent by :meth:`Settings.to_wire`)."""
     meta = {"key": key, "ge": ge, "gt": gt, "le": le, "lt": lt,
-            "choices": tuple(choices) if choices is not None else None, "doc": doc}
+            "choices": tuple(choices) if choices is not None else None, "doc": doc,
+            "wire": wire}
     return dataclasses.field(default=default, metadata={_META: meta})
 
 
@@ -126,6 +132,35 @@ class Settings:
     def run_config(self) -> dict[str, Any]:
         """``{run-config key: value}``: what ``[tool.flwr.app.config]`` declares."""
         return {key: getattr(self, name) for key, name in self.keys().items()}
+
+    @classmethod
+    def wire_fields(cls) -> tuple[str, ...]:
+        """Names of the fields the clients need (``setting(..., wire=True)``)."""
+        return tuple(f.name for f in fields(cls) if _meta(f).get("wire"))
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{field name: value}`` of the wire fields, ConfigRecord-safe (a tuple as a list)."""
+        return {name: list(v) if isinstance(v := getattr(self, name), tuple) else v
+                for name in self.wire_fields()}
+
+    @classmethod
+    def from_wire(cls, config: Mapping[str, Any], who: str = "client") -> Self:
+        """The settings a client works with: the wire fields from ``config`` (what
+        :meth:`to_wire` sent; other keys ignored), every other field at its default.
+
+        Raises
+        ------
+        ValueError
+            When a wire field is missing (naming it and the class), or a value is not allowed.
+        """
+        names = cls.wire_fields()
+        missing = [n for n in names if n not in config]
+        if missing:
+            raise ValueError(f"{who}: the server's message lacks the {cls.__name__} wire "
+                             f"settings {missing}")
+        hints = typing.get_type_hints(cls)
+        return cls(**{n: tuple(config[n]) if typing.get_origin(hints[n]) is tuple
+                      and isinstance(config[n], list) else config[n] for n in names})
 
     def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes``."""

@@ -471,8 +471,8 @@ def test_pfdbnl_client_step_paper_vs_code_compat():
     state, _ = dbn.pfdbnl_reference(clients, s, seed=0)
     payload = dbn.pfdbnl_client_payload(state, 0)
     args = (clients[0], payload, state.alpha, state.rho1, state.rho2)
-    paper = dbn.pfdbnl_client_step(*args, s)
-    compat = dbn.pfdbnl_client_step(*args, dataclasses.replace(s, code_compat=True))
+    paper = dbn.pfdbnl_client_step(*args, **s.to_wire())
+    compat = dbn.pfdbnl_client_step(*args, **{**s.to_wire(), "code_compat": True})
     assert [m.shape for m in paper] == [(5, 5), (5, 5), (5, 5), (5, 5), ()]
     assert float(paper[4]) == pytest.approx(dbn.acyclicity(paper[2]))
     assert not np.allclose(paper[2], compat[2])  # W~_k anchor vs zero anchor

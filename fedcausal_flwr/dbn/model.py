@@ -63,8 +63,8 @@ class FDBNLSettings(RunSettings):
     ``restarts``: chained L-BFGS-B calls of PFDBNL's local step (10).
     """
 
-    lambda_w: float = setting(0.05, "lambda-w", ge=0)
-    lambda_a: float = setting(0.05, "lambda-a", ge=0)
+    lambda_w: float = setting(0.05, "lambda-w", ge=0, wire=True)
+    lambda_a: float = setting(0.05, "lambda-a", ge=0, wire=True)
     lambda_scale: str = setting("pooled", "lambda-scale", choices=("pooled", "paper"))
     rho1: float = setting(1.0, "rho1", gt=0)
     rho2: float = setting(1.0, "rho2", gt=0)
@@ -74,13 +74,13 @@ class FDBNLSettings(RunSettings):
     h_tol: float = setting(1e-8, "h-tol", ge=0)
     primal_tol: float = setting(1e-2, "primal-tol", ge=0)
     max_rounds: int = setting(200, "num-rounds", ge=1)
-    restarts: int = setting(5, ge=1, doc="chained L-BFGS-B calls of PFDBNL's local step (10)")
+    restarts: int = setting(5, ge=1, wire=True, doc="chained L-BFGS-B calls of PFDBNL's local step (10)")
     server_restarts: int = setting(1, ge=1, doc="chained L-BFGS-B calls of the server step (3)")
     server_warm_start: bool = setting(True, doc="server step starts at the previous W, not 0")
     server_a_step: str = setting("closed-form", choices=("closed-form", "lbfgs"),
                                  doc="A of the server step: soft threshold, or joint L-BFGS-B")
     dual_update: str = setting("paper", "dual-update", choices=("paper", "code"))
-    code_compat: bool = setting(False, "code-compat")
+    code_compat: bool = setting(False, "code-compat", wire=True)
     clients_per_round: int = setting(0, "clients-per-round", ge=0)
     seed: int = setting(0, "seed")
     tau_w: float = setting(0.2, "tau-w", ge=0)
@@ -93,7 +93,7 @@ class FDBNLSettings(RunSettings):
 class PFDBNLSettings(FDBNLSettings):
     """FDBNL's settings plus ``mu``, the weight of the proximal term of Algorithm 2."""
 
-    mu: float = setting(0.1, "mu", ge=0)
+    mu: float = setting(0.1, "mu", ge=0, wire=True)
 
 
 @dataclass
@@ -406,17 +406,18 @@ def pfdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
 
 
 def pfdbnl_client_step(mom: Moments, payload: Sequence[np.ndarray], alpha: float, rho1: float,
-                       rho2: float, s: PFDBNLSettings) -> list[np.ndarray]:
+                       rho2: float, *, lambda_w: float, lambda_a: float, mu: float,
+                       code_compat: bool, restarts: int) -> list[np.ndarray]:
     """Client side of one PFDBNL round: returns [W~_k, A~_k, W_k, A_k, h(W_k) as 0-d array]."""
     W, A, W_tilde, A_tilde, beta, gamma = payload
-    if s.code_compat:  # zero prox anchor, one L-BFGS-B call
+    if code_compat:  # zero prox anchor, one L-BFGS-B call
         W_anchor, A_anchor, restarts = np.zeros_like(W), np.zeros_like(A), 1
     else:
-        W_anchor, A_anchor, restarts = W_tilde, A_tilde, s.restarts
-    W_k, A_k = pfdbnl_local_step(mom, W_anchor, A_anchor, s.mu, alpha, rho1, s.lambda_w,
-                                 s.lambda_a, restarts)
-    return [pfdbnl_copy(W_k, W, beta, s.mu, rho2, s.code_compat),
-            pfdbnl_copy(A_k, A, gamma, s.mu, rho2, s.code_compat),
+        W_anchor, A_anchor = W_tilde, A_tilde
+    W_k, A_k = pfdbnl_local_step(mom, W_anchor, A_anchor, mu, alpha, rho1, lambda_w,
+                                 lambda_a, restarts)
+    return [pfdbnl_copy(W_k, W, beta, mu, rho2, code_compat),
+            pfdbnl_copy(A_k, A, gamma, mu, rho2, code_compat),
             W_k, A_k, np.array(acyclicity(W_k))]
 
 
@@ -514,7 +515,8 @@ def pfdbnl_reference(clients: Sequence[Moments], s: PFDBNLSettings, seed: int | 
     while not converged(state, s):
         ids = participants(range(len(clients)), s.clients_per_round, rng)
         local = {k: pfdbnl_client_step(clients[k], pfdbnl_client_payload(state, k),
-                                       state.alpha, state.rho1, state.rho2, s) for k in ids}
+                                       state.alpha, state.rho1, state.rho2, **s.to_wire())
+                 for k in ids}
         state = pfdbnl_server_round(state, local, s)
         history.append(_history_row(state, len(ids)))
     return state, history

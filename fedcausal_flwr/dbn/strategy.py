@@ -12,6 +12,7 @@ import numpy as np
 
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.model import FDBNLSettings, PFDBNLSettings
+from fedcausal_flwr.dbn.wire import PHASES, shapes
 from fedcausal_flwr.federation.strategy import CausalStrategy, NodeInfo, Payload, Shape
 from fedcausal_flwr.names import lagged_names
 
@@ -19,8 +20,8 @@ from fedcausal_flwr.names import lagged_names
 class FDBNL(CausalStrategy):
     """Federated DBN structure learning (Algorithm 1 of Chen, Ma, Yue 2025).
 
-    Each round sends client k ``[W, A, beta_k, gamma_k]`` and ``rho2`` and receives its local
-    solution ``[B_k, D_k]``. The duals are a deterministic function of what the server
+    Each round sends client k ``[W, A, beta_k, gamma_k]`` with ``rho2`` and the wire settings
+    and receives its local solution ``[B_k, D_k]`` (:data:`~fedcausal_flwr.dbn.wire.PHASES`). The duals are a deterministic function of what the server
     receives, so the server keeps them (by partition id) and clients stay stateless: a client
     left out of a round keeps its duals, a restarted SuperNode loses nothing.
     ``start(initial_arrays=[W, A])`` warm-starts the consensus graph.
@@ -71,12 +72,13 @@ class FDBNL(CausalStrategy):
         return dbn.participants(sorted(self.nodes), self.settings.clients_per_round, self.rng)
 
     def payload(self, cid: int) -> Payload:
-        """``[W, A, beta_k, gamma_k]`` and rho2."""
-        return dbn.fdbnl_client_payload(self.state, cid), {"rho2": float(self.state.rho2)}
+        """``[W, A, beta_k, gamma_k]``, rho2 and the wire settings."""
+        return dbn.fdbnl_client_payload(self.state, cid), {
+            "rho2": float(self.state.rho2), **self.settings.to_wire()}
 
     def reply_shapes(self) -> list[Shape]:
-        """``B_k`` (d x d) and ``D_k`` (pd x d)."""
-        return [(self.d, self.d), (self.p * self.d, self.d)]
+        """The phase's reply (:data:`~fedcausal_flwr.dbn.wire.PHASES`)."""
+        return shapes(PHASES[self.phase].up, self.d, self.p)
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Global step, duals, alpha and rho."""
@@ -119,8 +121,8 @@ class FDBNL(CausalStrategy):
 class PFDBNL(FDBNL):
     """Personalized FDBNL (Algorithm 2 of Chen, Ma, Yue 2025).
 
-    Client k gets ``[W, A, W~_k, A~_k, beta_k, gamma_k]`` with alpha, rho1, rho2, mu and the
-    lambdas, and returns its copies ``W~_k, A~_k``, its personalized ``W_k, A_k`` (derivable
+    Client k gets ``[W, A, W~_k, A~_k, beta_k, gamma_k]`` with alpha, rho1, rho2 and the wire
+    settings (mu, the lambdas, ``code_compat``, ``restarts``), and returns its copies ``W~_k, A~_k``, its personalized ``W_k, A_k`` (derivable
     from the copies and duals, so nothing new is revealed) and ``h(W_k)``.
     """
 
@@ -129,16 +131,11 @@ class PFDBNL(FDBNL):
     phase = "personal"
 
     def payload(self, cid: int) -> Payload:
-        """Anchors, duals and the round's scalars."""
-        s, st = self.settings, self.state
+        """Anchors, duals, the round's scalars and the wire settings."""
+        st = self.state
         return dbn.pfdbnl_client_payload(st, cid), {
             "alpha": float(st.alpha), "rho1": float(st.rho1), "rho2": float(st.rho2),
-            "mu": float(s.mu), "lambda-w": float(s.lambda_w), "lambda-a": float(s.lambda_a),
-            "code-compat": bool(s.code_compat), "restarts": int(s.restarts)}
-
-    def reply_shapes(self) -> list[Shape]:
-        """``W~_k, A~_k, W_k, A_k`` and the scalar ``h(W_k)``."""
-        return [(self.d, self.d), (self.p * self.d, self.d)] * 2 + [()]
+            **self.settings.to_wire()}
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Exact average, duals, alpha (mean h) and rho."""
