@@ -232,7 +232,7 @@ def test_settings_defaults_of_the_stabilised_game():
     divergence rule's factor; the App declares both (test_app_config)."""
     s = dg.FedIVSettings()
     assert (s.grad_clip, s.diverge_factor) == (5.0, 10.0)
-    assert s.keys()["iv-grad-clip"] == "grad_clip" and "grad_clip" in s.client_fields
+    assert s.keys()["iv-grad-clip"] == "grad_clip" and "grad_clip" in s.wire_fields()
     assert s.keys()["iv-diverge-factor"] == "diverge_factor"
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 
@@ -77,21 +76,22 @@ class FedIVSettings(RunSettings):
     gradients' where those did not diverge (``simulations/fediv_rounds.py``,
     ``simulations/RESULTS.md``, "FedIV: gradient clip under the 50 x 40 schedule").
     ``diverge_factor``: the detection rule of :func:`divergence`; a diverged run stops and
-    says so.
+    says so. The ``wire`` fields are what a client's local step and validation use; the server
+    sends them with every message, so every client runs the server's settings.
     """
 
-    lr_g: float = setting(0.02, "iv-lr-g", gt=0)
-    lr_f: float = setting(0.2, "iv-lr-f", gt=0)
-    mode: str = setting("gda", "iv-mode", choices=("gda", "sgda"))
-    batch_size: int = setting(256, "iv-batch-size", ge=1)
-    local_epochs: int = setting(40, "iv-local-epochs", ge=1)
-    optimizer: str = setting("sgd", "iv-optimizer", choices=("sgd", "sgdm", "oadam"))
-    momentum: float = setting(0.9, "iv-momentum", ge=0, lt=1)
+    lr_g: float = setting(0.02, "iv-lr-g", gt=0, wire=True)
+    lr_f: float = setting(0.2, "iv-lr-f", gt=0, wire=True)
+    mode: str = setting("gda", "iv-mode", choices=("gda", "sgda"), wire=True)
+    batch_size: int = setting(256, "iv-batch-size", ge=1, wire=True)
+    local_epochs: int = setting(40, "iv-local-epochs", ge=1, wire=True)
+    optimizer: str = setting("sgd", "iv-optimizer", choices=("sgd", "sgdm", "oadam"), wire=True)
+    momentum: float = setting(0.9, "iv-momentum", ge=0, lt=1, wire=True)
     grad_clip: float = setting(
-        5.0, "iv-grad-clip", ge=0,
+        5.0, "iv-grad-clip", ge=0, wire=True,
         doc="the max player's (f's) local gradient is scaled to L2 norm at most this before "
             "its step (0: Algorithm 1's raw gradients, the paper)")
-    betas: tuple[float, float] = setting((0.5, 0.9))
+    betas: tuple[float, float] = setting((0.5, 0.9), wire=True)
     weighting: str = setting("uniform", "iv-weighting", choices=("uniform", "n"))
     rounds: int = setting(
         50, "iv-rounds", ge=1,
@@ -102,15 +102,9 @@ class FedIVSettings(RunSettings):
         doc="a round whose global max |parameter| exceeds this times the run's largest so far "
             "(at least 1) ends the run as diverged; non-finite parameters always do (0: only "
             "non-finite)")
-    seed: int = setting(0, "seed", ge=0)
-    val_features: int = setting(32, "iv-val-features", ge=1)
+    seed: int = setting(0, "seed", ge=0, wire=True)
+    val_features: int = setting(32, "iv-val-features", ge=1, wire=True)
     device: str = setting("auto", "iv-device", choices=("auto", "cpu", "cuda"))
-
-    #: What a client's local step and validation use; the server sends these with every
-    #: message, so every client runs the server's settings and holds none of its own.
-    client_fields: ClassVar[tuple[str, ...]] = (
-        "lr_g", "lr_f", "mode", "batch_size", "local_epochs", "optimizer", "momentum",
-        "grad_clip", "betas", "seed", "val_features")
 
     def __post_init__(self) -> None:
         super().__post_init__()

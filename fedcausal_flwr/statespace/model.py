@@ -161,12 +161,6 @@ def checked_client(A: np.ndarray, B: np.ndarray, C: np.ndarray, K: np.ndarray, y
 # ---- settings and state ----------------------------------------------------------------------
 TARGETS = ("predicted", "refined", "innovation")
 
-# The client's share of the settings: what the server sends with every window
-# (:meth:`StateSpaceSettings.client_config`), so a client never rebuilds them on its own.
-CLIENT_FIELDS = ("lr_client", "eta1", "eta2", "lambda_l", "xi", "learn_phi", "target",
-                 "alg1_literal", "difference", "dp", "dp_epsilon", "dp_delta", "dp_clip_msg",
-                 "seed", "init_std")
-
 # The schedule before issue 12 (:meth:`StateSpaceSettings.paper_schedule`).
 PAPER_SCHEDULE: dict[str, Any] = {"window": 1000, "epochs": 30, "lr_server": 0.3,
                                   "lr_client": 1.5}
@@ -198,6 +192,8 @@ class StateSpaceSettings(RunSettings):
     ``xi``, ``learn_phi``, ``target``, ``alg1_literal``, ``init_std``: FedCF's (see
     :class:`FedCFSettings`); FedGC fixes all but ``target`` (no penalty weight, no ``phi``,
     the zero start of the FedGC paper; see :class:`FedGCSettings` for its target).
+    The ``wire`` fields are the client's share: the server sends them with every window
+    (:meth:`~fedcausal_flwr.settings.Settings.to_wire`), so a client never rebuilds them.
     ``difference``: the server fits its model to first differences in time of its residuals
     within each window (:func:`time_difference`), which removes unknown piecewise-constant
     mean shifts ``b^t`` of any client's states; ``False`` is the papers' loss on levels.
@@ -208,23 +204,23 @@ class StateSpaceSettings(RunSettings):
     window: int = setting(10000, "ss-window", ge=1)
     epochs: int = setting(20, "ss-epochs", ge=1)
     lr_server: float = setting(1.0, "ss-lr-server", ge=0)
-    lr_client: float = setting(1.5, "ss-lr-client", ge=0)
-    eta1: float = setting(1.0, "ss-eta1", ge=0)
-    eta2: float = setting(1.0, "ss-eta2", ge=0)
+    lr_client: float = setting(1.5, "ss-lr-client", ge=0, wire=True)
+    eta1: float = setting(1.0, "ss-eta1", ge=0, wire=True)
+    eta2: float = setting(1.0, "ss-eta2", ge=0, wire=True)
     lambda_g: float = setting(0.0, "ss-lambda-g", ge=0)
-    lambda_l: float = setting(0.0, "ss-lambda-l", ge=0)
-    xi: float = setting(0.0, ge=0)
-    learn_phi: bool = setting(False)
-    target: str = setting("predicted", choices=TARGETS)
-    alg1_literal: bool = setting(False)
-    difference: bool = setting(False)
-    dp: bool = setting(False, "ss-dp")
-    dp_epsilon: float = setting(0.5, "ss-dp-epsilon", gt=0)
-    dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1)
-    dp_clip_msg: float = setting(5.0, "ss-dp-clip-msg", gt=0)
+    lambda_l: float = setting(0.0, "ss-lambda-l", ge=0, wire=True)
+    xi: float = setting(0.0, ge=0, wire=True)
+    learn_phi: bool = setting(False, wire=True)
+    target: str = setting("predicted", choices=TARGETS, wire=True)
+    alg1_literal: bool = setting(False, wire=True)
+    difference: bool = setting(False, wire=True)
+    dp: bool = setting(False, "ss-dp", wire=True)
+    dp_epsilon: float = setting(0.5, "ss-dp-epsilon", gt=0, wire=True)
+    dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1, wire=True)
+    dp_clip_msg: float = setting(5.0, "ss-dp-clip-msg", gt=0, wire=True)
     dp_clip_grad: float = setting(1.0, "ss-dp-clip-grad", gt=0)
-    seed: int = setting(0, "seed", ge=0)
-    init_std: float = setting(0.0, ge=0)
+    seed: int = setting(0, "seed", ge=0, wire=True)
+    init_std: float = setting(0.0, ge=0, wire=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -240,19 +236,6 @@ class StateSpaceSettings(RunSettings):
         updates; every other field keeps the default, ``changes`` override. Run config:
         ``ss-window=1000 ss-epochs=30 ss-lr-server=0.3 ss-lr-client=1.5``."""
         return cls(**{**PAPER_SCHEDULE, **changes})
-
-    def client_config(self) -> dict[str, Any]:
-        """The client's share (:data:`CLIENT_FIELDS`), as the server sends it each window."""
-        return {f.replace("_", "-"): getattr(self, f) for f in CLIENT_FIELDS}
-
-    @classmethod
-    def from_client_config(cls, config: Mapping[str, Any]) -> Self:
-        """The settings a client works with, from what :meth:`client_config` sent."""
-        missing = [f.replace("_", "-") for f in CLIENT_FIELDS
-                   if f.replace("_", "-") not in config]
-        if missing:
-            raise ValueError(f"the server's window config lacks {missing}")
-        return cls(**{f: config[f.replace("_", "-")] for f in CLIENT_FIELDS})
 
 
 @dataclass(frozen=True)
@@ -272,8 +255,9 @@ class FedGCSettings(StateSpaceSettings):
     are known to its filter (data key ``ss-shift-known``).
     """
 
-    target: str = setting("innovation", "ss-gc-target", choices=("predicted", "innovation"))
-    difference: bool = setting(True, "ss-difference")
+    target: str = setting("innovation", "ss-gc-target", choices=("predicted", "innovation"),
+                          wire=True)
+    difference: bool = setting(True, "ss-difference", wire=True)
 
 
 @dataclass(frozen=True)
@@ -302,11 +286,11 @@ class FedCFSettings(StateSpaceSettings):
     changed its input by ``delta_u``" with ``cf_delta`` comma-separated floats (empty: none).
     """
 
-    xi: float = setting(10.0, "ss-xi", ge=0)
-    learn_phi: bool = setting(True, "ss-learn-phi")
-    target: str = setting("predicted", "ss-target", choices=TARGETS)
-    alg1_literal: bool = setting(False, "ss-alg1-literal")
-    init_std: float = setting(0.1, "ss-init-std", ge=0)
+    xi: float = setting(10.0, "ss-xi", ge=0, wire=True)
+    learn_phi: bool = setting(True, "ss-learn-phi", wire=True)
+    target: str = setting("predicted", "ss-target", choices=TARGETS, wire=True)
+    alg1_literal: bool = setting(False, "ss-alg1-literal", wire=True)
+    init_std: float = setting(0.1, "ss-init-std", ge=0, wire=True)
     cf_client: int = setting(1, "ss-cf-client", ge=0)
     cf_source: int = setting(0, "ss-cf-source", ge=0)
     cf_delta: str = setting("", "ss-cf-delta")
