@@ -137,9 +137,9 @@ def test_bad_input_raises_naming_the_client():
     with pytest.raises(ValueError, match="client 7: y has 1 non-finite"):
         FedGCClient(c.A, c.C, c.K, y, partition_id=7)
     client = FedGCClient(c.A, c.C, c.K, c.y, partition_id=7)
-    cfg = {**ss.FedGCSettings().client_config(), "phase": "ss_window", "start": 1, "stop": 3,
+    cfg = {**ss.FedGCSettings().to_wire(), "phase": "ss_window", "start": 1, "stop": 3,
            "prev-start": 3, "prev-stop": 5}
-    with pytest.raises(ValueError, match="client 7: server gradient of shape"):
+    with pytest.raises(ValueError, match="client 7: server sent g_tilde of shape"):
         client.fit([np.zeros((3, 2))], cfg)
     with pytest.raises(ValueError, match="client 7: window outside"):
         client.fit([np.zeros((2, 2))], {**cfg, "stop": 10_000})
@@ -162,7 +162,7 @@ def test_fedcf_client_rejects_a_bad_query():
     _, clients = all_clients(merged_config(RC, "fedcf"))
     c = clients[0]
     client = FedCFClient(c.A, c.C, c.K, c.y, c.B, c.u, partition_id=2)
-    with pytest.raises(ValueError, match="client 2: a counterfactual query"):
+    with pytest.raises(ValueError, match="client 2: server sent delta_h of shape"):
         client.fit([np.zeros(5)], {"phase": "ss_query"})
 
 

@@ -397,11 +397,11 @@ def test_fedgc_shifts_are_client_0s_known_input():
 
 def test_settings_share_the_client_part_and_check_values():
     s = ss.FedCFSettings(xi=2.0, target="refined", dp=True, seed=4)
-    back = ss.FedCFSettings.from_client_config(s.client_config())
-    assert all(getattr(back, f) == getattr(s, f) for f in ss.CLIENT_FIELDS)
-    assert all(isinstance(v, (int, float, str, bool)) for v in s.client_config().values())
+    back = ss.FedCFSettings.from_wire(s.to_wire())
+    assert all(getattr(back, f) == getattr(s, f) for f in ss.FedCFSettings.wire_fields())
+    assert all(isinstance(v, (int, float, str, bool)) for v in s.to_wire().values())
     with pytest.raises(ValueError, match="lacks"):
-        ss.FedGCSettings.from_client_config({"xi": 0.0})
+        ss.FedGCSettings.from_wire({"xi": 0.0})
     # FedGC's fixed values have no run-config key; FedCF's are keyed
     assert {"ss-xi", "ss-target", "ss-init-std"}.isdisjoint(ss.FedGCSettings.keys())
     assert {"ss-xi", "ss-target", "ss-init-std"} <= set(ss.FedCFSettings.keys())

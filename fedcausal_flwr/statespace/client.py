@@ -6,7 +6,7 @@ gradient ``g~_m`` of the previous window (one Jacobi step of ``theta_m``, eq 24)
 (clipped and noised when the settings ask for DP; the local loss is then not reported).
 ``y_m``, ``C_mm``, ``K_m`` and ``theta_m`` stay here; ``theta_m`` persists between messages in
 the node's ``context.state``. The client's share of the settings comes with every window from
-the strategy (:meth:`~fedcausal_flwr.statespace.model.StateSpaceSettings.client_config`).
+the strategy (:meth:`~fedcausal_flwr.settings.Settings.to_wire`, read back by ``from_wire``).
 
 A user's own ClientApp: ``register(app, "fedgc", lambda ctx: {"A": A_mm, "C": C_mm, "K": K_m,
 "y": y_m})`` (FedCF adds ``"B"`` and ``"u"``).
@@ -28,10 +28,11 @@ from typing import Any, ClassVar
 import numpy as np
 from flwr.app import ArrayRecord, Context, RecordDict
 
-from fedcausal_flwr.federation.client import CausalClient, Fit
+from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes
 from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings, StateSpaceSettings
+from fedcausal_flwr.statespace.wire import PHASES, shapes
 
 
 class FedGCClient(CausalClient):
@@ -54,6 +55,7 @@ class FedGCClient(CausalClient):
     """
 
     phases: ClassVar[dict[str, str]] = {"ss_setup": "setup", "ss_window": "window"}
+    algorithm: ClassVar[str] = "fedgc"
     settings_class: ClassVar[type[StateSpaceSettings]] = FedGCSettings
 
     def __init__(self, A: np.ndarray, C: np.ndarray, K: np.ndarray, y: np.ndarray,
@@ -94,8 +96,6 @@ class FedGCClient(CausalClient):
         """What is sent once: ``A_mm``."""
         return [self.data.A]
 
-    n_grads = 1  # FedGC receives only the gradient w.r.t. hhat_a^{t-1}
-
     def gradients(self, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """``(g, g~)`` from what the server sent (FedGC: ``g = 0``)."""
         return np.zeros_like(arrays[0]), arrays[0]
@@ -117,20 +117,18 @@ class FedGCClient(CausalClient):
         """``ss_setup``: the local blocks."""
         return self.local_blocks(), 0, {}
 
-    def _checked(self, parameters: list[np.ndarray], n: int) -> list[np.ndarray]:
-        p = self.data.dims[0]
-        if len(parameters) != self.n_grads:
-            raise ValueError(f"{self.who}: expected {self.n_grads} gradient arrays, got "
-                             f"{len(parameters)}")
-        for a in parameters:
-            if a.shape != (n, p) or not np.all(np.isfinite(a)):
-                raise ValueError(f"{self.who}: server gradient of shape {a.shape} (need "
-                                 f"{(n, p)}, finite)")
-        return parameters
+    def check(self, phase: str, parameters: list[np.ndarray], W_prev: int = 0) -> None:
+        """The server's arrays of ``phase`` fit this client (:data:`PHASES`) and are finite."""
+        names = PHASES[self.algorithm][phase].down
+        check_shapes(self.who, parameters, shapes(names, P=self.data.dims[0], W_prev=W_prev),
+                     list(names))
+        for a, name in zip(parameters, names, strict=True):
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"{self.who}: server sent a non-finite {name}")
 
     def window(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``ss_window``: a step on the previous window's gradients, the next window's states."""
-        s = self.settings_class.from_client_config(config)
+        s = self.settings_class.from_wire(config, self.who)
         T = self.data.y.shape[0]
         prev = np.arange(int(config["prev-start"]), int(config["prev-stop"]))
         ts = np.arange(int(config["start"]), int(config["stop"]))
@@ -139,7 +137,8 @@ class FedGCClient(CausalClient):
             raise ValueError(f"{self.who}: window outside t = 1..{T - 1}")
         par = self.params(s)
         if prev.size:
-            g, g_tilde = self.gradients(self._checked(parameters, prev.size))
+            self.check("ss_window", parameters, prev.size)
+            g, g_tilde = self.gradients(parameters)
             par = ss.client_step(self.data, par, prev, g, g_tilde, s)
             self.store(par)
         sent = ss.private(self.states(par, ts, s), s, 1, self.partition_id,
@@ -152,13 +151,12 @@ class FedCFClient(FedGCClient):
     """Answers ``ss_setup``, ``ss_window`` and ``ss_query``."""
 
     phases: ClassVar[dict[str, str]] = {**FedGCClient.phases, "ss_query": "query"}
+    algorithm: ClassVar[str] = "fedcf"
     settings_class: ClassVar[type[StateSpaceSettings]] = FedCFSettings
 
     def local_blocks(self) -> list[np.ndarray]:
         """``[A_mm, B_mm]``, sent once."""
         return [self.data.A, self.data.B]
-
-    n_grads = 2  # [g, g~]: w.r.t. the target and hhat_a^{t-1}
 
     def gradients(self, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """``(g, g~)`` as the server sent them."""
@@ -171,8 +169,5 @@ class FedCFClient(FedGCClient):
 
     def query(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``ss_query``: ``[delta_h] -> [C_mm delta_h]``."""
-        p = self.data.dims[0]
-        if len(parameters) != 1 or parameters[0].shape != (p,):
-            raise ValueError(f"{self.who}: a counterfactual query needs one delta_h of shape "
-                             f"({p},), got {[a.shape for a in parameters]}")
+        self.check("ss_query", parameters)
         return [self.data.C @ parameters[0]], 0, {}

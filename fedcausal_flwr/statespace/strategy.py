@@ -57,6 +57,7 @@ from fedcausal_flwr.names import split
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings
+from fedcausal_flwr.statespace.wire import PHASES, shapes
 
 
 class FedGC(CausalStrategy):
@@ -93,17 +94,14 @@ class FedGC(CausalStrategy):
         """Sizes of the inputs the server model uses (FedGC: none)."""
         return [0] * len(self.cids)
 
-    def setup_shapes(self, i: int) -> list[Shape]:
-        """``A_mm``."""
-        return [(self.P[i], self.P[i])]
+    def reply_layout(self, phase: str, i: int, W: int = 0) -> list[Shape]:
+        """Client i's reply to ``phase`` for a window of W steps (:data:`PHASES`)."""
+        return shapes(PHASES[self.algorithm][phase].up, P=self.P[i], U=self.U[i], D=self.D[i],
+                      W=W)
 
     def local_blocks(self, arrays: list[np.ndarray], i: int) -> tuple[np.ndarray, np.ndarray]:
         """``(A_mm, B_mm)`` from the setup reply (FedGC: no ``B_mm``)."""
         return arrays[0], np.zeros((self.P[i], 0))
-
-    def state_shapes(self, i: int, W: int) -> list[Shape]:
-        """``[hhat_a^{t-1}, hhat_c^{t-1}]`` and the local loss."""
-        return [(W, self.P[i])] * 2 + [()]
 
     def empty_grads(self, i: int) -> list[np.ndarray]:
         """What the first window carries instead of gradients."""
@@ -120,10 +118,12 @@ class FedGC(CausalStrategy):
 
     # ---- the protocol -------------------------------------------------------------------
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
-        """Sizes of every client, the window plan and the server's start."""
+        """Sizes of every client (states, measurements, inputs), the window plan and the
+        server's start."""
         self.cids = sorted(nodes)
         self.T = int(nodes[self.cids[0]].props["t"])
         self.P = [int(nodes[c].props["p"]) for c in self.cids]
+        self.D = [int(nodes[c].props["d"]) for c in self.cids]
         self.U = self.input_sizes(nodes)
         self.plan = ss.windows(self.T, self.settings.window, self.settings.epochs)
         self.server = ss.initial_server_for(self.P, self.U, self.settings)
@@ -146,8 +146,8 @@ class FedGC(CausalStrategy):
                                                 self.P, self.U))
 
     def window_config(self, ts: np.ndarray, prev: np.ndarray, k: int) -> dict[str, Any]:
-        """Window bounds and the client's share of the settings."""
-        return {**self.settings.client_config(),
+        """Window bounds and the wire settings."""
+        return {**self.settings.to_wire(),
                 "start": int(ts[0]) if ts.size else 0,
                 "stop": int(ts[-1]) + 1 if ts.size else 0,
                 "prev-start": int(prev[0]) if prev.size else 0,
@@ -160,8 +160,8 @@ class FedGC(CausalStrategy):
         payloads = {c: (self.empty_grads(i) if win is None else
                         ss.private(self.grads(win, i), self.settings, 2, c, k - 1), cfg)
                     for i, c in enumerate(self.cids)}
-        shapes = {c: self.state_shapes(i, ts.size) for i, c in enumerate(self.cids)}
-        return self.exchange(grid, "ss_window", payloads, shapes, every=True)
+        want = {c: self.reply_layout("ss_window", i, ts.size) for i, c in enumerate(self.cids)}
+        return self.exchange(grid, "ss_window", payloads, want, every=True)
 
     def done(self) -> bool:
         """Every planned window is recorded."""
@@ -177,7 +177,8 @@ class FedGC(CausalStrategy):
     def run_rounds(self, grid, result: RunResult) -> None:
         """Setup, then one recorded round per window, then the final gradients."""
         replies = self.exchange(grid, "ss_setup", {c: ([], {}) for c in self.cids},
-                                {c: self.setup_shapes(i) for i, c in enumerate(self.cids)},
+                                {c: self.reply_layout("ss_setup", i)
+                                 for i, c in enumerate(self.cids)},
                                 every=True)
         blocks = [self.local_blocks(replies[c], i) for i, c in enumerate(self.cids)]
         self.A_diag = [a for a, _ in blocks]
@@ -282,27 +283,13 @@ class FedCF(FedGC):
                                              list(map(float, self.query[2]))]
         return {**super().config(), "query": q}
 
-    def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
-        """FedGC's sizes plus the measurement sizes (for the query's answer)."""
-        super().setup(nodes)
-        self.D = [int(nodes[c].props["d"]) for c in self.cids]
-
     def input_sizes(self, nodes: Mapping[int, NodeInfo]) -> list[int]:
         """Every client's input size ``U_m``."""
         return [int(nodes[c].props["u"]) for c in self.cids]
 
-    def setup_shapes(self, i: int) -> list[Shape]:
-        """``A_mm`` and ``B_mm``."""
-        return [(self.P[i], self.P[i]), (self.P[i], self.U[i])]
-
     def local_blocks(self, arrays: list[np.ndarray], i: int) -> tuple[np.ndarray, np.ndarray]:
         """``(A_mm, B_mm)``."""
         return arrays[0], arrays[1]
-
-    def state_shapes(self, i: int, W: int) -> list[Shape]:
-        """Target, ``hhat_a^{t-1}``, ``hhat_c^{t-1}``, ``u^{t-1}`` and the local loss."""
-        p = self.P[i]
-        return [(W, p)] * 3 + [(W, self.U[i]), ()]
 
     def empty_grads(self, i: int) -> list[np.ndarray]:
         """``[g, g~]`` of no window."""
@@ -344,7 +331,8 @@ class FedCF(FedGC):
             return
         self._round += 1
         dh = ss.block(self.server.B_hat, self.P, self.U, i, j) @ du
-        reply = self.exchange(grid, "ss_query", {m: ([dh], {})}, [(self.D[i],)], need=1)
+        reply = self.exchange(grid, "ss_query", {m: ([dh], {})},
+                              self.reply_layout("ss_query", i), need=1)
         self.answer = {"client": m, "source": n, "delta_u": du, "delta_h": dh,
                        "delta_y": reply[m][0]}
 
