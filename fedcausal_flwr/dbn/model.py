@@ -74,7 +74,8 @@ class FDBNLSettings(RunSettings):
     h_tol: float = setting(1e-8, "h-tol", ge=0)
     primal_tol: float = setting(1e-2, "primal-tol", ge=0)
     max_rounds: int = setting(200, "num-rounds", ge=1)
-    restarts: int = setting(5, ge=1, wire=True, doc="chained L-BFGS-B calls of PFDBNL's local step (10)")
+    restarts: int = setting(5, ge=1, wire=True,
+                            doc="chained L-BFGS-B calls of PFDBNL's local step (10)")
     server_restarts: int = setting(1, ge=1, doc="chained L-BFGS-B calls of the server step (3)")
     server_warm_start: bool = setting(True, doc="server step starts at the previous W, not 0")
     server_a_step: str = setting("closed-form", choices=("closed-form", "lbfgs"),

@@ -21,9 +21,10 @@ class FDBNL(CausalStrategy):
     """Federated DBN structure learning (Algorithm 1 of Chen, Ma, Yue 2025).
 
     Each round sends client k ``[W, A, beta_k, gamma_k]`` with ``rho2`` and the wire settings
-    and receives its local solution ``[B_k, D_k]`` (:data:`~fedcausal_flwr.dbn.wire.PHASES`). The duals are a deterministic function of what the server
-    receives, so the server keeps them (by partition id) and clients stay stateless: a client
-    left out of a round keeps its duals, a restarted SuperNode loses nothing.
+    and receives its local solution ``[B_k, D_k]`` (:data:`~fedcausal_flwr.dbn.wire.PHASES`).
+    The duals are a deterministic function of what the server receives, so the server keeps
+    them (by partition id) and clients stay stateless: a client left out of a round keeps its
+    duals, a restarted SuperNode loses nothing.
     ``start(initial_arrays=[W, A])`` warm-starts the consensus graph.
 
     Parameters
@@ -122,8 +123,9 @@ class PFDBNL(FDBNL):
     """Personalized FDBNL (Algorithm 2 of Chen, Ma, Yue 2025).
 
     Client k gets ``[W, A, W~_k, A~_k, beta_k, gamma_k]`` with alpha, rho1, rho2 and the wire
-    settings (mu, the lambdas, ``code_compat``, ``restarts``), and returns its copies ``W~_k, A~_k``, its personalized ``W_k, A_k`` (derivable
-    from the copies and duals, so nothing new is revealed) and ``h(W_k)``.
+    settings (mu, the lambdas, ``code_compat``, ``restarts``), and returns its copies
+    ``W~_k, A~_k``, its personalized ``W_k, A_k`` (derivable from the copies and duals, so
+    nothing new is revealed) and ``h(W_k)``.
     """
 
     algorithm = "pfdbnl"

@@ -1,8 +1,8 @@
 """FedIV client: local simultaneous (S)GDA on the client's own (x, y, z) (FedDeepGMM).
 
 Only network parameters and aggregate validation sums leave the client; the server sends the
-wire fields of :class:`FedIVSettings` with every message (read back by ``from_wire``), so the client holds data (and
-the device it trains on) and nothing else. A user's own ClientApp:
+wire fields of :class:`FedIVSettings` with every message (read back by ``from_wire``), so the
+client holds data (and the device it trains on) and nothing else. A user's own ClientApp:
 ``register(app, "fediv", lambda ctx: {"train": (x, y, z), "val": (xv, yv, zv)})``.
 """
 

@@ -1,8 +1,9 @@
 """FedIV strategy: FedGDA on the DeepGMM moment game (Geetika, Tyagi, Chatterjee 2025).
 
 Round t sends every client ``[theta_t..., tau_t...]`` (g and f) with the wire settings
-(:meth:`~fedcausal_flwr.settings.Settings.to_wire`), and receives ``[dtheta_i..., dtau_i..., psi_sum_i, C_sum_i, [U_i]]``: both
-players' deltas after R local epochs (Algorithm 1) and the validation sums of theta_t. The
+(:meth:`~fedcausal_flwr.settings.Settings.to_wire`), and receives
+``[dtheta_i..., dtau_i..., psi_sum_i, C_sum_i, [U_i]]`` (:data:`~fedcausal_flwr.iv.wire.PHASES`):
+both players' deltas after R local epochs (Algorithm 1) and the validation sums of theta_t. The
 server averages the deltas (uniformly, eq. 20, or n_i-weighted) and scores theta_t by the
 pooled validation criterion psi' C^-1 psi over random Fourier features of z (Lemma 1 on a
 fixed class), computed from the clients' sums only; the round with the lowest score is the

@@ -18,6 +18,7 @@ from flwr.app import Context
 from flwr.common.logger import log
 
 from fedcausal_flwr.federation.client import client_class
+from fedcausal_flwr.statespace import kalman
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import FedCFData, FedGCData
 
@@ -72,7 +73,7 @@ def client(algorithm: str, context: Context):
 
 
 def own_data(path, algorithm: str, context: Context, who: str
-             ) -> tuple[ss.ClientData, list[str]]:
+             ) -> tuple[kalman.ClientData, list[str]]:
     """This client's ``(A_mm, B_mm, C_mm, K_m, y_m, u_m)`` from its own CSV (rows in time order,
     the same time steps at every client): measurement channels, and the known inputs named
     by the node config ``input-columns`` (comma-separated header names, e.g.

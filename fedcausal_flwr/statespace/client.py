@@ -30,6 +30,7 @@ from flwr.app import ArrayRecord, Context, RecordDict
 
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes
 from fedcausal_flwr.names import checked_names, joined
+from fedcausal_flwr.statespace import kalman
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings, StateSpaceSettings
 from fedcausal_flwr.statespace.wire import PHASES, shapes
@@ -67,7 +68,7 @@ class FedGCClient(CausalClient):
         T, p = np.shape(y)[0], np.shape(A)[0]
         B = np.zeros((p, 0)) if B is None else B
         u = np.zeros((T, 0)) if u is None else u
-        self.data = ss.checked_client(A, B, C, K, y, u, self.who)
+        self.data = kalman.checked_client(A, B, C, K, y, u, self.who)
         self.names = checked_names(names, self.data.dims[2], self.who, "y", "measurements")
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.state = state if state is not None else RecordDict()
@@ -81,7 +82,7 @@ class FedGCClient(CausalClient):
     def params(self, s: StateSpaceSettings) -> ss.ClientParams:
         """``theta_m, phi_m`` (their seeded start before the first window)."""
         if "ss_params" not in self.state.array_records:
-            return ss.initial_client(self.data, s, self.partition_id)
+            return ss.initial_client(self.data, s.init_std, s.seed, self.partition_id)
         theta, phi = self.state["ss_params"].to_numpy_ndarrays()
         curv = float(self.state["ss_curv"].to_numpy_ndarrays()[0])
         return ss.ClientParams(theta, phi, curv)
@@ -100,10 +101,9 @@ class FedGCClient(CausalClient):
         """``(g, g~)`` from what the server sent (FedGC: ``g = 0``)."""
         return np.zeros_like(arrays[0]), arrays[0]
 
-    def states(self, par: ss.ClientParams, ts: np.ndarray, s: StateSpaceSettings
-               ) -> list[np.ndarray]:
+    def states(self, par: ss.ClientParams, ts: np.ndarray, target: str) -> list[np.ndarray]:
         """What the server model needs of window ``ts`` (eq 15)."""
-        return ss.fedgc_states(self.data, par, ts, s.target)
+        return ss.fedgc_states(self.data, par, ts, target)
 
     # ---- phases ----------------------------------------------------------------------------
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
@@ -139,10 +139,14 @@ class FedGCClient(CausalClient):
         if prev.size:
             self.check("ss_window", parameters, prev.size)
             g, g_tilde = self.gradients(parameters)
-            par = ss.client_step(self.data, par, prev, g, g_tilde, s)
+            par = ss.client_step(self.data, par, prev, g, g_tilde, lr_client=s.lr_client,
+                                 eta1=s.eta1, eta2=s.eta2, lambda_l=s.lambda_l, xi=s.xi,
+                                 learn_phi=s.learn_phi, target=s.target,
+                                 alg1_literal=s.alg1_literal, difference=s.difference)
             self.store(par)
-        sent = ss.private(self.states(par, ts, s), s, 1, self.partition_id,
-                          int(config.get("window-index", 0)))
+        sent = ss.private(self.states(par, ts, s.target), 1, self.partition_id,
+                          int(config.get("window-index", 0)), dp=s.dp, epsilon=s.dp_epsilon,
+                          delta=s.dp_delta, clip=s.dp_clip_msg, seed=s.seed)
         loss = ss.local_loss(self.data, par, ts) if ts.size and not s.dp else 0.0
         return [*sent, np.asarray(loss)], int(ts.size), {"loss": loss}
 
@@ -162,10 +166,9 @@ class FedCFClient(FedGCClient):
         """``(g, g~)`` as the server sent them."""
         return arrays[0], arrays[1]
 
-    def states(self, par: ss.ClientParams, ts: np.ndarray, s: StateSpaceSettings
-               ) -> list[np.ndarray]:
+    def states(self, par: ss.ClientParams, ts: np.ndarray, target: str) -> list[np.ndarray]:
         """``[target, hhat_a^{t-1}, hhat_c^{t-1}, u^{t-1}]``."""
-        return ss.client_states(self.data, par, ts, s)
+        return ss.client_states(self.data, par, ts, target)
 
     def query(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``ss_query``: ``[delta_h] -> [C_mm delta_h]``."""

@@ -13,7 +13,7 @@ Protocol (one setup exchange, then one ``train.ss_window`` exchange per window o
                the inputs of the server model, eq 15) and its local loss. The server takes
                one step of ``A_hat`` on ``L_s = mean_t sum_m ||D_m||^2`` (eqs 15-16).
                A last, unrecorded exchange only delivers the final gradients, so the clients
-               end as in the reference loop (:func:`~fedcausal_flwr.statespace.model.reference`).
+               end as in the reference loop (:func:`~fedcausal_flwr.statespace.loop.reference`).
 
 Every window needs every client (the server model of each client uses all the others'
 states), so a missing or invalid reply stops the run with the finished windows kept. Clients
@@ -55,6 +55,7 @@ import numpy as np
 from fedcausal_flwr.federation.strategy import CausalStrategy, NodeInfo, ProtocolStopped, Shape
 from fedcausal_flwr.names import split
 from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.statespace import kalman
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings
 from fedcausal_flwr.statespace.wire import PHASES, shapes
@@ -114,7 +115,10 @@ class FedGC(CausalStrategy):
     def server_update(self, msgs: list[list[np.ndarray]]
                       ) -> tuple[ss.ServerWindow, ss.ServerParams]:
         """The server's window: FedGC's loss and ``A_hat`` step."""
-        return ss.fedgc_server_update(self.A_diag, self.server, msgs, self.settings)
+        s = self.settings
+        return ss.fedgc_server_update(self.A_diag, self.server, msgs, target=s.target,
+                                      difference=s.difference, lr_server=s.lr_server,
+                                      lambda_g=s.lambda_g)
 
     # ---- the protocol -------------------------------------------------------------------
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
@@ -126,7 +130,8 @@ class FedGC(CausalStrategy):
         self.D = [int(nodes[c].props["d"]) for c in self.cids]
         self.U = self.input_sizes(nodes)
         self.plan = ss.windows(self.T, self.settings.window, self.settings.epochs)
-        self.server = ss.initial_server_for(self.P, self.U, self.settings)
+        self.server = ss.initial_server_for(self.P, self.U, self.settings.init_std,
+                                            self.settings.seed)
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start from ``[A_hat]`` (its off-diagonal blocks) instead of the default start."""
@@ -156,9 +161,11 @@ class FedGC(CausalStrategy):
     def window(self, grid, ts: np.ndarray, prev: np.ndarray, win: ss.ServerWindow | None,
                k: int) -> dict[int, list[np.ndarray]]:
         """One ``ss_window`` exchange: gradients of ``prev`` down, states of ``ts`` up."""
-        cfg = self.window_config(ts, prev, k)
+        cfg, s = self.window_config(ts, prev, k), self.settings
+        dp = {"dp": s.dp, "epsilon": s.dp_epsilon, "delta": s.dp_delta, "clip": s.dp_clip_grad,
+              "seed": s.seed}
         payloads = {c: (self.empty_grads(i) if win is None else
-                        ss.private(self.grads(win, i), self.settings, 2, c, k - 1), cfg)
+                        ss.private(self.grads(win, i), 2, c, k - 1, **dp), cfg)
                     for i, c in enumerate(self.cids)}
         want = {c: self.reply_layout("ss_window", i, ts.size) for i, c in enumerate(self.cids)}
         return self.exchange(grid, "ss_window", payloads, want, every=True)
@@ -184,7 +191,7 @@ class FedGC(CausalStrategy):
         self.A_diag = [a for a, _ in blocks]
         self.B_diag = [b for _, b in blocks]
         for c, A in zip(self.cids, self.A_diag, strict=True):
-            if ss.spectral_radius(A) >= 1:
+            if kalman.spectral_radius(A) >= 1:
                 raise ProtocolStopped(f"client {c}: A_mm is unstable")
         prev, win = np.arange(0), None
         for rec in self.rounds(result):
@@ -302,8 +309,10 @@ class FedCF(FedGC):
     def server_update(self, msgs: list[list[np.ndarray]]
                       ) -> tuple[ss.ServerWindow, ss.ServerParams]:
         """FedCF's loss and the ``A_hat, B_hat`` steps."""
-        return ss.fedcf_server_update(self.A_diag, self.B_diag, self.server, msgs,
-                                      self.settings)
+        s = self.settings
+        return ss.fedcf_server_update(self.A_diag, self.B_diag, self.server, msgs, xi=s.xi,
+                                      difference=s.difference, lr_server=s.lr_server,
+                                      lambda_g=s.lambda_g)
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start from ``[A_hat, B_hat]`` (their off-diagonal blocks)."""
