@@ -246,7 +246,7 @@ def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
     assert [h["epoch"] for h in result.history] == [1, 2]
     assert "shd" not in result.metrics  # no truth is known for a user's data
     keys = [m for m in grid.sent if m.metadata.message_type == "train.vfedcd_keys"]
-    assert all(dict(m.content["config"])["he-backend"] == "mock" for m in keys)
+    assert all(dict(m.content["config"])["he_backend"] == "mock" for m in keys)
 
 
 def test_parties_follow_the_servers_settings_not_their_run_config():

@@ -207,12 +207,12 @@ def test_settings_defaults_paper_preset_and_bounds():
 
 def test_parties_take_every_shared_setting_from_the_server():
     s = V.VFedCDSettings(he_backend="mock", batch=8, loss="mse", seed=5)
-    sent = s.party_config()
-    assert set(sent) == set(V.PARTY_KEYS) and "num-epochs" not in sent
-    party = V.VFedCDSettings.from_party_config({**sent, "sizes": "2,2", "index": 0})
-    assert {k: v for k, v in party.run_config().items() if k in sent} == sent
-    with pytest.raises(ValueError, match="server sent no 'lr'"):
-        V.VFedCDSettings.from_party_config({k: v for k, v in sent.items() if k != "lr"})
+    sent = s.to_wire()
+    assert set(sent) == set(V.VFedCDSettings.wire_fields()) and "epochs" not in sent
+    party = V.VFedCDSettings.from_wire({**sent, "sizes": "2,2", "index": 0})
+    assert party.to_wire() == sent
+    with pytest.raises(ValueError, match=r"lacks the VFedCDSettings wire settings \['lr'\]"):
+        V.VFedCDSettings.from_wire({k: v for k, v in sent.items() if k != "lr"})
 
 
 def test_training_resumed_from_its_state_equals_one_run():

@@ -202,7 +202,7 @@ class VFedCDClient(CausalClient):
     # ---- state ------------------------------------------------------------------------
     def _settings(self, config: dict[str, Any]) -> VFedCDSettings:
         """The shared settings the server sent; they must not change within a run."""
-        s = VFedCDSettings.from_party_config(config)
+        s = VFedCDSettings.from_wire(config, self.who)
         before = self._state.get("settings")
         if before is not None and before != s:
             raise ValueError(f"{self.who}: the server changed the settings within a run")
@@ -249,7 +249,7 @@ class VFedCDClient(CausalClient):
     # ---- secure dispatch phases (mode "vfedcd") ----------------------------------------
     def keys(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_keys``: the shared settings in; a fresh public key out."""
-        s = VFedCDSettings.from_party_config(config)
+        s = VFedCDSettings.from_wire(config, self.who)
         self._accept(s)
         rows = self._align(config)
         backend = self._backend(s)
@@ -314,7 +314,7 @@ class VFedCDClient(CausalClient):
     # ---- plain framework phases (modes "framework" and "ctv") --------------------------
     def plain_setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_plain_setup``: the shared settings in; graph fragments out."""
-        s = VFedCDSettings.from_party_config(config)
+        s = VFedCDSettings.from_wire(config, self.who)
         self._accept(s)
         rows = self._align(config)
         me, sizes = self._setup_sizes(config)

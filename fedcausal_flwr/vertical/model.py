@@ -69,36 +69,38 @@ class VFedCDSettings(RunSettings):
     them). Keys below :data:`MIN_KEY_BITS` are refused unless ``insecure_test_keys`` (run
     config ``insecure-test-keys``, for tests only) allows them (down to 256 bits).
     ``seed``: every seeded draw (initialisation, batches, masks, splits).
-    The server sends the parties' fields (:data:`PARTY_KEYS`) with the setup phase; each
-    party accepts them only within its own :class:`PartyConsent`.
+    The server sends the parties' fields (the ``wire`` ones; the rest is the CTV's: epochs,
+    gamma, tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round
+    settings) with the first and the setup phase; each party accepts them only within its own
+    :class:`PartyConsent`.
     """
 
     epochs: int = setting(30, "num-epochs", ge=1)
-    batch: int = setting(200, "batch", ge=1)
-    lr: float = setting(0.1, "lr", gt=0)
-    optimizer: str = setting("adam", "optimizer", choices=OPTIMIZERS)
-    adam_eps: float = setting(0.003, "adam-eps", gt=0)
-    lambda1: float = setting(1e-3, "lambda1", ge=0)
+    batch: int = setting(200, "batch", ge=1, wire=True)
+    lr: float = setting(0.1, "lr", gt=0, wire=True)
+    optimizer: str = setting("adam", "optimizer", choices=OPTIMIZERS, wire=True)
+    adam_eps: float = setting(0.003, "adam-eps", gt=0, wire=True)
+    lambda1: float = setting(1e-3, "lambda1", ge=0, wire=True)
     gamma: float = setting(0.01, "gamma", ge=0)
     lambda_b: float = setting(0.0, "lambda-b", ge=0)
     tau: float = setting(0.7, "tau", ge=0)
     dag_tol: float = setting(0.01, "dag-tol", ge=0)
-    hidden: int = setting(10, "hidden", ge=1)
-    dec_layers: int = setting(2, "decoder-layers", ge=1)
+    hidden: int = setting(10, "hidden", ge=1, wire=True)
+    dec_layers: int = setting(2, "decoder-layers", ge=1, wire=True)
     power_iters: int = setting(15, "power-iters", ge=1)
-    sigma_phi: float = setting(1e-3, "sigma-phi", gt=0)
+    sigma_phi: float = setting(1e-3, "sigma-phi", gt=0, wire=True)
     split: str = setting("dirichlet", "split", choices=("dirichlet", "exact"))
-    frac: int = setting(16, "frac-bits", ge=1)
-    dp_b: float = setting(0.0, "dp-b", ge=0)
-    l2: float = setting(0.0, "l2", ge=0)
+    frac: int = setting(16, "frac-bits", ge=1, wire=True)
+    dp_b: float = setting(0.0, "dp-b", ge=0, wire=True)
+    l2: float = setting(0.0, "l2", ge=0, wire=True)
     unfreeze: bool = setting(False, "unfreeze")
-    loss: str = setting("nll", "loss", choices=("mse", "nll"))
-    mode: str = setting("vfedcd", "mode", choices=MODES)
+    loss: str = setting("nll", "loss", choices=("mse", "nll"), wire=True)
+    mode: str = setting("vfedcd", "mode", choices=MODES, wire=True)
     he_backend: str = setting("paillier-packed", "he-backend",
-                              choices=("paillier", "paillier-packed", "mock"))
-    key_bits: int = setting(2048, "key-bits", ge=256)
-    insecure_test_keys: bool = setting(False, "insecure-test-keys")
-    seed: int = setting(0, "seed")
+                              choices=("paillier", "paillier-packed", "mock"), wire=True)
+    key_bits: int = setting(2048, "key-bits", ge=256, wire=True)
+    insecure_test_keys: bool = setting(False, "insecure-test-keys", wire=True)
+    seed: int = setting(0, "seed", wire=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -130,21 +132,6 @@ class VFedCDSettings(RunSettings):
     def ctv(self) -> bool:
         """The CTV acyclicity penalty is on."""
         return self.mode != "framework"
-
-    def party_config(self) -> dict[str, Any]:
-        """``{run-config key: value}`` of what every party must share (sent by the server)."""
-        return {k: v for k, v in self.run_config().items() if k in PARTY_KEYS}
-
-    @classmethod
-    def from_party_config(cls, config: Mapping[str, Any]) -> Self:
-        """A party's settings from what the server sent; a missing key is an error, never a
-        default (parties must agree with the server)."""
-        missing = [k for k in PARTY_KEYS if k not in config]
-        if missing:
-            raise ValueError(f"the server sent no {', '.join(map(repr, missing))}: parties take "
-                             "every shared setting from the server")
-        return cls.from_run_config({k: config[k] for k in PARTY_KEYS})
-
 
     def exposure(self) -> list[str]:
         """What would cross the wire unprotected under these settings (empty: nothing)."""
@@ -255,13 +242,6 @@ SLOW: dict[str, Any] = {"epochs": 700, "loss": "nll", "lambda1": 5e-4, "l2": 5e-
                         "gamma": 5e-4, "tau": 0.6}
 """Changes to :data:`PAPER` that gave the App's defaults before the few-step schedule
 (preset "slow", chosen on development seeds 100-109; :meth:`VFedCDSettings.slow`)."""
-
-PARTY_KEYS: tuple[str, ...] = (
-    "batch", "lr", "optimizer", "adam-eps", "lambda1", "hidden", "decoder-layers", "sigma-phi",
-    "frac-bits", "dp-b", "l2", "loss", "mode", "he-backend", "key-bits", "insecure-test-keys",
-    "seed")
-"""Run-config keys of the settings the parties use (the rest is the CTV's: epochs, gamma,
-tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round settings)."""
 
 # ---- fixed point ------------------------------------------------------------------------
 def quantize(a: np.ndarray, frac: int) -> np.ndarray:

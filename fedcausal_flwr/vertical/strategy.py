@@ -5,7 +5,7 @@ party reports its sample ids (own CSVs: keyed hashes, see :mod:`fedcausal_flwr.v
 the server intersects them and sends the sorted shared ids with the first phase; every party
 trains on its rows of those ids, in that order (rows outside the intersection stay unused).
 The server sends every party the settings they must share
-(:meth:`VFedCDSettings.party_config`, with the first phase), then per mini-batch step five
+(:meth:`~fedcausal_flwr.settings.Settings.to_wire`, with the first phase), then per mini-batch step five
 phases run (``train.vfedcd_forward/share/decode/gradient/update``, the secure dispatch of
 :mod:`fedcausal_flwr.vertical.dispatch`); the server only routes ciphertexts (uint8 rows of the
 owner's key width, or uint64 under the ``mock`` backend) and masked uint64 shares, and reads
@@ -203,7 +203,7 @@ class VFedCD(CausalStrategy):
 
     def _setup_config(self, m: int) -> dict[str, Any]:
         """The shared settings, the parties' column counts and party m's index."""
-        return {**self.settings.party_config(), "sizes": ",".join(map(str, self.sizes)),
+        return {**self.settings.to_wire(), "sizes": ",".join(map(str, self.sizes)),
                 "index": m}
 
     def _first_config(self, m: int) -> dict[str, Any]:
