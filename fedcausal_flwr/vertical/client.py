@@ -45,6 +45,7 @@ from fedcausal_flwr.vertical import dispatch
 from fedcausal_flwr.vertical import model as core
 from fedcausal_flwr.vertical.data import TRANSFORMS, checked_party, fitted_scaler
 from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
+from fedcausal_flwr.vertical.wire import PHASES
 
 STATE_KEY = "vfedcd"
 
@@ -98,9 +99,7 @@ class VFedCDClient(CausalClient):
         their training rows).
     """
 
-    phases = {f"vfedcd_{p}": p for p in ("keys", "setup", "forward", "share", "decode",
-                                         "gradient", "update", "plain_setup", "plain_forward",
-                                         "plain_decode", "plain_update")}
+    phases = {p: p.removeprefix("vfedcd_") for p in PHASES}
 
     def __init__(self, x: np.ndarray, columns: np.ndarray, sample_ids: np.ndarray,
                  partition_id: int = 0, num_partitions: int = 1,
