@@ -243,7 +243,9 @@ class VFedCDClient(CausalClient):
         return metrics or {}
 
     def _batch(self, party: Any, config: dict[str, Any]) -> np.ndarray:
-        return core.batches(len(self.x), party.s, int(config["epoch"]))[int(config["batch"])]
+        s = party.s
+        return core.batches(len(self.x), s.batch, s.seed, int(config["epoch"]))[
+            int(config["batch"])]
 
     # ---- secure dispatch phases (mode "vfedcd") ----------------------------------------
     def keys(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:

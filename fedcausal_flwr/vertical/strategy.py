@@ -246,7 +246,7 @@ class VFedCD(CausalStrategy):
         for rec in self.rounds(result):
             epoch = self._round - 1
             losses: list[float] = []
-            batches = core.batches(self.n, self.settings, epoch)
+            batches = core.batches(self.n, self.settings.batch, self.settings.seed, epoch)
             for b, idx in enumerate(batches):
                 yield len(idx), {"epoch": epoch, "batch": b, "step": step}, losses
                 step += 1
