@@ -58,7 +58,7 @@ class FDBNL(CausalStrategy):
         info = next(iter(nodes.values())).props
         self.d, self.p = int(info["d"]), int(info["p"])
         self.variables = self.agreed_names(self.d)
-        self.state = dbn.initial_state(self.d, self.p, self.settings)
+        self.state = dbn.initial_state(self.d, self.p, self.settings.rho1, self.settings.rho2)
         self.rng = np.random.default_rng(self.settings.seed)
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
@@ -66,7 +66,8 @@ class FDBNL(CausalStrategy):
         if len(arrays) != 2:
             raise ValueError(f"{type(self).__name__} warm start takes [W, A], got "
                              f"{len(arrays)} arrays")
-        self.state = dbn.initial_state(self.d, self.p, self.settings, (arrays[0], arrays[1]))
+        s = self.settings
+        self.state = dbn.initial_state(self.d, self.p, s.rho1, s.rho2, (arrays[0], arrays[1]))
 
     def select(self) -> list[int]:
         """All clients, or ``clients_per_round`` sampled uniformly without replacement."""
@@ -84,7 +85,8 @@ class FDBNL(CausalStrategy):
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Global step, duals, alpha and rho."""
         local = {c: (a[0], a[1]) for c, a in replies.items()}
-        self.state = dbn.fdbnl_server_round(self.state, local, self.settings)
+        self.state = dbn.fdbnl_server_round(self.state, local,
+                                            **self.settings.fdbnl_round_args())
 
     def record(self) -> dict[str, Any]:
         """h, penalties and the primal residual max_k ||B_k - W|| / max(||W||, 1)."""
@@ -116,7 +118,7 @@ class FDBNL(CausalStrategy):
 
     def done(self) -> bool:
         """h(W) <= h_tol or the settings' round budget is spent."""
-        return dbn.converged(self.state, self.settings)
+        return dbn.converged(self.state, **self.settings.stop_args())
 
 
 class PFDBNL(FDBNL):
@@ -141,7 +143,8 @@ class PFDBNL(FDBNL):
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Exact average, duals, alpha (mean h) and rho."""
-        self.state = dbn.pfdbnl_server_round(self.state, replies, self.settings)
+        self.state = dbn.pfdbnl_server_round(self.state, replies,
+                                             **self.settings.pfdbnl_round_args())
 
     def estimates(self) -> dict[str, np.ndarray]:
         """Global W, A and every client's personalized ``W_k, A_k`` (stacked by client id)."""
