@@ -158,8 +158,8 @@ class FedIVClient(CausalClient):
         theta, tau = parameters[:n_th], parameters[n_th:]
         sums = self._val_sums(dg.set_params(g, theta), s)
         rnd = int(config.get("server-round", 0))
-        dth, dta, u = dg.local_update(g, f, self.train, theta, tau, s,
-                                      [s.seed, rnd, self.partition_id])
+        dth, dta, u = dg.local_update(g, f, self.train, theta, tau,
+                                      [s.seed, rnd, self.partition_id], **s.local_args())
         if not np.isfinite(u) or not all(np.isfinite(a).all() for a in dth + dta):
             raise ValueError(f"{self.who}: local game diverged (non-finite loss U={u}) in "
                              f"round {rnd}")

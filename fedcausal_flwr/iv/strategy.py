@@ -98,7 +98,7 @@ class FedIV(CausalStrategy):
         self.theta_shapes, self.tau_shapes = dg.shapes(g), dg.shapes(f)
         self.state = dg.FedState(dg.get_params(g), dg.get_params(f))
         self.weights = dg.client_weights({c: int(i.props["n"]) for c, i in self.nodes.items()},
-                                         s)
+                                         s.weighting)
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start from ``theta + tau`` (g's then f's parameters) or ``theta`` alone."""
