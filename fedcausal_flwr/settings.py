@@ -158,9 +158,11 @@ class Settings:
         if missing:
             raise ValueError(f"{who}: the server's message lacks the {cls.__name__} wire "
                              f"settings {missing}")
-        hints = typing.get_type_hints(cls)
-        return cls(**{n: tuple(config[n]) if typing.get_origin(hints[n]) is tuple
-                      and isinstance(config[n], list) else config[n] for n in names})
+        hints, values = typing.get_type_hints(cls), {n: config[n] for n in names}
+        for n, v in values.items():
+            if typing.get_origin(hints[n]) is tuple and isinstance(v, list):
+                values[n] = tuple(v)  # a ConfigRecord carries a tuple as a list
+        return cls(**values)
 
     def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes``."""
