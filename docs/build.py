@@ -103,8 +103,11 @@ def settings_table(cls: type) -> str:
     keyed = [r for r in rows if r["key"]]
     other = [r for r in rows if not r["key"]]
     out = [f"Settings class: `{cls.__module__}.{cls.__qualname__}` "
-           f"({len(keyed)} run-config keys).", "",
-           "| run-config key | field | type | default | allowed | notes |",
+           f"({len(keyed)} run-config keys).", ""]
+    if cls.wire_fields():
+        out += ["The wire settings, sent to the clients by field name (`to_wire`): "
+                + ", ".join(f"`{n}`" for n in cls.wire_fields()) + ".", ""]
+    out += ["| run-config key | field | type | default | allowed | notes |",
            "|---|---|---|---|---|---|"]
     for r in keyed:
         out.append(f"| `{r['key']}` | `{r['field']}` | {_cell(r['type'])} | "

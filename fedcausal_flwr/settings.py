@@ -18,7 +18,13 @@ top of ``[tool.flwr.app.config]``, each family's keys in its own table
 (``[tool.flwr.app.config.dbn]``), which Flower flattens to ``dbn.lambda-w``. A class's
 ``section`` names its table; :meth:`Settings.from_run_config` reads the keys of its section
 (and the shared ones), or a section's keys without their prefix (what the App hands the
-family's glue). The App's config declares exactly :meth:`Settings.app_config` of each
+family's glue).
+
+A field made with ``setting(..., wire=True)`` is one the clients need: the strategy sends
+:meth:`Settings.to_wire` (``{field name: value}``) with its messages and the client reads it
+back with :meth:`Settings.from_wire`, the one way settings reach a client.
+
+The App's config declares exactly :meth:`Settings.app_config` of each
 algorithm's defaults (tested), so the App, the scripts and a user's own project agree.
 """
 
@@ -53,10 +59,12 @@ def section_view(section: str, config: Mapping[str, Any]) -> dict[str, Any]:
 
 def setting(default: Any, key: str | None = None, *, ge: float | None = None,
             gt: float | None = None, le: float | None = None, lt: float | None = None,
-            choices: Sequence[Any] | None = None, doc: str = "") -> Any:
-    """A dataclass field with its run-config ``key`` (None: not in the run config) and bounds."""
+            choices: Sequence[Any] | None = None, doc: str = "", wire: bool = False) -> Any:
+    """A dataclass field with its run-config ``key`` (None: not in the run config) and bounds;
+    ``wire``: the clients need it (sent by :meth:`Settings.to_wire`)."""
     meta = {"key": key, "ge": ge, "gt": gt, "le": le, "lt": lt,
-            "choices": tuple(choices) if choices is not None else None, "doc": doc}
+            "choices": tuple(choices) if choices is not None else None, "doc": doc,
+            "wire": wire}
     return dataclasses.field(default=default, metadata={_META: meta})
 
 
@@ -168,6 +176,37 @@ class Settings:
     def app_config(self) -> dict[str, Any]:
         """``{sectioned key: value}``: what the App's ``[tool.flwr.app.config]`` declares."""
         return {self.app_key(k): v for k, v in self.run_config().items()}
+
+    @classmethod
+    def wire_fields(cls) -> tuple[str, ...]:
+        """Names of the fields the clients need (``setting(..., wire=True)``)."""
+        return tuple(f.name for f in fields(cls) if _meta(f).get("wire"))
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{field name: value}`` of the wire fields, ConfigRecord-safe (a tuple as a list)."""
+        return {name: list(v) if isinstance(v := getattr(self, name), tuple) else v
+                for name in self.wire_fields()}
+
+    @classmethod
+    def from_wire(cls, config: Mapping[str, Any], who: str = "client") -> Self:
+        """The settings a client works with: the wire fields from ``config`` (what
+        :meth:`to_wire` sent; other keys ignored), every other field at its default.
+
+        Raises
+        ------
+        ValueError
+            When a wire field is missing (naming it and the class), or a value is not allowed.
+        """
+        names = cls.wire_fields()
+        missing = [n for n in names if n not in config]
+        if missing:
+            raise ValueError(f"{who}: the server's message lacks the {cls.__name__} wire "
+                             f"settings {missing}")
+        hints, values = typing.get_type_hints(cls), {n: config[n] for n in names}
+        for n, v in values.items():
+            if typing.get_origin(hints[n]) is tuple and isinstance(v, list):
+                values[n] = tuple(v)  # a ConfigRecord carries a tuple as a list
+        return cls(**values)
 
     def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes``."""

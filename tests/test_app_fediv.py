@@ -18,8 +18,7 @@ from fedcausal_flwr.clients import register, reply
 from fedcausal_flwr.iv import app as app_iv
 from fedcausal_flwr.iv import data as iv
 from fedcausal_flwr.iv import model as dg
-from fedcausal_flwr.iv.client import FedIVClient, message_settings
-from fedcausal_flwr.iv.strategy import client_config
+from fedcausal_flwr.iv.client import FedIVClient
 from fedcausal_flwr.strategies import FedIV, FedIVSettings
 from fedcausal_flwr.testing import InProcessGrid
 
@@ -231,16 +230,16 @@ def test_clients_run_the_settings_the_server_sends():
     s = FedIVSettings(lr_g=0.3, lr_f=0.4, mode="sgda", batch_size=32, local_epochs=3,
                       optimizer="oadam", momentum=0.5, grad_clip=0.7, betas=(0.1, 0.2), seed=7,
                       val_features=5, weighting="n", rounds=9)
-    got = message_settings({**client_config(s), "server-round": 2, "phase": "local"})
-    for name in FedIVSettings.client_fields:
+    got = FedIVSettings.from_wire({**s.to_wire(), "server-round": 2, "phase": "local"})
+    for name in FedIVSettings.wire_fields():
         assert getattr(got, name) == getattr(s, name), name
-    cfg = client_config(s)
-    assert set(cfg) == {"iv-lr-g", "iv-lr-f", "iv-mode", "iv-batch-size", "iv-local-epochs",
-                        "iv-optimizer", "iv-momentum", "iv-grad-clip", "betas", "seed",
-                        "iv-val-features"}
-    del cfg["iv-lr-f"]
-    with pytest.raises(ValueError, match=r"client 3: the server's message lacks .*'iv-lr-f'"):
-        message_settings(cfg, "client 3")
+    cfg = s.to_wire()
+    assert set(cfg) == {"lr_g", "lr_f", "mode", "batch_size", "local_epochs", "optimizer",
+                        "momentum", "grad_clip", "betas", "seed", "val_features"}
+    del cfg["lr_f"]
+    with pytest.raises(ValueError, match=r"client 3: the server's message lacks the "
+                                         r"FedIVSettings wire settings \['lr_f'\]"):
+        FedIVSettings.from_wire(cfg, "client 3")
 
 
 def own_data(k: int, n: int = 300, seed: int = 21) -> list[dict]:

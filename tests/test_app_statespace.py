@@ -15,6 +15,7 @@ from flwr.common.config import flatten_dict
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import register, reply
 from fedcausal_flwr.statespace import app as app_ss
+from fedcausal_flwr.statespace import loop
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.client import FedCFClient, FedGCClient
 from fedcausal_flwr.statespace.data import all_clients, merged_config
@@ -33,7 +34,7 @@ def run_inprocess(rc: dict, k: int, app=client_app, **start):
 def reference(rc: dict, **kwargs):
     model = rc["algorithm"]
     sys, clients = all_clients(merged_config(rc, model))
-    return sys, clients, ss.reference(clients, app_ss.settings(model, rc), **kwargs)
+    return sys, clients, loop.reference(clients, app_ss.settings(model, rc), **kwargs)
 
 
 @pytest.mark.parametrize("algorithm,extra", [
@@ -143,9 +144,9 @@ def test_bad_input_raises_naming_the_client():
     with pytest.raises(ValueError, match="client 7: y has 1 non-finite"):
         FedGCClient(c.A, c.C, c.K, y, partition_id=7)
     client = FedGCClient(c.A, c.C, c.K, c.y, partition_id=7)
-    cfg = {**ss.FedGCSettings().client_config(), "phase": "ss_window", "start": 1, "stop": 3,
+    cfg = {**ss.FedGCSettings().to_wire(), "phase": "ss_window", "start": 1, "stop": 3,
            "prev-start": 3, "prev-stop": 5}
-    with pytest.raises(ValueError, match="client 7: server gradient of shape"):
+    with pytest.raises(ValueError, match="client 7: server sent g_tilde of shape"):
         client.fit([np.zeros((3, 2))], cfg)
     with pytest.raises(ValueError, match="client 7: window outside"):
         client.fit([np.zeros((2, 2))], {**cfg, "stop": 10_000})
@@ -169,7 +170,7 @@ def test_fedcf_client_rejects_a_bad_query():
     _, clients = all_clients(merged_config(RC, "fedcf"))
     c = clients[0]
     client = FedCFClient(c.A, c.C, c.K, c.y, c.B, c.u, partition_id=2)
-    with pytest.raises(ValueError, match="client 2: a counterfactual query"):
+    with pytest.raises(ValueError, match="client 2: server sent delta_h of shape"):
         client.fit([np.zeros(5)], {"phase": "ss_query"})
 
 
@@ -194,7 +195,7 @@ def test_dp_run_equals_reference_and_reports_epsilon(algorithm):
     states = up[0].content["arrays"].to_numpy_ndarrays()[0]
     assert states.shape[0] == 30
     full = ss.client_states(clients[0], ss.initial_client(clients[0]), np.arange(1, 31),
-                            ss.FedGCSettings())
+                            ss.FedGCSettings().target)
     sent = full[1] if algorithm == "fedgc" else full[0]
     assert np.abs(states - sent).min() > 0
 
@@ -211,7 +212,7 @@ def test_netsim_clients_through_the_app_equal_the_reference(shared_data):
     full = merged_config(rc)
     clients = [svd_var_client(Y, 2, name)[0] for name, Y in real_clients(full)]
     assert [c.dims[2] for c in clients] == [5, 5, 5] and clients[0].y.shape[0] == 400
-    ref = ss.reference(clients, ss.FedGCSettings.from_run_config(full))
+    ref = loop.reference(clients, ss.FedGCSettings.from_run_config(full))
     assert result.status == "completed"
     np.testing.assert_allclose(result.estimates["A_hat"], ref.server.A_hat, atol=1e-10)
 
@@ -257,7 +258,7 @@ def test_a_users_own_client_app_with_register():
 
     grid = InProcessGrid(user_client_app, 2)
     user_server_app(grid, Context(1, 0, {}, RecordDict(), {}))
-    result, ref = out["result"], ss.reference(clients, settings)
+    result, ref = out["result"], loop.reference(clients, settings)
     assert result.status == "completed" and len(result.history) == len(ref.history) == 12
     assert "err_A" not in result.metrics  # no truth attached to a user's data
     np.testing.assert_allclose(result.estimates["A_hat"], ref.server.A_hat, atol=1e-10)
@@ -290,7 +291,7 @@ def test_initial_arrays_warm_start_the_server_model(algorithm):
     arrays = [A0, B0] if algorithm == "fedcf" else [A0]
     result, _ = run_inprocess(rc, 2, initial_arrays=ArrayRecord(arrays))
     start = ss.ServerParams(*ss.off_diagonal(A0, B0, sys.P, sys.U if k else [0] * len(sys.P)))
-    warm = ss.reference(clients, app_ss.settings(algorithm, rc), spar=start)
+    warm = loop.reference(clients, app_ss.settings(algorithm, rc), spar=start)
     np.testing.assert_allclose(result.estimates["A_hat"], warm.server.A_hat, atol=1e-10)
     assert np.abs(warm.server.A_hat - cold.server.A_hat).max() > 1e-3
     strategy = app_ss.strategy(algorithm, rc)

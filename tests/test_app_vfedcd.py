@@ -20,6 +20,7 @@ from fedcausal_flwr.clients import register
 from fedcausal_flwr.strategies import VFedCD
 from fedcausal_flwr.testing import InProcessGrid
 from fedcausal_flwr.vertical import app as vertical
+from fedcausal_flwr.vertical import loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import (
     VerticalData,
@@ -50,9 +51,9 @@ def run(rc: dict, k: int = 3, app=client_app, node_configs=None):
     return vertical.strategy("vfedcd", rc).start(grid=grid), grid
 
 
-def reference(rc: dict, k: int = 3) -> V.State:
+def reference(rc: dict, k: int = 3) -> loop.State:
     xs = [party_data(rc, i, k)[0] for i in range(k)]
-    return V.train_reference(xs, VFedCDSettings.from_run_config(rc))
+    return loop.train_reference(xs, VFedCDSettings.from_run_config(rc))
 
 
 @pytest.mark.parametrize("backend", ["mock", "paillier", "paillier-packed"])
@@ -93,7 +94,7 @@ def test_laplace_noise_on_graph_fragments_matches_the_reference():
     result, _ = run(rc)
     ref = reference(rc)
     s = VFedCDSettings.from_run_config(rc)
-    noisy = V.ctv_graph(ref.F, [2, 2, 2], s, ref.step)
+    noisy = V.ctv_graph(ref.F, [2, 2, 2], s.hidden, s.dp_b, s.seed, ref.step)
     np.testing.assert_allclose(result.estimates["B"], noisy, rtol=0, atol=1e-12)
     assert np.abs(noisy - V.graph(ref.F, [2, 2, 2])).max() > 0.01
     clean, _ = run(RC)
@@ -240,7 +241,7 @@ def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
     strategy = VFedCD(he_backend="mock", batch=8, seed=3)
     result = strategy.start(grid=grid, num_rounds=2)
     assert result.status == "completed" and len(result.history) == 2
-    ref = V.train_reference(xs, strategy.settings, epochs=2)
+    ref = loop.train_reference(xs, strategy.settings, epochs=2)
     order = np.concatenate(columns)
     B = np.zeros((6, 6))
     B[np.ix_(order, order)] = V.graph(ref.F, [2, 1, 3])
@@ -252,7 +253,7 @@ def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
     assert [h["epoch"] for h in result.history] == [1, 2]
     assert "shd" not in result.metrics  # no truth is known for a user's data
     keys = [m for m in grid.sent if m.metadata.message_type == "train.vfedcd_keys"]
-    assert all(dict(m.content["config"])["he-backend"] == "mock" for m in keys)
+    assert all(dict(m.content["config"])["he_backend"] == "mock" for m in keys)
 
 
 def test_parties_follow_the_servers_settings_not_their_run_config():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from scipy.optimize import check_grad
@@ -226,8 +224,8 @@ def test_warm_start_reaches_same_or_lower_objective():
     _, _, Xt, Xlag = svar_data(8, 400, rng)
     clients = split_clients(Xt, Xlag, 4)
     s = PAPER.replace(max_rounds=30)
-    state, gaps = dbn.initial_state(8, 1, s), {1: [], 2: []}
-    while not dbn.converged(state, s):
+    state, gaps = dbn.initial_state(8, 1, s.rho1, s.rho2), {1: [], 2: []}
+    while not dbn.converged(state, **s.stop_args()):
         local = {k: dbn.admm_local_step(clients[k], *dbn.fdbnl_client_payload(state, k),
                                         rho2=state.rho2) for k in range(len(clients))}
         ids = sorted(local)
@@ -245,7 +243,7 @@ def test_warm_start_reaches_same_or_lower_objective():
             gaps[calls].append((_server_objective(W_w, A_w, *args) - f_c) / abs(f_c))
             np.testing.assert_array_equal(dbn.threshold(W_w, 0.3) != 0,
                                           dbn.threshold(W_c, 0.3) != 0)
-        state = dbn.fdbnl_server_round(state, local, s)
+        state = dbn.fdbnl_server_round(state, local, **s.fdbnl_round_args())
     one, two = np.array(gaps[1]), np.array(gaps[2])
     assert len(one) >= 20
     assert np.median(one) <= 1e-8 and one.max() <= 1e-3
@@ -266,7 +264,7 @@ def test_server_round_warm_starts_from_the_state():
                              server_a_step="lbfgs")  # the old solver stays reachable
     assert dbn.FDBNLSettings().server_warm_start and dbn.FDBNLSettings().server_restarts == 1
     assert dbn.FDBNLSettings().server_a_step == "closed-form"
-    state = dbn.initial_state(d, p, settings, (W_star, A_star))
+    state = dbn.initial_state(d, p, settings.rho1, settings.rho2, (W_star, A_star))
     assert state.W is not W_star and np.array_equal(state.W, W_star)
 
 
@@ -301,13 +299,13 @@ def test_pfdbnl_copy_solves_eq14_and_code_compat_differs():
 def test_pfdbnl_server_step_is_exact_average():
     rng = np.random.default_rng(2)
     d, s = 4, PAPER
-    state = dbn.initial_state(d, 1, s)
+    state = dbn.initial_state(d, 1, s.rho1, s.rho2)
     state.rho2, state.rho1, state.alpha = 2.0, 3.0, 0.5
     state.beta = {0: rng.normal(size=(d, d)), 9: rng.normal(size=(d, d))}
     state.gamma = {0: rng.normal(size=(d, d))}
     local = {k: [rng.normal(size=(d, d)) for _ in range(4)] + [np.array(0.1 * (k + 1))]
              for k in (2, 0)}
-    new = dbn.pfdbnl_server_round(state, local, s)
+    new = dbn.pfdbnl_server_round(state, local, **s.pfdbnl_round_args())
     zero = np.zeros((d, d))
     W = np.mean([local[0][0] + state.beta[0] / 2.0, local[2][0] + zero], axis=0)
     A = np.mean([local[0][1] + state.gamma[0] / 2.0, local[2][1] + zero], axis=0)
@@ -319,7 +317,8 @@ def test_pfdbnl_server_step_is_exact_average():
     assert new.h == pytest.approx(0.2) and new.alpha == pytest.approx(0.5 + 3.0 * 0.2)
     assert (new.rho1, new.rho2, new.round) == (3.0 * s.phi1, 2.0 * s.phi2, 1)
     np.testing.assert_array_equal(new.W_local[2], local[2][2])
-    compat = dbn.pfdbnl_server_round(state, local, dataclasses.replace(s, code_compat=True))
+    compat = dbn.pfdbnl_server_round(state, local,
+                                     **s.replace(code_compat=True).pfdbnl_round_args())
     assert compat.alpha == pytest.approx(0.5 + 3.0 * 2 * 0.3 / 2)  # 2 h(last id) / K
 
 
@@ -329,18 +328,19 @@ def _one_round(s: dbn.PFDBNLSettings, K: int = 3, rounds: int = 1):
     rng = np.random.default_rng(4)
     _, _, Xt, Xlag = svar_data(5, 60 * K, rng)
     clients = split_clients(Xt, Xlag, K)
-    state = dbn.initial_state(5, 1, s)
+    state = dbn.initial_state(5, 1, s.rho1, s.rho2)
     for _ in range(rounds):
         local = {k: dbn.admm_local_step(clients[k], *dbn.fdbnl_client_payload(state, k),
                                         rho2=state.rho2) for k in range(K)}
-        prev, state = state, dbn.fdbnl_server_round(state, local, s)
+        prev, state = state, dbn.fdbnl_server_round(state, local, **s.fdbnl_round_args())
     return prev, local, state
 
 
 def test_fdbnl_dual_update_code_vs_paper():
     s = PAPER
     prev, local, paper = _one_round(s, rounds=3)
-    code = dbn.fdbnl_server_round(prev, local, dataclasses.replace(s, dual_update="code"))
+    code = dbn.fdbnl_server_round(prev, local,
+                                  **s.replace(dual_update="code").fdbnl_round_args())
     np.testing.assert_array_equal(code.W, paper.W)  # same global step
     for k, (B, _) in local.items():
         np.testing.assert_allclose(paper.beta[k], prev.beta[k] + prev.rho2 * (B - paper.W))
@@ -348,7 +348,8 @@ def test_fdbnl_dual_update_code_vs_paper():
     assert not np.allclose(code.beta[0], paper.beta[0])
     K = len(local)
     for scale, lam in (("paper", s.lambda_a), ("pooled", K * s.lambda_a)):
-        new = dbn.fdbnl_server_round(prev, local, dataclasses.replace(s, lambda_scale=scale))
+        new = dbn.fdbnl_server_round(prev, local,
+                                     **s.replace(lambda_scale=scale).fdbnl_round_args())
         V_A = np.mean([local[k][1] + prev.gamma[k] / prev.rho2 for k in local], axis=0)
         np.testing.assert_allclose(new.A, dbn.soft_threshold(V_A, lam / (K * prev.rho2)),
                                    atol=1e-4)
@@ -363,13 +364,14 @@ def test_fdbnl_server_round_validates_and_does_not_mutate():
     W0 = prev.W.copy()
     for bad in ({"dual_update": "x"}, {"lambda_scale": "x"}):
         with pytest.raises(ValueError):
-            dbn.fdbnl_server_round(prev, local, dataclasses.replace(PAPER, **bad))
-    again = dbn.fdbnl_server_round(prev, local, PAPER)
+            dbn.fdbnl_server_round(prev, local, **{**PAPER.fdbnl_round_args(), **bad})
+    again = dbn.fdbnl_server_round(prev, local, **PAPER.fdbnl_round_args())
     np.testing.assert_array_equal(again.W, new.W)
     np.testing.assert_array_equal(prev.W, W0)
     for k, v in snapshot.items():
         np.testing.assert_array_equal(prev.beta[k], v)
-    pooled = dbn.fdbnl_server_round(prev, local, PAPER.replace(lambda_scale="pooled"))
+    pooled = dbn.fdbnl_server_round(prev, local,
+                                    **PAPER.replace(lambda_scale="pooled").fdbnl_round_args())
     assert np.sum(pooled.W == 0) > np.sum(new.W == 0)  # 3x the L1 weight: sparser
 
 
@@ -386,19 +388,19 @@ def test_partial_participation_keeps_unselected_duals():
     s = PAPER
     prev, local, state = _one_round(s, K=4, rounds=2)
     sub = {k: local[k] for k in (1, 3)}
-    new = dbn.fdbnl_server_round(state, sub, s)
+    new = dbn.fdbnl_server_round(state, sub, **s.fdbnl_round_args())
     for k in (0, 2):
         np.testing.assert_array_equal(new.beta[k], state.beta[k])
         np.testing.assert_array_equal(new.gamma[k], state.gamma[k])
     for k in (1, 3):
         assert not np.array_equal(new.beta[k], state.beta[k])
-    order = dbn.fdbnl_server_round(state, {3: local[3], 1: local[1]}, s)
+    order = dbn.fdbnl_server_round(state, {3: local[3], 1: local[1]}, **s.fdbnl_round_args())
     np.testing.assert_array_equal(order.W, new.W)  # reply order does not matter
 
 
 def test_payloads_default_to_zero_duals():
     s = PAPER
-    state = dbn.initial_state(3, 2, s)
+    state = dbn.initial_state(3, 2, s.rho1, s.rho2)
     W, A, beta, gamma = dbn.fdbnl_client_payload(state, 42)
     assert W.shape == (3, 3) and A.shape == (6, 3) and gamma.shape == (6, 3)
     assert not beta.any() and not gamma.any()
@@ -471,8 +473,8 @@ def test_pfdbnl_client_step_paper_vs_code_compat():
     state, _ = dbn.pfdbnl_reference(clients, s, seed=0)
     payload = dbn.pfdbnl_client_payload(state, 0)
     args = (clients[0], payload, state.alpha, state.rho1, state.rho2)
-    paper = dbn.pfdbnl_client_step(*args, s)
-    compat = dbn.pfdbnl_client_step(*args, dataclasses.replace(s, code_compat=True))
+    paper = dbn.pfdbnl_client_step(*args, **s.to_wire())
+    compat = dbn.pfdbnl_client_step(*args, **{**s.to_wire(), "code_compat": True})
     assert [m.shape for m in paper] == [(5, 5), (5, 5), (5, 5), (5, 5), ()]
     assert float(paper[4]) == pytest.approx(dbn.acyclicity(paper[2]))
     assert not np.allclose(paper[2], compat[2])  # W~_k anchor vs zero anchor

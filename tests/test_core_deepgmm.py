@@ -108,8 +108,9 @@ def test_uniform_weights_step_on_the_mean_game():
     grads = torch.autograd.grad(u, list(g.parameters()) + list(f.parameters()))
     want_th = [p - 0.05 * gr.numpy() for p, gr in zip(theta, grads[:len(theta)], strict=True)]
     want_ta = [p + 0.2 * gr.numpy() for p, gr in zip(tau, grads[len(theta):], strict=True)]
-    d = {i: dg.local_update(g, f, b, theta, tau, s, [0, 1, i]) for i, b in enumerate(bs)}
-    w = dg.client_weights({i: b.n for i, b in enumerate(bs)}, s)
+    d = {i: dg.local_update(g, f, b, theta, tau, [0, 1, i], **s.local_args())
+         for i, b in enumerate(bs)}
+    w = dg.client_weights({i: b.n for i, b in enumerate(bs)}, s.weighting)
     assert_params_close(dg.server_update(theta, {i: v[0] for i, v in d.items()}, w), want_th)
     assert_params_close(dg.server_update(tau, {i: v[1] for i, v in d.items()}, w), want_ta)
 
@@ -119,8 +120,8 @@ def test_identical_clients_give_identical_deltas():
     s = dg.FedIVSettings(lr_g=0.01, lr_f=0.05, mode="sgda", batch_size=100, local_epochs=2)
     g, f = dg.networks((1,), (2,), 0)
     theta, tau = dg.get_params(g), dg.get_params(f)
-    a = dg.local_update(g, f, b, theta, tau, s, [0, 1, 7])
-    c = dg.local_update(g, f, b, theta, tau, s, [0, 1, 7])
+    a = dg.local_update(g, f, b, theta, tau, [0, 1, 7], **s.local_args())
+    c = dg.local_update(g, f, b, theta, tau, [0, 1, 7], **s.local_args())
     assert_params_close(a[0], c[0], 0)
     assert_params_close(a[1], c[1], 0)
 
@@ -140,8 +141,8 @@ def test_sgda_needs_one_minibatch():
     b = batches(RC, 1)[0].rows(slice(0, 100))
     g, f = dg.networks((1,), (2,), 0)
     with pytest.raises(ValueError, match="fewer than one minibatch"):
-        dg.local_update(g, f, b, dg.get_params(g), dg.get_params(f),
-                        dg.FedIVSettings(mode="sgda"), [0])
+        dg.local_update(g, f, b, dg.get_params(g), dg.get_params(f), [0],
+                        **dg.FedIVSettings(mode="sgda").local_args())
 
 
 def test_data_generating_process():
@@ -235,7 +236,7 @@ def test_settings_defaults_of_the_stabilised_game():
     divergence rule's factor; the App declares both (test_app_config)."""
     s = dg.FedIVSettings()
     assert (s.grad_clip, s.diverge_factor) == (5.0, 10.0)
-    assert s.keys()["iv-grad-clip"] == "grad_clip" and "grad_clip" in s.client_fields
+    assert s.keys()["iv-grad-clip"] == "grad_clip" and "grad_clip" in s.wire_fields()
     assert s.keys()["iv-diverge-factor"] == "diverge_factor"
 
 
@@ -253,7 +254,9 @@ def test_a_step_inside_the_clip_bound_is_the_papers_step():
     runs = []
     for clip in (0.0, 1e6):
         g, f = dg.networks((1,), (2,), 3)
-        dg.gda_step(g, f, b, dg.FedIVSettings(grad_clip=clip), dg.OptState())
+        game = dg.FedIVSettings(grad_clip=clip).game_args()
+        del game["mode"], game["batch_size"]  # the minibatch plan, not the step's
+        dg.gda_step(g, f, b, dg.OptState(), **game)
         runs.append(dg.get_params(g) + dg.get_params(f))
     assert_params_close(*runs, tol=0)
 
@@ -273,9 +276,10 @@ def test_clipping_keeps_a_tiny_clients_local_game_finite():
     g, f = dg.networks((1,), (2,), 106)
     th, ta = dg.get_params(g), dg.get_params(f)
     with np.errstate(all="ignore"):
-        dth, dta, u = dg.local_update(g, f, b, th, ta, dg.FedIVSettings(grad_clip=0.0), [106, 1, 1])
+        dth, dta, u = dg.local_update(g, f, b, th, ta, [106, 1, 1],
+                                      **dg.FedIVSettings(grad_clip=0.0).local_args())
     assert not np.isfinite(u)  # the paper's raw gradients: f overshoots and explodes
-    dth, dta, u = dg.local_update(g, f, b, th, ta, dg.FedIVSettings(), [106, 1, 1])
+    dth, dta, u = dg.local_update(g, f, b, th, ta, [106, 1, 1], **dg.FedIVSettings().local_args())
     assert np.isfinite(u) and dg.peak(dth + dta) < 10  # f moves at most lr_f x 2 a step
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fedcausal_flwr.statespace import lti
+from fedcausal_flwr.statespace import kalman, loop, lti
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import all_clients, merged_config
 
@@ -30,8 +30,8 @@ def random_params(clients, rng, U: int):
 
 
 def server_loss(clients, cpar, sp, ts, s):
-    msgs = [ss.client_states(c, p, ts, s) for c, p in zip(clients, cpar, strict=True)]
-    return ss.server_window(ss.clients_A(clients), ss.clients_B(clients), sp, msgs, s.xi)
+    msgs = [ss.client_states(c, p, ts, s.target) for c, p in zip(clients, cpar, strict=True)]
+    return ss.server_window(loop.clients_A(clients), loop.clients_B(clients), sp, msgs, s.xi)
 
 
 def fd(f, x, eps=1e-6):
@@ -62,7 +62,7 @@ def test_fedcf_gradients_match_finite_differences(target):
     np.testing.assert_allclose(win.grad_A, gA, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(win.grad_B, gB, rtol=1e-6, atol=1e-8)
     for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
-        gth, gph = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s)
+        gth, gph = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s.target, s.alg1_literal)
         np.testing.assert_allclose(
             gth, fd(lambda: server_loss(clients, cpar, sp, ts, s).L_s, p.theta), rtol=1e-6,
             atol=1e-8)
@@ -83,9 +83,8 @@ def test_alg1_literal_drops_g_tilde():
     s = ss.FedCFSettings(xi=2.0)
     win = server_loss(clients, cpar, sp, ts, s)
     c = clients[1]
-    full = ss.server_grad_theta(c, ts, win.g[1], win.g_tilde[1], s)[0]
-    lit = ss.server_grad_theta(c, ts, win.g[1], win.g_tilde[1],
-                               ss.FedCFSettings(xi=2.0, alg1_literal=True))[0]
+    full = ss.server_grad_theta(c, ts, win.g[1], win.g_tilde[1], s.target, s.alg1_literal)[0]
+    lit = ss.server_grad_theta(c, ts, win.g[1], win.g_tilde[1], s.target, True)[0]
     np.testing.assert_allclose(full - lit, win.g_tilde[1].T @ c.y[ts - 1], atol=1e-12)
     assert np.abs(win.g_tilde[1]).max() > 0
 
@@ -99,14 +98,14 @@ def test_fedgc_gradients_match_finite_differences():
 
     def loss():
         msgs = [ss.fedgc_states(c, p, ts) for c, p in zip(clients, cpar, strict=True)]
-        return ss.fedgc_server_window(ss.clients_A(clients), sp.A_hat, msgs)
+        return ss.fedgc_server_window(loop.clients_A(clients), sp.A_hat, msgs)
 
     win = loss()
     mask = ss.off_diagonal(np.ones_like(sp.A_hat), np.zeros((5, 0)), [2, 3], [0, 0])[0]
     np.testing.assert_allclose(win.grad_A, fd(lambda: loss().L_s, sp.A_hat) * mask, rtol=1e-6,
                                atol=1e-8)
     for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
-        gth = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s)[0]
+        gth = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s.target, s.alg1_literal)[0]
         np.testing.assert_allclose(gth, fd(lambda: loss().L_s, p.theta), rtol=1e-6, atol=1e-8)
 
 
@@ -120,21 +119,21 @@ def test_fedgc_is_fedcf_without_inputs(xi):
     cpar = [ss.ClientParams(p.theta, np.zeros_like(p.phi)) for p in cpar]
     ts = np.arange(3, 50)
     s = ss.FedCFSettings(xi=xi)
-    full = [ss.client_states(c, p, ts, s) for c, p in zip(clients, cpar, strict=True)]
-    cf = ss.server_window(ss.clients_A(clients), ss.clients_B(clients), sp, full, xi)
-    gc = ss.fedgc_server_window(ss.clients_A(clients), sp.A_hat,
+    full = [ss.client_states(c, p, ts, s.target) for c, p in zip(clients, cpar, strict=True)]
+    cf = ss.server_window(loop.clients_A(clients), loop.clients_B(clients), sp, full, xi)
+    gc = ss.fedgc_server_window(loop.clients_A(clients), sp.A_hat,
                                 [m[1:3] for m in full])
     assert gc.L_s > 0
     assert cf.L_s == pytest.approx((1 + xi) * gc.L_s, rel=1e-12)
     np.testing.assert_allclose(cf.grad_A, (1 + xi) * gc.grad_A, rtol=1e-10, atol=1e-14)
     for m, c in enumerate(clients):
-        a = ss.server_grad_theta(c, ts, cf.g[m], cf.g_tilde[m], s)[0]
-        b = ss.server_grad_theta(c, ts, gc.g[m], gc.g_tilde[m], s)[0]
+        a = ss.server_grad_theta(c, ts, cf.g[m], cf.g_tilde[m], s.target, s.alg1_literal)[0]
+        b = ss.server_grad_theta(c, ts, gc.g[m], gc.g_tilde[m], s.target, s.alg1_literal)[0]
         np.testing.assert_allclose(a, (1 + xi) * b, rtol=1e-10, atol=1e-14)
     # and the loops agree: FedCF with xi = 0 and no inputs is FedGC
-    a = ss.reference(clients, ss.FedCFSettings(**SLOW, window=7, epochs=2, xi=0.0,
+    a = loop.reference(clients, ss.FedCFSettings(**SLOW, window=7, epochs=2, xi=0.0,
                                                learn_phi=False, init_std=0.0))
-    b = ss.reference(clients, ss.FedGCSettings(**SLOW, window=7, epochs=2, target="predicted",
+    b = loop.reference(clients, ss.FedGCSettings(**SLOW, window=7, epochs=2, target="predicted",
                                                difference=False))
     np.testing.assert_allclose(a.server.A_hat, b.server.A_hat, atol=1e-12)
     np.testing.assert_allclose(a.clients[1].theta, b.clients[1].theta, atol=1e-12)
@@ -144,10 +143,10 @@ def test_fedgc_default_is_fedcf_innovation_differenced_without_inputs():
     """FedGC's default (innovation target, differenced) is FedCF's innovation target with
     xi = 0, no inputs and the same differencing: the same server estimates."""
     _, clients = small_clients(U=0, seed=4)
-    a = ss.reference(clients, ss.FedCFSettings(**SLOW, window=7, epochs=2, xi=0.0,
+    a = loop.reference(clients, ss.FedCFSettings(**SLOW, window=7, epochs=2, xi=0.0,
                                                learn_phi=False, init_std=0.0,
                                                target="innovation", difference=True))
-    b = ss.reference(clients, ss.FedGCSettings(**SLOW, window=7, epochs=2))
+    b = loop.reference(clients, ss.FedGCSettings(**SLOW, window=7, epochs=2))
     assert (b.server.A_hat != 0).any()
     np.testing.assert_allclose(a.server.A_hat, b.server.A_hat, atol=1e-12)
     assert all(h["L_s"] == pytest.approx(k["L_s"], rel=1e-10)
@@ -164,14 +163,14 @@ def test_differenced_gradients_match_finite_differences(target):
 
     def loss():
         msgs = [ss.fedgc_states(c, p, ts, target) for c, p in zip(clients, cpar, strict=True)]
-        return ss.fedgc_server_window(ss.clients_A(clients), sp.A_hat, msgs, target, True)
+        return ss.fedgc_server_window(loop.clients_A(clients), sp.A_hat, msgs, target, True)
 
     win = loss()
     mask = ss.off_diagonal(np.ones_like(sp.A_hat), np.zeros((5, 0)), [2, 3], [0, 0])[0]
     np.testing.assert_allclose(win.grad_A, fd(lambda: loss().L_s, sp.A_hat) * mask, rtol=1e-6,
                                atol=1e-8)
     for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
-        gth = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s)[0]
+        gth = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s.target, s.alg1_literal)[0]
         np.testing.assert_allclose(gth, fd(lambda: loss().L_s, p.theta), rtol=1e-6, atol=1e-8)
     assert (target == "innovation") == all(not g.any() for g in win.g_tilde)
 
@@ -184,8 +183,8 @@ def test_fedcf_differenced_gradients_match_finite_differences():
     s = ss.FedCFSettings(xi=2.0, difference=True)
 
     def loss():
-        msgs = [ss.client_states(c, p, ts, s) for c, p in zip(clients, cpar, strict=True)]
-        return ss.server_window(ss.clients_A(clients), ss.clients_B(clients), sp, msgs, s.xi,
+        msgs = [ss.client_states(c, p, ts, s.target) for c, p in zip(clients, cpar, strict=True)]
+        return ss.server_window(loop.clients_A(clients), loop.clients_B(clients), sp, msgs, s.xi,
                                 True)
 
     win = loss()
@@ -196,7 +195,7 @@ def test_fedcf_differenced_gradients_match_finite_differences():
     np.testing.assert_allclose(win.grad_B, fd(lambda: loss().L_s, sp.B_hat) * mB, rtol=1e-6,
                                atol=1e-8)
     for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
-        gth, gph = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s)
+        gth, gph = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s.target, s.alg1_literal)
         np.testing.assert_allclose(gth, fd(lambda: loss().L_s, p.theta), rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(gph, 0.0, atol=1e-10)  # a constant phi is differenced out
         np.testing.assert_allclose(fd(lambda: loss().L_s, p.phi), 0.0, atol=1e-8)
@@ -209,7 +208,7 @@ def test_differenced_loss_ignores_a_shift_within_the_window():
     rng = np.random.default_rng(9)
     cpar, sp = random_params(clients, rng, 0)
     ts = np.arange(1, 40)
-    A = ss.clients_A(clients)
+    A = loop.clients_A(clients)
     msgs = [ss.fedgc_states(c, p, ts, "innovation") for c, p in zip(clients, cpar, strict=True)]
     shifted = [[msgs[0][0] + np.array([2.0, -1.2]), msgs[0][1]], msgs[1]]
     for diff in (False, True):
@@ -225,15 +224,15 @@ def test_kalman_filter_is_the_oracle_without_coupling_and_nothing_is_learned():
     rc = merged_config({"seed": 11, "statespace.ss-t": 1500, "statespace.ss-coupling": 0.0},
                        "fedcf")
     sys, clients = all_clients(rc)
-    sys = lti.LTISystem(ss.full_estimate(ss.clients_A(clients), 0 * sys.A),
+    sys = lti.LTISystem(ss.full_estimate(loop.clients_A(clients), 0 * sys.A),
                        np.asarray(__import__("scipy").linalg.block_diag(
-                           *ss.clients_B(clients))), sys.C, sys.Q, sys.R, sys.P, sys.U, sys.D)
+                           *loop.clients_B(clients))), sys.C, sys.Q, sys.R, sys.P, sys.U, sys.D)
     _, y, u = lti.simulate(sys, 1500, np.random.default_rng(0),
                           u=lti.inputs(1500, 4, np.random.default_rng(1)))
     clients = lti.split_clients(sys, y, u)
     oracle = lti.oracle_filter(sys, y, u)
     np.testing.assert_allclose(np.hstack([c.hc for c in clients]), oracle, atol=1e-10)
-    run = ss.reference(clients, ss.FedCFSettings(**SLOW, window=100, epochs=3, init_std=0.0))
+    run = loop.reference(clients, ss.FedCFSettings(**SLOW, window=100, epochs=3, init_std=0.0))
     assert np.abs(run.server.A_hat).max() < 0.05
     assert np.abs(run.server.B_hat).max() < 0.05
 
@@ -242,7 +241,7 @@ def test_gain_is_stable_and_oracle_beats_the_plain_client():
     rc = merged_config({"seed": 5, "statespace.ss-t": 2000})
     sys, clients = all_clients(rc)
     for c in clients:
-        assert ss.spectral_radius(c.A - c.A @ c.K @ c.C) < 1
+        assert kalman.spectral_radius(c.A - c.A @ c.K @ c.C) < 1
     ts = np.arange(1, 2000)
     oracle = lti.oracle_filter(sys, np.hstack([c.y for c in clients]))
     c = clients[1]
@@ -272,15 +271,15 @@ def test_bad_client_data_is_named(change, match):
     d = {"A": c.A, "B": c.B, "C": c.C, "K": c.K, "y": c.y.copy(), "u": c.u}
     change(d)
     with pytest.raises(ValueError, match=f"client 3: .*{match}"):
-        ss.checked_client(d["A"], d["B"], d["C"], d["K"], d["y"], d["u"], "client 3")
+        kalman.checked_client(d["A"], d["B"], d["C"], d["K"], d["y"], d["u"], "client 3")
 
 
 def test_mismatched_lengths_name_the_client():
     _, clients = small_clients()
-    short = ss.ClientData(clients[1].A, clients[1].B, clients[1].C, clients[1].K,
+    short = kalman.ClientData(clients[1].A, clients[1].B, clients[1].C, clients[1].K,
                           clients[1].y[:-3], clients[1].u[:-3])
     with pytest.raises(ValueError, match="client 1: 57 time steps"):
-        ss.reference([clients[0], short], ss.FedGCSettings())
+        loop.reference([clients[0], short], ss.FedGCSettings())
 
 
 def test_counterfactual_is_c_b_delta():
@@ -345,7 +344,7 @@ def test_plant_csv_loader_groups_filters_and_identifies(tmp_path, shared_data):
     states = []
     for g, (_, Y) in groups.items():
         c, H = svd_var_client(Y, 2, g)
-        assert ss.spectral_radius(c.A) < 1 and c.C.shape == (Y.shape[1], 2)
+        assert kalman.spectral_radius(c.A) < 1 and c.C.shape == (Y.shape[1], 2)
         np.testing.assert_allclose(np.mean(H ** 2, axis=0), 1, atol=1e-9)
         states.append(H)
     assert central_var(states).shape == (8, 8)
@@ -359,10 +358,12 @@ def test_the_step_bound_is_a_running_maximum():
     c, s = clients[1], ss.FedGCSettings()
     par = ss.initial_client(c)
     g = np.zeros((20, c.dims[0]))
-    big = ss.client_step(c, ss.ClientParams(par.theta, par.phi), np.arange(1, 21), g, g, s)
-    quiet = ss.ClientData(c.A, c.B, c.C, c.K, 1e-3 * c.y, c.u)
-    after = ss.client_step(quiet, big, np.arange(21, 41), g, g, s)
-    alone = ss.client_step(quiet, par, np.arange(21, 41), g, g, s)
+    step = {k: getattr(s, k) for k in ("lr_client", "eta1", "eta2", "lambda_l", "xi",
+                                       "learn_phi", "target", "alg1_literal", "difference")}
+    big = ss.client_step(c, ss.ClientParams(par.theta, par.phi), np.arange(1, 21), g, g, **step)
+    quiet = kalman.ClientData(c.A, c.B, c.C, c.K, 1e-3 * c.y, c.u)
+    after = ss.client_step(quiet, big, np.arange(21, 41), g, g, **step)
+    alone = ss.client_step(quiet, par, np.arange(21, 41), g, g, **step)
     assert after.curv == big.curv > alone.curv > 0
 
 
@@ -375,7 +376,7 @@ def test_innovation_target_recovers_b_where_the_literal_server_cannot():
     for target in ("predicted", "innovation"):
         s = ss.FedCFSettings(window=1999, epochs=60, lr_server=0.9, lr_client=0.9, xi=10.0,
                              learn_phi=True, target=target, init_std=0.0)
-        B = ss.reference(clients, s).server.B_hat
+        B = loop.reference(clients, s).server.B_hat
         err[target] = ss.counterfactual_error(C22, ss.block(B, sys.P, sys.U, 1, 0), B21)
     assert err["predicted"] > 0.9
     assert err["innovation"] < 0.2
@@ -399,11 +400,11 @@ def test_fedgc_shifts_are_client_0s_known_input():
 
 def test_settings_share_the_client_part_and_check_values():
     s = ss.FedCFSettings(xi=2.0, target="refined", dp=True, seed=4)
-    back = ss.FedCFSettings.from_client_config(s.client_config())
-    assert all(getattr(back, f) == getattr(s, f) for f in ss.CLIENT_FIELDS)
-    assert all(isinstance(v, (int, float, str, bool)) for v in s.client_config().values())
+    back = ss.FedCFSettings.from_wire(s.to_wire())
+    assert all(getattr(back, f) == getattr(s, f) for f in ss.FedCFSettings.wire_fields())
+    assert all(isinstance(v, (int, float, str, bool)) for v in s.to_wire().values())
     with pytest.raises(ValueError, match="lacks"):
-        ss.FedGCSettings.from_client_config({"xi": 0.0})
+        ss.FedGCSettings.from_wire({"xi": 0.0})
     # FedGC's fixed values have no run-config key; FedCF's are keyed
     assert {"ss-xi", "ss-target", "ss-init-std"}.isdisjoint(ss.FedGCSettings.keys())
     assert {"ss-xi", "ss-target", "ss-init-std"} <= set(ss.FedCFSettings.keys())
@@ -417,7 +418,7 @@ def test_settings_share_the_client_part_and_check_values():
 def test_reference_stops_after_num_rounds():
     _, clients = small_clients(U=0)
     s = ss.FedGCSettings(window=10, epochs=2)
-    full, cut = ss.reference(clients, s), ss.reference(clients, s, num_rounds=4)
+    full, cut = loop.reference(clients, s), loop.reference(clients, s, num_rounds=4)
     assert len(full.history) == 12 and len(cut.history) == 4
     assert cut.history == full.history[:4]
 
@@ -431,7 +432,7 @@ def test_fedgc_default_learns_with_shifts_no_filter_models():
     assert all(c.u.shape[1] == 0 for c in clients)  # nobody knows the shifts
 
     def errors(s):
-        A = ss.reference(clients, s).server.A_hat
+        A = loop.reference(clients, s).server.A_hat
         return (ss.block_error(A, sys.A, sys.P, sys.P, 1, 0),
                 ss.block_error(A, 0 * A, sys.P, sys.P, 0, 1))
 

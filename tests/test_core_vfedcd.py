@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fedcausal_flwr.vertical import decoder, loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import blocks, random_dag, simulate_anm, split_standardised
 
@@ -60,11 +61,12 @@ def test_norm_backward_matches_finite_differences():
 def test_decoder_gradients_match_finite_differences(loss):
     s = V.VFedCDSettings.paper(hidden=3, loss=loss)
     rng = np.random.default_rng(3)
-    p, Z, x = V.init_decoder(0, 2, s), rng.standard_normal((5, 2, 3)), rng.standard_normal((5, 2))
+    p = decoder.init_decoder(0, 2, s.hidden, s.dec_layers, s.loss, s.seed)
+    Z, x = rng.standard_normal((5, 2, 3)), rng.standard_normal((5, 2))
     assert len(p) == (6 if loss == "nll" else 5)  # the NLL's log-variances come last
     p[-1] = p[-1] + rng.standard_normal(2)
-    grads, dZ, value = V.decoder_grads(p, Z, x)
-    assert np.isclose(value, V.reconstruction_loss(p, Z, x))
+    grads, dZ, value = decoder.decoder_grads(p, Z, x)
+    assert np.isclose(value, decoder.reconstruction_loss(p, Z, x))
     eps = 1e-6
 
     def shifted(i: int, step: np.ndarray) -> list[np.ndarray]:
@@ -72,11 +74,12 @@ def test_decoder_gradients_match_finite_differences(loss):
 
     for i in range(len(p)):
         E = rng.standard_normal(p[i].shape)
-        fd = (V.reconstruction_loss(shifted(i, eps * E), Z, x)
-              - V.reconstruction_loss(shifted(i, -eps * E), Z, x)) / (2 * eps)
+        fd = (decoder.reconstruction_loss(shifted(i, eps * E), Z, x)
+              - decoder.reconstruction_loss(shifted(i, -eps * E), Z, x)) / (2 * eps)
         assert np.isclose(np.sum(grads[i] * E), fd, rtol=1e-5), i
     E = rng.standard_normal(Z.shape)
-    fd = (V.reconstruction_loss(p, Z + eps * E, x) - V.reconstruction_loss(p, Z - eps * E, x))
+    fd = (decoder.reconstruction_loss(p, Z + eps * E, x)
+          - decoder.reconstruction_loss(p, Z - eps * E, x))
     assert np.isclose(np.sum(dZ * E), fd / (2 * eps), rtol=1e-5)
 
 
@@ -91,7 +94,7 @@ def test_fixed_point_features_match_float():
 def test_training_keeps_self_loops_zero_and_lowers_the_loss(mode):
     _, xs = small_data()
     s = V.VFedCDSettings.paper(mode=mode, batch=16, lr=0.05, gamma=0.05)
-    state = V.train_reference(xs, s, epochs=8)
+    state = loop.train_reference(xs, s, epochs=8)
     sizes = [x.shape[1] for x in xs]
     for t in range(2):
         W = V.encoder(state.F, t, t)
@@ -103,41 +106,48 @@ def test_training_keeps_self_loops_zero_and_lowers_the_loss(mode):
         assert all(h["lambda2"] == 0 for h in state.history)
 
 
+def schedule(s: V.VFedCDSettings) -> dict:
+    """The numbers of the lambda2 schedule."""
+    return {"ctv": s.ctv, "unfreeze": s.unfreeze, "tau": s.tau, "dag_tol": s.dag_tol,
+            "gamma": s.gamma}
+
+
 def test_lambda2_grows_until_acyclic_then_freezes():
     s = V.VFedCDSettings.paper(gamma=0.5)
     cyc = np.array([[0, 1.0], [1.0, 0]])
-    lam, frozen = V.next_lambda2(0.0, False, cyc, s)
+    lam, frozen = V.next_lambda2(0.0, False, cyc, **schedule(s))
     assert (lam, frozen) == (0.5, False)
-    lam, frozen = V.next_lambda2(lam, frozen, np.triu(cyc), s)
+    lam, frozen = V.next_lambda2(lam, frozen, np.triu(cyc), **schedule(s))
     assert (lam, frozen) == (0.5, True)
-    assert V.next_lambda2(lam, frozen, cyc, s) == (0.5, True)
+    assert V.next_lambda2(lam, frozen, cyc, **schedule(s)) == (0.5, True)
 
 
 def test_unfreeze_lets_lambda2_grow_again_once_the_graph_above_tau_is_cyclic():
     s = V.VFedCDSettings.paper(gamma=0.5, unfreeze=True)
     cyc = np.array([[0, 1.0], [1.0, 0]])
     weak = np.array([[0, 1.0], [0.05, 0]])  # cyclic above dag_tol, a DAG above tau
-    assert V.next_lambda2(0.5, True, weak, s) == (0.5, True)
-    assert V.next_lambda2(0.5, True, cyc, s) == (1.0, False)
-    assert V.next_lambda2(1.0, False, np.triu(cyc), s) == (1.0, True)
+    assert V.next_lambda2(0.5, True, weak, **schedule(s)) == (0.5, True)
+    assert V.next_lambda2(0.5, True, cyc, **schedule(s)) == (1.0, False)
+    assert V.next_lambda2(1.0, False, np.triu(cyc), **schedule(s)) == (1.0, True)
 
 
 def test_l2_shrinks_fragments_and_decoders_by_two_lr_l2():
     s = V.VFedCDSettings.paper(l2=0.5, lambda1=0.0, lr=0.1)
     w = np.random.default_rng(7).standard_normal((2, 2, 3))
-    np.testing.assert_allclose(V.descent(w, np.zeros_like(w), s), 0.9 * w)
-    np.testing.assert_allclose(V.update_fragment(w, np.zeros_like(w), 0, 0, s)[1, 1], 0)
-    assert all(np.allclose(a, 0.9 * b) for a, b in zip(V.decayed([w, w[0]], s), [w, w[0]],
-                                                         strict=True))
-    assert V.decayed([w], V.VFedCDSettings.paper())[0] is w
+    step = {"lambda1": s.lambda1, **s.optimizer_args()}
+    np.testing.assert_allclose(V.descent(w, np.zeros_like(w), **step), 0.9 * w)
+    np.testing.assert_allclose(V.update_fragment(w, np.zeros_like(w), 0, 0, **step)[1, 1], 0)
+    assert all(np.allclose(a, 0.9 * b) for a, b in zip(V.decayed([w, w[0]], s.lr, s.l2),
+                                                         [w, w[0]], strict=True))
+    assert V.decayed([w], 0.1, 0.0)[0] is w
 
 
 def test_stacked_fragments_round_trip_and_exact_integer_products():
     s = V.VFedCDSettings.paper(mode="ctv")
-    F = V.init_fragments([2, 3], s)
+    F = V.init_fragments([2, 3], s.hidden, s.secure, s.seed)
     Fs = V.stacked(F, [2, 3], s.hidden)
     assert Fs.shape == (2, 5, 5, 10) and np.all(Fs[0, 2:] == 0)  # party 0 holds rows 0-1
-    back = V.unstacked(Fs, [2, 3], s)
+    back = V.unstacked(Fs, [2, 3], s.secure)
     assert back[0][1][0] is None and np.array_equal(back[1][1][0], F[1][1][0])
     big = np.array([[2.0 ** 40, 1.0, -(2.0 ** 40)]])  # float BLAS would give 0
     assert V.exact_matmul(big, np.array([[2.0 ** 20], [1.0], [2.0 ** 20]]))[0, 0] == 1.0
@@ -146,21 +156,22 @@ def test_stacked_fragments_round_trip_and_exact_integer_products():
 def test_ctv_penalty_drives_the_graph_acyclic():
     _, xs = small_data(d=4, n=64, seed=5)
     s = V.VFedCDSettings.paper(mode="ctv", batch=16, lr=0.05, gamma=0.05)
-    state = V.train_reference(xs, s, epochs=30)
+    state = loop.train_reference(xs, s, epochs=30)
     assert state.frozen and V.is_dag(V.graph(state.F, [2, 2]) > s.dag_tol)
-    B, G = V.result_graph(state.F, [2, 2], s)
+    B, G = V.result_graph(state.F, [2, 2], s.tau)
     assert V.is_dag(G) and G.shape == B.shape
 
 
 def test_dirichlet_shares_average_to_the_gradient():
     s = V.VFedCDSettings.paper()
     G = np.random.default_rng(6).standard_normal((4, 4))
-    sh = V.split_gradient(G, 3, s, np.random.default_rng(0))
+    sh = V.split_gradient(G, 3, np.random.default_rng(0), s.split, s.secure)
     np.testing.assert_allclose(sum(sh) / 3, G)  # each share is unbiased for G
     assert not np.allclose(sh[0], G)
     exact = V.VFedCDSettings.paper(split="exact")
     assert all(np.array_equal(a, G)
-               for a in V.split_gradient(G, 3, exact, np.random.default_rng(0)))
+               for a in V.split_gradient(G, 3, np.random.default_rng(0), exact.split,
+                                         exact.secure))
 
 
 def test_vertical_data_blocks_and_checks():
@@ -207,12 +218,12 @@ def test_settings_defaults_paper_preset_and_bounds():
 
 def test_parties_take_every_shared_setting_from_the_server():
     s = V.VFedCDSettings(he_backend="mock", batch=8, loss="mse", seed=5)
-    sent = s.party_config()
-    assert set(sent) == set(V.PARTY_KEYS) and "num-epochs" not in sent
-    party = V.VFedCDSettings.from_party_config({**sent, "sizes": "2,2", "index": 0})
-    assert {k: v for k, v in party.run_config().items() if k in sent} == sent
-    with pytest.raises(ValueError, match="server sent no 'lr'"):
-        V.VFedCDSettings.from_party_config({k: v for k, v in sent.items() if k != "lr"})
+    sent = s.to_wire()
+    assert set(sent) == set(V.VFedCDSettings.wire_fields()) and "epochs" not in sent
+    party = V.VFedCDSettings.from_wire({**sent, "sizes": "2,2", "index": 0})
+    assert party.to_wire() == sent
+    with pytest.raises(ValueError, match=r"lacks the VFedCDSettings wire settings \['lr'\]"):
+        V.VFedCDSettings.from_wire({k: v for k, v in sent.items() if k != "lr"})
 
 
 def test_training_resumed_from_its_state_equals_one_run():
@@ -220,9 +231,9 @@ def test_training_resumed_from_its_state_equals_one_run():
     # 700-epoch run: resuming must give exactly what a run of the total length gives.
     _, xs = small_data(d=4, n=48, seed=2)
     s = V.VFedCDSettings(he_backend="mock", gamma=0.05, batch=16, seed=1)
-    whole = V.train_reference(xs, s, epochs=4)
-    part = V.train_reference(xs, s, epochs=1)
-    part = V.train_reference(xs, s, epochs=3, state=part)
+    whole = loop.train_reference(xs, s, epochs=4)
+    part = loop.train_reference(xs, s, epochs=1)
+    part = loop.train_reference(xs, s, epochs=3, state=part)
     assert np.array_equal(V.graph(whole.F, [2, 2]), V.graph(part.F, [2, 2]))
     assert (whole.lam2, whole.frozen, whole.step) == (part.lam2, part.frozen, part.step)
 

@@ -42,12 +42,12 @@ def replay(rc: dict, history: list[dict], k: int) -> dbn.ServerState:
     """FDBNL with the clients of each recorded round (all k, or all but client k-1)."""
     s = FDBNLSettings.from_run_config(rc)
     moms = [dbn.moments(*client_data(rc, i, k)) for i in range(k)]
-    state = dbn.initial_state(rc["d"], 1, s)
+    state = dbn.initial_state(rc["d"], 1, s.rho1, s.rho2)
     for h in history:
         ids = range(h["n_clients"])  # only client k-1 (partition 2) is ever missing
         local = {i: dbn.admm_local_step(moms[i], *dbn.fdbnl_client_payload(state, i),
                                         rho2=state.rho2) for i in ids}
-        state = dbn.fdbnl_server_round(state, local, s)
+        state = dbn.fdbnl_server_round(state, local, **s.fdbnl_round_args())
     return state
 
 

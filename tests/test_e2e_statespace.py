@@ -14,6 +14,7 @@ import pytest
 from fedcausal_flwr import launch
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.statespace import app as app_ss
+from fedcausal_flwr.statespace import loop
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import all_clients, merged_config
 
@@ -32,7 +33,7 @@ def run_config(tmp_path, algorithm: str, name: str, **extra) -> dict:
 def check_against_reference(result: dict, algorithm: str) -> None:
     full = merged_config(result["config"]["run_config"], algorithm)
     sys, clients = all_clients(full)
-    ref = ss.reference(clients, app_ss.settings(algorithm, full))
+    ref = loop.reference(clients, app_ss.settings(algorithm, full))
     assert result["status"] == "completed"
     assert result["metrics"]["clients"] == 2
     assert len(result["history"]) == len(ref.history)

@@ -10,6 +10,7 @@ import pytest
 
 from fedcausal_flwr import launch
 from fedcausal_flwr.results import load_result
+from fedcausal_flwr.vertical import loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import party_data
 from fedcausal_flwr.vertical.model import VFedCDSettings
@@ -27,7 +28,7 @@ RC = {"algorithm": "vfedcd", "d": 4, "edges": 4, "batch": 8, "key-bits": 256,
 def check_against_reference(result: dict, k: int) -> None:
     rc = result["config"]["run_config"]
     xs = [party_data(rc, i, k)[0] for i in range(k)]
-    ref = V.train_reference(xs, VFedCDSettings.from_run_config(rc))
+    ref = loop.train_reference(xs, VFedCDSettings.from_run_config(rc))
     assert result["status"] == "completed"
     assert result["metrics"]["clients"] == k
     B = V.graph(ref.F, [x.shape[1] for x in xs])

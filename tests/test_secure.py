@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr.secure import paillier, shares
-from fedcausal_flwr.vertical import dispatch
+from fedcausal_flwr.vertical import dispatch, loop
 from fedcausal_flwr.vertical import model as V
 
 BITS = 256  # test keys only; the default is 2048
@@ -189,7 +189,7 @@ def dispatch_dz(party, dz, t):
 def test_paillier_mock_and_reference_give_the_same_trajectory(extra):
     xs = toy(2)
     s = V.VFedCDSettings.paper(batch=4, gamma=0.5, **extra)
-    ref = V.train_reference(xs, s, epochs=2)
+    ref = loop.train_reference(xs, s, epochs=2)
     for b in (shares.backend(name, BITS) for name in shares.BACKENDS):
         parties, ctv = dispatch.run_local(xs, s, b, 2)
         F = dispatch.fragments_of(parties)

@@ -76,9 +76,8 @@ def test_keys_below_2048_bits_are_refused_without_the_test_only_setting(bits):
 
 def test_the_test_only_setting_travels_to_the_parties():
     s = VFedCDSettings(key_bits=256, insecure_test_keys=True)
-    assert s.party_config()["insecure-test-keys"] is True
-    assert VFedCDSettings.from_party_config(s.party_config()) == \
-        VFedCDSettings.from_run_config(s.party_config())
+    assert s.to_wire()["insecure_test_keys"] is True
+    assert VFedCDSettings.from_wire(s.to_wire()) == VFedCDSettings(**s.to_wire())
 
 
 # ---- consent ---------------------------------------------------------------------------
@@ -152,7 +151,7 @@ def test_the_party_itself_refuses_in_its_first_phase(mode, phase):
 def test_a_party_refuses_directly_naming_what_was_asked_and_what_it_accepts():
     x = np.zeros((4, 2))
     client = VFedCDClient(x, np.array([0, 1]), np.arange(4), partition_id=1, num_partitions=2)
-    cfg = {**VFedCDSettings(he_backend="mock").party_config(), "sizes": "2,2", "index": 1,
+    cfg = {**VFedCDSettings(he_backend="mock").to_wire(), "sizes": "2,2", "index": 1,
            "phase": "vfedcd_keys"}
     with pytest.raises(ValueError) as e:
         client.fit([], cfg)

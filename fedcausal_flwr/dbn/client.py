@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.dbn import model as dbn
+from fedcausal_flwr.dbn.wire import PHASES, shapes
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes, checked_lagged
 from fedcausal_flwr.names import checked_names, joined
 
@@ -48,13 +49,14 @@ class FDBNLClient(CausalClient):
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
                 "n": self.n, "d": self.d, "p": self.p, "names": joined(self.names)}
 
-    def shapes(self) -> list[tuple[int, int]]:
-        """Shapes of W-like and A-like matrices for this client's data."""
-        return [(self.d, self.d), (self.p * self.d, self.d)]
+    def check(self, phase: str, parameters: list[np.ndarray]) -> None:
+        """The server's arrays of ``phase`` fit this client's data (:data:`PHASES`)."""
+        names = PHASES[phase].down
+        check_shapes(self.who, parameters, shapes(names, self.d, self.p), list(names))
 
     def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.local``: [W, A, beta_k, gamma_k] -> [B_k, D_k]."""
-        check_shapes(self.who, parameters, self.shapes() * 2, ["W", "A", "beta", "gamma"])
+        self.check("local", parameters)
         B, D = dbn.admm_local_step(self.mom, *parameters, rho2=float(config["rho2"]))
         return [B, D], self.n, {"loss": dbn.squared_loss(B, D, self.mom)}
 
@@ -67,14 +69,12 @@ class PFDBNLClient(FDBNLClient):
     def personal_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.personal``: [W, A, W~_k, A~_k, beta_k, gamma_k] -> copies and W_k, A_k.
 
-        lambda, mu and the code-compatibility flag come from the server with the message.
+        The lambdas, mu, ``code_compat`` and ``restarts`` come from the server with the
+        message (:meth:`~fedcausal_flwr.settings.Settings.from_wire`).
         """
-        check_shapes(self.who, parameters, self.shapes() * 3,
-                     ["W", "A", "W_tilde", "A_tilde", "beta", "gamma"])
-        s = dbn.PFDBNLSettings(lambda_w=float(config["lambda-w"]),
-                               lambda_a=float(config["lambda-a"]), mu=float(config["mu"]),
-                               code_compat=bool(config["code-compat"]),
-                               restarts=int(config["restarts"]))
+        self.check("personal", parameters)
+        s = dbn.PFDBNLSettings.from_wire(config, self.who)
         out = dbn.pfdbnl_client_step(self.mom, parameters, float(config["alpha"]),
-                                     float(config["rho1"]), float(config["rho2"]), s)
+                                     float(config["rho1"]), float(config["rho2"]),
+                                     **s.to_wire())
         return out, self.n, {"loss": dbn.squared_loss(out[2], out[3], self.mom)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg as slin
@@ -46,8 +46,8 @@ class FDBNLSettings(RunSettings):
 
     section: ClassVar[str] = "dbn"
 
-    lambda_w: float = setting(0.05, "lambda-w", ge=0)
-    lambda_a: float = setting(0.05, "lambda-a", ge=0)
+    lambda_w: float = setting(0.05, "lambda-w", ge=0, wire=True)
+    lambda_a: float = setting(0.05, "lambda-a", ge=0, wire=True)
     lambda_scale: str = setting("pooled", "lambda-scale", choices=("pooled", "paper"))
     rho1: float = setting(1.0, "rho1", gt=0)
     rho2: float = setting(1.0, "rho2", gt=0)
@@ -57,13 +57,14 @@ class FDBNLSettings(RunSettings):
     h_tol: float = setting(1e-8, "h-tol", ge=0)
     primal_tol: float = setting(1e-2, "primal-tol", ge=0)
     max_rounds: int = setting(200, "num-rounds", ge=1)
-    restarts: int = setting(5, ge=1, doc="chained L-BFGS-B calls of PFDBNL's local step (10)")
+    restarts: int = setting(5, ge=1, wire=True,
+                            doc="chained L-BFGS-B calls of PFDBNL's local step (10)")
     server_restarts: int = setting(1, ge=1, doc="chained L-BFGS-B calls of the server step (3)")
     server_warm_start: bool = setting(True, doc="server step starts at the previous W, not 0")
     server_a_step: str = setting("closed-form", choices=("closed-form", "lbfgs"),
                                  doc="A of the server step: soft threshold, or joint L-BFGS-B")
     dual_update: str = setting("paper", "dual-update", choices=("paper", "code"))
-    code_compat: bool = setting(False, "code-compat")
+    code_compat: bool = setting(False, "code-compat", wire=True)
     clients_per_round: int = setting(0, "clients-per-round", ge=0)
     seed: int = setting(0, "seed")
     tau_w: float = setting(0.2, "tau-w", ge=0)
@@ -71,12 +72,28 @@ class FDBNLSettings(RunSettings):
     d: int = setting(0, ge=0)
     p: int = setting(0, ge=0)
 
+    def fdbnl_round_args(self) -> dict[str, Any]:
+        """The numbers of FDBNL's server round (:func:`fdbnl_server_round`)."""
+        return {n: getattr(self, n) for n in (
+            "lambda_w", "lambda_a", "lambda_scale", "dual_update", "server_restarts",
+            "server_warm_start", "server_a_step", "phi1", "phi2", "rho_max")}
+
+    def pfdbnl_round_args(self) -> dict[str, Any]:
+        """The numbers of PFDBNL's server round (:func:`pfdbnl_server_round`)."""
+        return {"phi1": self.phi1, "phi2": self.phi2, "rho_max": self.rho_max,
+                "code_compat": self.code_compat}
+
+    def stop_args(self) -> dict[str, Any]:
+        """The numbers of the stop rule (:func:`converged`)."""
+        return {"h_tol": self.h_tol, "primal_tol": self.primal_tol,
+                "max_rounds": self.max_rounds}
+
 
 @dataclass(frozen=True)
 class PFDBNLSettings(FDBNLSettings):
     """FDBNL's settings plus ``mu``, the weight of the proximal term of Algorithm 2."""
 
-    mu: float = setting(0.1, "mu", ge=0)
+    mu: float = setting(0.1, "mu", ge=0, wire=True)
 
 
 @dataclass
@@ -286,7 +303,7 @@ def soft_threshold(V: np.ndarray, t: float) -> np.ndarray:
     return np.sign(V) * np.maximum(np.abs(V) - t, 0.0)
 
 
-def dual_update(dual: np.ndarray, local: np.ndarray, consensus: np.ndarray, rho2: float
+def dual_step(dual: np.ndarray, local: np.ndarray, consensus: np.ndarray, rho2: float
                 ) -> np.ndarray:
     """beta + rho2 (B - W)."""
     return dual + rho2 * (local - consensus)
@@ -318,15 +335,15 @@ def participants(ids: Sequence[int], per_round: int, rng: np.random.Generator) -
     return sorted(int(i) for i in rng.choice(np.asarray(ids), per_round, replace=False))
 
 
-def _lambda_multiplier(K: int, s: FDBNLSettings) -> int:
+def _lambda_multiplier(K: int, lambda_scale: str) -> int:
     """K for lambda_scale "pooled", 1 for "paper"."""
-    if s.lambda_scale not in ("paper", "pooled"):
-        raise ValueError(f"lambda_scale must be 'paper' or 'pooled', got {s.lambda_scale!r}")
-    return K if s.lambda_scale == "pooled" else 1
+    if lambda_scale not in ("paper", "pooled"):
+        raise ValueError(f"lambda_scale must be 'paper' or 'pooled', got {lambda_scale!r}")
+    return K if lambda_scale == "pooled" else 1
 
 
-def _next_rho(rho: float, phi: float, s: FDBNLSettings) -> float:
-    return min(rho * phi, s.rho_max)
+def _next_rho(rho: float, phi: float, rho_max: float) -> float:
+    return min(rho * phi, rho_max)
 
 
 def _zeros_like_duals(state: ServerState) -> tuple[np.ndarray, np.ndarray]:
@@ -334,14 +351,18 @@ def _zeros_like_duals(state: ServerState) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray, np.ndarray]],
-                       s: FDBNLSettings) -> ServerState:
+                       *, lambda_w: float, lambda_a: float, lambda_scale: str,
+                       dual_update: str, server_restarts: int, server_warm_start: bool,
+                       server_a_step: str, phi1: float, phi2: float, rho_max: float
+                       ) -> ServerState:
     """One FDBNL server round from the accepted local replies {id: (B_k, D_k)}.
 
     Global step, dual updates for the ids in ``local`` only, alpha and rho updates; returns
-    the new state (round + 1, h = h(W^(t+1))). Missing duals start at zero.
+    the new state (round + 1, h = h(W^(t+1))). Missing duals start at zero. The numbers are
+    :class:`FDBNLSettings`' (:meth:`FDBNLSettings.fdbnl_round_args`).
     """
-    if s.dual_update not in ("paper", "code"):
-        raise ValueError(f"dual_update must be 'paper' or 'code', got {s.dual_update!r}")
+    if dual_update not in ("paper", "code"):
+        raise ValueError(f"dual_update must be 'paper' or 'code', got {dual_update!r}")
     ids = sorted(local)
     if not ids:
         raise ValueError("fdbnl_server_round needs at least one accepted client")
@@ -353,20 +374,19 @@ def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray,
     gamma = {k: state.gamma.get(k, zA) for k in ids}
     V_W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids], state.rho2)
     V_A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids], state.rho2)
-    lam = _lambda_multiplier(K, s)
+    lam = _lambda_multiplier(K, lambda_scale)
     W, A = admm_global_step(V_W, V_A, K * state.rho2, state.alpha, state.rho1,
-                            lam * s.lambda_w, lam * s.lambda_a, s.server_restarts,
-                            (state.W, state.A) if s.server_warm_start else None,
-                            s.server_a_step)
-    W_ref, A_ref = (W, A) if s.dual_update == "paper" else (state.W, state.A)
+                            lam * lambda_w, lam * lambda_a, server_restarts,
+                            (state.W, state.A) if server_warm_start else None, server_a_step)
+    W_ref, A_ref = (W, A) if dual_update == "paper" else (state.W, state.A)
     new_beta, new_gamma = dict(state.beta), dict(state.gamma)
     for k in ids:
-        new_beta[k] = dual_update(beta[k], local[k][0], W_ref, state.rho2)
-        new_gamma[k] = dual_update(gamma[k], local[k][1], A_ref, state.rho2)
+        new_beta[k] = dual_step(beta[k], local[k][0], W_ref, state.rho2)
+        new_gamma[k] = dual_step(gamma[k], local[k][1], A_ref, state.rho2)
     h = acyclicity(W)
     return ServerState(W=W, A=A, alpha=state.alpha + state.rho1 * h,
-                       rho1=_next_rho(state.rho1, s.phi1, s),
-                       rho2=_next_rho(state.rho2, s.phi2, s), round=state.round + 1,
+                       rho1=_next_rho(state.rho1, phi1, rho_max),
+                       rho2=_next_rho(state.rho2, phi2, rho_max), round=state.round + 1,
                        beta=new_beta, gamma=new_gamma, W_tilde=dict(state.W_tilde),
                        A_tilde=dict(state.A_tilde), W_local=dict(state.W_local),
                        A_local=dict(state.A_local), h=h,
@@ -389,23 +409,26 @@ def pfdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
 
 
 def pfdbnl_client_step(mom: Moments, payload: Sequence[np.ndarray], alpha: float, rho1: float,
-                       rho2: float, s: PFDBNLSettings) -> list[np.ndarray]:
+                       rho2: float, *, lambda_w: float, lambda_a: float, mu: float,
+                       code_compat: bool, restarts: int) -> list[np.ndarray]:
     """Client side of one PFDBNL round: returns [W~_k, A~_k, W_k, A_k, h(W_k) as 0-d array]."""
     W, A, W_tilde, A_tilde, beta, gamma = payload
-    if s.code_compat:  # zero prox anchor, one L-BFGS-B call
+    if code_compat:  # zero prox anchor, one L-BFGS-B call
         W_anchor, A_anchor, restarts = np.zeros_like(W), np.zeros_like(A), 1
     else:
-        W_anchor, A_anchor, restarts = W_tilde, A_tilde, s.restarts
-    W_k, A_k = pfdbnl_local_step(mom, W_anchor, A_anchor, s.mu, alpha, rho1, s.lambda_w,
-                                 s.lambda_a, restarts)
-    return [pfdbnl_copy(W_k, W, beta, s.mu, rho2, s.code_compat),
-            pfdbnl_copy(A_k, A, gamma, s.mu, rho2, s.code_compat),
+        W_anchor, A_anchor = W_tilde, A_tilde
+    W_k, A_k = pfdbnl_local_step(mom, W_anchor, A_anchor, mu, alpha, rho1, lambda_w,
+                                 lambda_a, restarts)
+    return [pfdbnl_copy(W_k, W, beta, mu, rho2, code_compat),
+            pfdbnl_copy(A_k, A, gamma, mu, rho2, code_compat),
             W_k, A_k, np.array(acyclicity(W_k))]
 
 
-def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndarray]],
-                        s: PFDBNLSettings) -> ServerState:
-    """One PFDBNL server round from accepted replies {id: pfdbnl_client_step output}."""
+def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndarray]], *,
+                        phi1: float, phi2: float, rho_max: float, code_compat: bool
+                        ) -> ServerState:
+    """One PFDBNL server round from accepted replies {id: pfdbnl_client_step output}
+    (the numbers: :meth:`FDBNLSettings.pfdbnl_round_args`)."""
     ids = sorted(local)
     if not ids:
         raise ValueError("pfdbnl_server_round needs at least one accepted client")
@@ -416,41 +439,41 @@ def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndar
     gamma = {k: state.gamma.get(k, zA) for k in ids}
     W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids], state.rho2)
     A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids], state.rho2)
-    new = ServerState(W=W, A=A, rho1=_next_rho(state.rho1, s.phi1, s),
-                      rho2=_next_rho(state.rho2, s.phi2, s), round=state.round + 1,
+    new = ServerState(W=W, A=A, rho1=_next_rho(state.rho1, phi1, rho_max),
+                      rho2=_next_rho(state.rho2, phi2, rho_max), round=state.round + 1,
                       beta=dict(state.beta), gamma=dict(state.gamma),
                       W_tilde=dict(state.W_tilde), A_tilde=dict(state.A_tilde),
                       W_local=dict(state.W_local), A_local=dict(state.A_local))
     hs = [float(local[k][4]) for k in ids]
     for k in ids:
         W_tilde, A_tilde, W_k, A_k = local[k][:4]
-        new.beta[k] = dual_update(beta[k], W_tilde, W, state.rho2)
-        new.gamma[k] = dual_update(gamma[k], A_tilde, A, state.rho2)
+        new.beta[k] = dual_step(beta[k], W_tilde, W, state.rho2)
+        new.gamma[k] = dual_step(gamma[k], A_tilde, A, state.rho2)
         new.W_tilde[k], new.A_tilde[k], new.W_local[k], new.A_local[k] = W_tilde, A_tilde, W_k, A_k
     new.h = float(np.mean(hs))
     new.residual = primal_residual([local[k][0] for k in ids], W)
-    h_alpha = 2.0 * hs[-1] / K if s.code_compat else new.h
+    h_alpha = 2.0 * hs[-1] / K if code_compat else new.h
     new.alpha = state.alpha + state.rho1 * h_alpha
     return new
 
 
-def initial_state(d: int, p: int, s: FDBNLSettings,
+def initial_state(d: int, p: int, rho1: float, rho2: float,
                   init: tuple[np.ndarray, np.ndarray] | None = None) -> ServerState:
-    """W = A = 0 (or the warm start ``init = (W, A)``), alpha = 0, rho from the settings."""
+    """W = A = 0 (or the warm start ``init = (W, A)``), alpha = 0, the penalties rho1, rho2."""
     W, A = (np.zeros((d, d)), np.zeros((p * d, d))) if init is None else init
     if np.shape(W) != (d, d) or np.shape(A) != (p * d, d):
         raise ValueError(f"warm start: W {np.shape(W)} and A {np.shape(A)} do not fit d={d}, "
                          f"p={p} (need {(d, d)} and {(p * d, d)})")
     if not (np.all(np.isfinite(W)) and np.all(np.isfinite(A))):
         raise ValueError("warm start: W and A must be finite")
-    return ServerState(W=np.array(W, dtype=float), A=np.array(A, dtype=float), rho1=s.rho1,
-                       rho2=s.rho2)
+    return ServerState(W=np.array(W, dtype=float), A=np.array(A, dtype=float), rho1=rho1,
+                       rho2=rho2)
 
 
-def converged(state: ServerState, s: FDBNLSettings) -> bool:
+def converged(state: ServerState, h_tol: float, primal_tol: float, max_rounds: int) -> bool:
     """Stop rule: (h <= h_tol and primal residual <= primal_tol) or max_rounds reached."""
-    return ((state.h <= s.h_tol and state.residual <= s.primal_tol)
-            or state.round >= s.max_rounds)
+    return ((state.h <= h_tol and state.residual <= primal_tol)
+            or state.round >= max_rounds)
 
 
 def primal_residual(locals_: Sequence[np.ndarray], W: np.ndarray) -> float:
@@ -478,12 +501,12 @@ def fdbnl_reference(clients: Sequence[Moments], s: FDBNLSettings, seed: int | No
     Client ids are 0..K-1 in order. Returns the final state and per-round history dicts.
     """
     rng = np.random.default_rng(s.seed if seed is None else seed)
-    state, history = initial_state(*_dims(clients), s, init), []
-    while not converged(state, s):
+    state, history = initial_state(*_dims(clients), s.rho1, s.rho2, init), []
+    while not converged(state, **s.stop_args()):
         ids = participants(range(len(clients)), s.clients_per_round, rng)
         local = {k: admm_local_step(clients[k], *fdbnl_client_payload(state, k),
                                     rho2=state.rho2) for k in ids}
-        state = fdbnl_server_round(state, local, s)
+        state = fdbnl_server_round(state, local, **s.fdbnl_round_args())
         history.append(_history_row(state, len(ids)))
     return state, history
 
@@ -493,12 +516,13 @@ def pfdbnl_reference(clients: Sequence[Moments], s: PFDBNLSettings, seed: int | 
                      ) -> tuple[ServerState, list[dict]]:
     """In-process PFDBNL, same contract as :func:`fdbnl_reference`."""
     rng = np.random.default_rng(s.seed if seed is None else seed)
-    state, history = initial_state(*_dims(clients), s, init), []
-    while not converged(state, s):
+    state, history = initial_state(*_dims(clients), s.rho1, s.rho2, init), []
+    while not converged(state, **s.stop_args()):
         ids = participants(range(len(clients)), s.clients_per_round, rng)
         local = {k: pfdbnl_client_step(clients[k], pfdbnl_client_payload(state, k),
-                                       state.alpha, state.rho1, state.rho2, s) for k in ids}
-        state = pfdbnl_server_round(state, local, s)
+                                       state.alpha, state.rho1, state.rho2, **s.to_wire())
+                 for k in ids}
+        state = pfdbnl_server_round(state, local, **s.pfdbnl_round_args())
         history.append(_history_row(state, len(ids)))
     return state, history
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.model import FDBNLSettings, PFDBNLSettings
+from fedcausal_flwr.dbn.wire import PHASES, shapes
 from fedcausal_flwr.federation.strategy import CausalStrategy, NodeInfo, Payload, Shape
 from fedcausal_flwr.names import lagged_names
 
@@ -19,10 +20,11 @@ from fedcausal_flwr.names import lagged_names
 class FDBNL(CausalStrategy):
     """Federated DBN structure learning (Algorithm 1 of Chen, Ma, Yue 2025).
 
-    Each round sends client k ``[W, A, beta_k, gamma_k]`` and ``rho2`` and receives its local
-    solution ``[B_k, D_k]``. The duals are a deterministic function of what the server
-    receives, so the server keeps them (by partition id) and clients stay stateless: a client
-    left out of a round keeps its duals, a restarted SuperNode loses nothing.
+    Each round sends client k ``[W, A, beta_k, gamma_k]`` with ``rho2`` and the wire settings
+    and receives its local solution ``[B_k, D_k]`` (:data:`~fedcausal_flwr.dbn.wire.PHASES`).
+    The duals are a deterministic function of what the server receives, so the server keeps
+    them (by partition id) and clients stay stateless: a client left out of a round keeps its
+    duals, a restarted SuperNode loses nothing.
     ``start(initial_arrays=[W, A])`` warm-starts the consensus graph.
 
     Parameters
@@ -56,7 +58,7 @@ class FDBNL(CausalStrategy):
         info = next(iter(nodes.values())).props
         self.d, self.p = int(info["d"]), int(info["p"])
         self.variables = self.agreed_names(self.d)
-        self.state = dbn.initial_state(self.d, self.p, self.settings)
+        self.state = dbn.initial_state(self.d, self.p, self.settings.rho1, self.settings.rho2)
         self.rng = np.random.default_rng(self.settings.seed)
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
@@ -64,24 +66,27 @@ class FDBNL(CausalStrategy):
         if len(arrays) != 2:
             raise ValueError(f"{type(self).__name__} warm start takes [W, A], got "
                              f"{len(arrays)} arrays")
-        self.state = dbn.initial_state(self.d, self.p, self.settings, (arrays[0], arrays[1]))
+        s = self.settings
+        self.state = dbn.initial_state(self.d, self.p, s.rho1, s.rho2, (arrays[0], arrays[1]))
 
     def select(self) -> list[int]:
         """All clients, or ``clients_per_round`` sampled uniformly without replacement."""
         return dbn.participants(sorted(self.nodes), self.settings.clients_per_round, self.rng)
 
     def payload(self, cid: int) -> Payload:
-        """``[W, A, beta_k, gamma_k]`` and rho2."""
-        return dbn.fdbnl_client_payload(self.state, cid), {"rho2": float(self.state.rho2)}
+        """``[W, A, beta_k, gamma_k]``, rho2 and the wire settings."""
+        return dbn.fdbnl_client_payload(self.state, cid), {
+            "rho2": float(self.state.rho2), **self.settings.to_wire()}
 
     def reply_shapes(self) -> list[Shape]:
-        """``B_k`` (d x d) and ``D_k`` (pd x d)."""
-        return [(self.d, self.d), (self.p * self.d, self.d)]
+        """The phase's reply (:data:`~fedcausal_flwr.dbn.wire.PHASES`)."""
+        return shapes(PHASES[self.phase].up, self.d, self.p)
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Global step, duals, alpha and rho."""
         local = {c: (a[0], a[1]) for c, a in replies.items()}
-        self.state = dbn.fdbnl_server_round(self.state, local, self.settings)
+        self.state = dbn.fdbnl_server_round(self.state, local,
+                                            **self.settings.fdbnl_round_args())
 
     def record(self) -> dict[str, Any]:
         """h, penalties and the primal residual max_k ||B_k - W|| / max(||W||, 1)."""
@@ -113,15 +118,16 @@ class FDBNL(CausalStrategy):
 
     def done(self) -> bool:
         """h(W) <= h_tol or the settings' round budget is spent."""
-        return dbn.converged(self.state, self.settings)
+        return dbn.converged(self.state, **self.settings.stop_args())
 
 
 class PFDBNL(FDBNL):
     """Personalized FDBNL (Algorithm 2 of Chen, Ma, Yue 2025).
 
-    Client k gets ``[W, A, W~_k, A~_k, beta_k, gamma_k]`` with alpha, rho1, rho2, mu and the
-    lambdas, and returns its copies ``W~_k, A~_k``, its personalized ``W_k, A_k`` (derivable
-    from the copies and duals, so nothing new is revealed) and ``h(W_k)``.
+    Client k gets ``[W, A, W~_k, A~_k, beta_k, gamma_k]`` with alpha, rho1, rho2 and the wire
+    settings (mu, the lambdas, ``code_compat``, ``restarts``), and returns its copies
+    ``W~_k, A~_k``, its personalized ``W_k, A_k`` (derivable from the copies and duals, so
+    nothing new is revealed) and ``h(W_k)``.
     """
 
     algorithm = "pfdbnl"
@@ -129,20 +135,16 @@ class PFDBNL(FDBNL):
     phase = "personal"
 
     def payload(self, cid: int) -> Payload:
-        """Anchors, duals and the round's scalars."""
-        s, st = self.settings, self.state
+        """Anchors, duals, the round's scalars and the wire settings."""
+        st = self.state
         return dbn.pfdbnl_client_payload(st, cid), {
             "alpha": float(st.alpha), "rho1": float(st.rho1), "rho2": float(st.rho2),
-            "mu": float(s.mu), "lambda-w": float(s.lambda_w), "lambda-a": float(s.lambda_a),
-            "code-compat": bool(s.code_compat), "restarts": int(s.restarts)}
-
-    def reply_shapes(self) -> list[Shape]:
-        """``W~_k, A~_k, W_k, A_k`` and the scalar ``h(W_k)``."""
-        return [(self.d, self.d), (self.p * self.d, self.d)] * 2 + [()]
+            **self.settings.to_wire()}
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Exact average, duals, alpha (mean h) and rho."""
-        self.state = dbn.pfdbnl_server_round(self.state, replies, self.settings)
+        self.state = dbn.pfdbnl_server_round(self.state, replies,
+                                             **self.settings.pfdbnl_round_args())
 
     def estimates(self) -> dict[str, np.ndarray]:
         """Global W, A and every client's personalized ``W_k, A_k`` (stacked by client id)."""

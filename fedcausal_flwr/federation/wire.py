@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -68,3 +68,11 @@ class WireLog:
             raise RuntimeError("wire_log keeps full entries only with audit=True; "
                                "use summary()")
         return iter(self.entries)
+
+
+class Phase(NamedTuple):
+    """The arrays of one ``train.<phase>`` exchange, by name: ``down`` (server to client) and
+    ``up`` (the reply), in wire order."""
+
+    down: tuple[str, ...]
+    up: tuple[str, ...]

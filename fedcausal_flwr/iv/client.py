@@ -1,8 +1,8 @@
 """FedIV client: local simultaneous (S)GDA on the client's own (x, y, z) (FedDeepGMM).
 
 Only network parameters and aggregate validation sums leave the client; the server sends the
-client's share of :class:`FedIVSettings` with every message, so the client holds data (and
-the device it trains on) and nothing else. A user's own ClientApp:
+wire fields of :class:`FedIVSettings` with every message (read back by ``from_wire``), so the
+client holds data (and the device it trains on) and nothing else. A user's own ClientApp:
 ``register(app, "fediv", lambda ctx: {"train": (x, y, z), "val": (xv, yv, zv)})``.
 """
 
@@ -17,6 +17,7 @@ from fedcausal_flwr.extras import missing_extra
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes
 from fedcausal_flwr.iv import model as dg
 from fedcausal_flwr.iv.model import FedIVSettings
+from fedcausal_flwr.iv.wire import PHASES, layout
 
 try:
     import torch
@@ -82,15 +83,6 @@ def shape_tag(shape: tuple[int, ...]) -> str:
     return "x".join(str(s) for s in shape)
 
 
-def message_settings(config: dict[str, Any], who: str = "client") -> FedIVSettings:
-    """The settings the server sent with a message (its :func:`client_config`), validated."""
-    keys = {name: key for key, name in FedIVSettings.keys().items()}
-    missing = [keys.get(f, f) for f in FedIVSettings.client_fields if keys.get(f, f) not in config]
-    if missing:
-        raise ValueError(f"{who}: the server's message lacks the settings {missing}")
-    return FedIVSettings.from_run_config(config, betas=tuple(config["betas"]))
-
-
 class FedIVClient(CausalClient):
     """Holds train ``(x, y, z)`` and validation rows; the settings come with each message.
 
@@ -142,6 +134,12 @@ class FedIVClient(CausalClient):
     def _nets(self) -> tuple[torch.nn.Module, torch.nn.Module]:
         return dg.networks(self.x_shape, self.z_shape, 0, self.device)
 
+    def _check(self, phase: str, parameters: list[np.ndarray], g: torch.nn.Module,
+               f: torch.nn.Module) -> None:
+        """The server's arrays of ``phase`` fit the networks (:data:`PHASES`)."""
+        want = layout(PHASES[phase].down, dg.shapes(g), dg.shapes(f), 0)
+        check_shapes(self.who, parameters, [sh for _, sh in want], [n for n, _ in want])
+
     def _val_sums(self, g: torch.nn.Module, s: FedIVSettings) -> list[np.ndarray]:
         basis = dg.rff(int(np.prod(self.z_shape)), s.val_features, s.seed)
         return list(dg.validation_sums(g, self.val, dg.features(self._z_val, basis)))
@@ -153,27 +151,25 @@ class FedIVClient(CausalClient):
 
     def validate(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.validate``: ``[theta...]`` -> the validation sums of theta."""
-        g, _ = self._nets()
-        check_shapes(self.who, parameters, dg.shapes(g),
-                     [f"theta[{i}]" for i in range(len(dg.shapes(g)))])
-        s = message_settings(config, self.who)
+        g, f = self._nets()
+        self._check("validate", parameters, g, f)
+        s = FedIVSettings.from_wire(config, self.who)
         return self._val_sums(dg.set_params(g, parameters), s), self.val.n, {}
 
     def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.local``: R local epochs of (S)GDA from the global (theta, tau)."""
         g, f = self._nets()
         n_th = len(dg.shapes(g))
-        want = dg.shapes(g) + dg.shapes(f)
-        check_shapes(self.who, parameters, want, [f"theta/tau[{i}]" for i in range(len(want))])
-        s = message_settings(config, self.who)
+        self._check("local", parameters, g, f)
+        s = FedIVSettings.from_wire(config, self.who)
         if s.mode == "sgda" and self.train.n < s.batch_size:
             raise ValueError(f"{self.who}: {self.train.n} train samples, fewer than one "
                              f"minibatch of {s.batch_size}")
         theta, tau = parameters[:n_th], parameters[n_th:]
         sums = self._val_sums(dg.set_params(g, theta), s)
         rnd = int(config.get("server-round", 0))
-        dth, dta, u = dg.local_update(g, f, self.train, theta, tau, s,
-                                      [s.seed, rnd, self.partition_id])
+        dth, dta, u = dg.local_update(g, f, self.train, theta, tau,
+                                      [s.seed, rnd, self.partition_id], **s.local_args())
         if not np.isfinite(u) or not all(np.isfinite(a).all() for a in dth + dta):
             raise ValueError(f"{self.who}: local game diverged (non-finite loss U={u}) in "
                              f"round {rnd}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -56,23 +56,25 @@ class FedIVSettings(RunSettings):
     ``diverge_factor``: the detection rule of :func:`divergence`; a diverged run stops and says
     so. ``seed``: network initialisation, minibatch order and validation features.
     ``val_features``: random Fourier features of the validation criterion (Lemma 1 on a fixed
-    class). ``device``: where a client trains (``"auto"``: a GPU when present).
+    class). ``device``: where a client trains (``"auto"``: a GPU when present). The ``wire``
+    fields are what a client's local step and validation use; the server sends them with
+    every message, so every client runs the server's settings.
     """
 
     section: ClassVar[str] = "iv"
 
-    lr_g: float = setting(0.02, "iv-lr-g", gt=0)
-    lr_f: float = setting(0.2, "iv-lr-f", gt=0)
-    mode: str = setting("gda", "iv-mode", choices=("gda", "sgda"))
-    batch_size: int = setting(256, "iv-batch-size", ge=1)
-    local_epochs: int = setting(40, "iv-local-epochs", ge=1)
-    optimizer: str = setting("sgd", "iv-optimizer", choices=("sgd", "sgdm", "oadam"))
-    momentum: float = setting(0.9, "iv-momentum", ge=0, lt=1)
+    lr_g: float = setting(0.02, "iv-lr-g", gt=0, wire=True)
+    lr_f: float = setting(0.2, "iv-lr-f", gt=0, wire=True)
+    mode: str = setting("gda", "iv-mode", choices=("gda", "sgda"), wire=True)
+    batch_size: int = setting(256, "iv-batch-size", ge=1, wire=True)
+    local_epochs: int = setting(40, "iv-local-epochs", ge=1, wire=True)
+    optimizer: str = setting("sgd", "iv-optimizer", choices=("sgd", "sgdm", "oadam"), wire=True)
+    momentum: float = setting(0.9, "iv-momentum", ge=0, lt=1, wire=True)
     grad_clip: float = setting(
-        5.0, "iv-grad-clip", ge=0,
+        5.0, "iv-grad-clip", ge=0, wire=True,
         doc="the max player's (f's) local gradient is scaled to L2 norm at most this before "
             "its step (0: Algorithm 1's raw gradients, the paper)")
-    betas: tuple[float, float] = setting((0.5, 0.9))
+    betas: tuple[float, float] = setting((0.5, 0.9), wire=True)
     weighting: str = setting("uniform", "iv-weighting", choices=("uniform", "n"))
     rounds: int = setting(
         50, "iv-rounds", ge=1,
@@ -83,15 +85,9 @@ class FedIVSettings(RunSettings):
         doc="a round whose global max |parameter| exceeds this times the run's largest so far "
             "(at least 1) ends the run as diverged; non-finite parameters always do (0: only "
             "non-finite)")
-    seed: int = setting(0, "seed", ge=0)
-    val_features: int = setting(32, "iv-val-features", ge=1)
+    seed: int = setting(0, "seed", ge=0, wire=True)
+    val_features: int = setting(32, "iv-val-features", ge=1, wire=True)
     device: str = setting("auto", "iv-device", choices=("auto", "cpu", "cuda"))
-
-    #: What a client's local step and validation use; the server sends these with every
-    #: message, so every client runs the server's settings and holds none of its own.
-    client_fields: ClassVar[tuple[str, ...]] = (
-        "lr_g", "lr_f", "mode", "batch_size", "local_epochs", "optimizer", "momentum",
-        "grad_clip", "betas", "seed", "val_features")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -99,6 +95,15 @@ class FedIVSettings(RunSettings):
         if len(betas) != 2 or not all(0 <= b < 1 for b in betas):
             raise ValueError(f"FedIVSettings.betas = {self.betas!r}: need two numbers in [0, 1)")
         object.__setattr__(self, "betas", betas)
+
+    def game_args(self) -> dict[str, Any]:
+        """The numbers of the local game's epochs (:func:`train_epochs`)."""
+        return {n: getattr(self, n) for n in ("lr_g", "lr_f", "grad_clip", "optimizer",
+                                               "momentum", "betas", "mode", "batch_size")}
+
+    def local_args(self) -> dict[str, Any]:
+        """The numbers of a client's step (:func:`local_update`)."""
+        return {"local_epochs": self.local_epochs, **self.game_args()}
 
 
 @dataclass
@@ -237,17 +242,17 @@ class OptState:
     buf: dict[str, list[torch.Tensor]] = field(default_factory=dict)
 
 
-def _direction(grads: list[torch.Tensor], lr: float, key: str, s: FedIVSettings,
-               st: OptState) -> list[torch.Tensor]:
+def _direction(grads: list[torch.Tensor], lr: float, key: str, st: OptState, optimizer: str,
+               momentum: float, betas: tuple[float, float]) -> list[torch.Tensor]:
     """The step ``u`` of one player for its gradients (``p <- p - u`` descends)."""
-    if s.optimizer == "sgd":
+    if optimizer == "sgd":
         return [lr * g for g in grads]
-    if s.optimizer == "sgdm":
+    if optimizer == "sgdm":
         m = st.buf.setdefault(key, [torch.zeros_like(g) for g in grads])
         for mi, g in zip(m, grads, strict=True):
-            mi.mul_(s.momentum).add_(g)
+            mi.mul_(momentum).add_(g)
         return [lr * mi for mi in m]
-    b1, b2 = s.betas  # OAdam: u_t = lr m^_t/(sqrt(v^_t)+eps), p <- p - 2u_t + u_{t-1}
+    b1, b2 = betas  # OAdam: u_t = lr m^_t/(sqrt(v^_t)+eps), p <- p - 2u_t + u_{t-1}
     m = st.buf.setdefault(key + ".m", [torch.zeros_like(g) for g in grads])
     v = st.buf.setdefault(key + ".v", [torch.zeros_like(g) for g in grads])
     prev = st.buf.setdefault(key + ".u", [torch.zeros_like(g) for g in grads])
@@ -279,14 +284,17 @@ def clip(grads: list[torch.Tensor], max_norm: float) -> list[torch.Tensor]:
     return [gi * (max_norm / norm) for gi in grads]
 
 
-def gda_step(g: nn.Module, f: nn.Module, b: Batch, s: FedIVSettings, st: OptState) -> float:
+def gda_step(g: nn.Module, f: nn.Module, b: Batch, st: OptState, *, lr_g: float, lr_f: float,
+             grad_clip: float, optimizer: str, momentum: float, betas: tuple[float, float]
+             ) -> float:
     """One simultaneous descent (theta) / ascent (tau) step on ``b``; returns U before it."""
     th, ta = list(g.parameters()), list(f.parameters())
     u = game_value(g, f, b)
     grads = torch.autograd.grad(u, th + ta)
     st.step += 1
-    d_th = _direction(list(grads[:len(th)]), s.lr_g, "g", s, st)
-    d_ta = _direction(clip(list(grads[len(th):]), s.grad_clip), s.lr_f, "f", s, st)
+    opt = (optimizer, momentum, betas)
+    d_th = _direction(list(grads[:len(th)]), lr_g, "g", st, *opt)
+    d_ta = _direction(clip(list(grads[len(th):]), grad_clip), lr_f, "f", st, *opt)
     with torch.no_grad():
         for p, d in zip(th, d_th, strict=True):
             p.sub_(d)
@@ -295,43 +303,47 @@ def gda_step(g: nn.Module, f: nn.Module, b: Batch, s: FedIVSettings, st: OptStat
     return float(u.detach())
 
 
-def minibatches(n: int, s: FedIVSettings, seed: Sequence[int]) -> list[np.ndarray]:
+def minibatches(n: int, seed: Sequence[int], mode: str, batch_size: int) -> list[np.ndarray]:
     """Row indices of one epoch: everything (GDA) or shuffled minibatches (SGDA)."""
-    if s.mode == "gda":
+    if mode == "gda":
         return [np.arange(n)]
     perm = np.random.default_rng(list(seed)).permutation(n)
-    return [perm[i:i + s.batch_size] for i in range(0, n, s.batch_size)]
+    return [perm[i:i + batch_size] for i in range(0, n, batch_size)]
 
 
-def train_epochs(g: nn.Module, f: nn.Module, b: Batch, s: FedIVSettings, st: OptState,
-                 epochs: int, seed: Sequence[int]) -> float:
-    """``epochs`` passes of :func:`gda_step`; returns the mean U of the last pass."""
-    if s.mode == "sgda" and b.n < s.batch_size:
-        raise ValueError(f"{b.n} samples, fewer than one minibatch of {s.batch_size}")
+def train_epochs(g: nn.Module, f: nn.Module, b: Batch, st: OptState, epochs: int,
+                 seed: Sequence[int], *, mode: str, batch_size: int, **step: Any) -> float:
+    """``epochs`` passes of :func:`gda_step` (``step``: its numbers); returns the mean U of the
+    last pass."""
+    if mode == "sgda" and b.n < batch_size:
+        raise ValueError(f"{b.n} samples, fewer than one minibatch of {batch_size}")
     values: list[float] = []
     for e in range(epochs):
-        values = [gda_step(g, f, b.rows(torch.as_tensor(idx, device=b.y.device)), s, st)
-                  for idx in minibatches(b.n, s, [*seed, e])]
+        values = [gda_step(g, f, b.rows(torch.as_tensor(idx, device=b.y.device)), st, **step)
+                  for idx in minibatches(b.n, [*seed, e], mode, batch_size)]
     return float(np.mean(values)) if values else float("nan")
 
 
 def local_update(g: nn.Module, f: nn.Module, b: Batch, theta: Params, tau: Params,
-                 s: FedIVSettings, seed: Sequence[int]) -> tuple[Params, Params, float]:
-    """Client step of FedGDA: R local epochs from ``(theta, tau)``; ``(dtheta, dtau, U)``.
+                 seed: Sequence[int], *, local_epochs: int, **game: Any
+                 ) -> tuple[Params, Params, float]:
+    """Client step of FedGDA: R = ``local_epochs`` local epochs from ``(theta, tau)``;
+    ``(dtheta, dtau, U)``. ``game``: the numbers of :func:`train_epochs`
+    (:meth:`FedIVSettings.local_args` gives them all).
 
     ``seed`` (e.g. ``[run seed, round, client id]``) fixes the minibatch order.
     """
     set_params(g, theta)
     set_params(f, tau)
-    u = train_epochs(g, f, b, s, OptState(), s.local_epochs, seed)
+    u = train_epochs(g, f, b, OptState(), local_epochs, seed, **game)
     dth = [a - b0 for a, b0 in zip(get_params(g), theta, strict=True)]
     dta = [a - b0 for a, b0 in zip(get_params(f), tau, strict=True)]
     return dth, dta, u
 
 
-def client_weights(n: Mapping[int, int], s: FedIVSettings) -> dict[int, float]:
+def client_weights(n: Mapping[int, int], weighting: str) -> dict[int, float]:
     """Averaging weights by client id: 1/N (eq. 20) or n_i / sum n (``weighting="n"``)."""
-    if s.weighting == "n":
+    if weighting == "n":
         total = sum(n.values())
         return {c: n[c] / total for c in n}
     return {c: 1.0 / len(n) for c in n}
@@ -477,7 +489,7 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
         if init[1] is not None:
             st.tau = get_params(set_params(f, init[1]))
     ids = list(range(len(clients)) if ids is None else ids)
-    w = client_weights({c: b.n for c, b in zip(ids, clients, strict=True)}, s)
+    w = client_weights({c: b.n for c, b in zip(ids, clients, strict=True)}, s.weighting)
     need = min(s.min_nodes, len(clients))
     st.peak = peak(st.theta + st.tau)
     for t in range(1, s.rounds + 1):
@@ -487,7 +499,8 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
                 set_params(g, st.theta)
                 sums.append(validation_sums(g, *val[i]) + (val[i][0].n,))
             with np.errstate(all="ignore"):
-                dth[c], dta[c], us[c] = local_update(g, f, b, st.theta, st.tau, s, [seed, t, c])
+                dth[c], dta[c], us[c] = local_update(g, f, b, st.theta, st.tau, [seed, t, c],
+                                                     **s.local_args())
             if not np.isfinite(us[c]) or not math.isfinite(peak(dth[c] + dta[c])):
                 del dth[c], dta[c], us[c]  # the client's local game diverged: dropped
         if sums:
@@ -533,7 +546,7 @@ def centralized_deepgmm(b: Batch, s: FedIVSettings, seed: int, epochs: int, devi
     st = OptState()
     best = (math.inf, get_params(g), 0)
     for e in range(1, epochs + 1):
-        train_epochs(g, f, b, s, st, 1, [seed, e, 0])
+        train_epochs(g, f, b, st, 1, [seed, e, 0], **s.game_args())
         if val is not None and (e % eval_every == 0 or e == epochs):
             score = criterion(*validation_sums(g, *val), val[0].n)
             if np.isfinite(score) and score < best[0]:

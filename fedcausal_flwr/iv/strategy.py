@@ -1,8 +1,9 @@
 """FedIV strategy: FedGDA on the DeepGMM moment game (Geetika, Tyagi, Chatterjee 2025).
 
-Round t sends every client ``[theta_t..., tau_t...]`` (g and f) with the client's share of
-the settings, and receives ``[dtheta_i..., dtau_i..., psi_sum_i, C_sum_i, [U_i]]``: both
-players' deltas after R local epochs (Algorithm 1) and the validation sums of theta_t. The
+Round t sends every client ``[theta_t..., tau_t...]`` (g and f) with the wire settings
+(:meth:`~fedcausal_flwr.settings.Settings.to_wire`), and receives
+``[dtheta_i..., dtau_i..., psi_sum_i, C_sum_i, [U_i]]`` (:data:`~fedcausal_flwr.iv.wire.PHASES`):
+both players' deltas after R local epochs (Algorithm 1) and the validation sums of theta_t. The
 server averages the deltas (uniformly, eq. 20, or n_i-weighted) and scores theta_t by the
 pooled validation criterion psi' C^-1 psi over random Fourier features of z (Lemma 1 on a
 fixed class), computed from the clients' sums only; the round with the lowest score is the
@@ -27,21 +28,11 @@ import numpy as np
 from fedcausal_flwr.federation.strategy import CausalStrategy, Diverged, NodeInfo, TooFewReplies
 from fedcausal_flwr.iv import model as dg
 from fedcausal_flwr.iv.model import FedIVSettings
+from fedcausal_flwr.iv.wire import PHASES, shapes
 from fedcausal_flwr.names import default_names, split
 from fedcausal_flwr.results import RunResult
 
-__all__ = ["FedIV", "FedIVSettings", "client_config"]
-
-
-def client_config(s: FedIVSettings) -> dict[str, Any]:
-    """The client's share of ``s`` as a message config (run-config keys; ``betas`` by name).
-
-    The client reads it back with ``FedIVSettings.from_run_config``, so both ends use the
-    settings class's keys and validation.
-    """
-    keys = {name: key for key, name in s.keys().items()}
-    return {keys.get(name, name): (list(v) if isinstance(v := getattr(s, name), tuple) else v)
-            for name in s.client_fields}
+__all__ = ["FedIV", "FedIVSettings"]
 
 
 def _shape(tag: str) -> tuple[int, ...]:
@@ -107,7 +98,7 @@ class FedIV(CausalStrategy):
         self.theta_shapes, self.tau_shapes = dg.shapes(g), dg.shapes(f)
         self.state = dg.FedState(dg.get_params(g), dg.get_params(f))
         self.weights = dg.client_weights({c: int(i.props["n"]) for c, i in self.nodes.items()},
-                                         s)
+                                         s.weighting)
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start from ``theta + tau`` (g's then f's parameters) or ``theta`` alone."""
@@ -122,10 +113,6 @@ class FedIV(CausalStrategy):
         n = len(th)
         self.state = dg.FedState(arrays[:n], arrays[n:] or self.state.tau)
 
-    def client_config(self) -> dict[str, Any]:
-        """The settings sent with every message (see :func:`client_config`)."""
-        return client_config(self.settings)
-
     def _criterion(self, sums: Mapping[int, Sequence[np.ndarray]]) -> float:
         """Pooled validation criterion from the clients' ``(psi_sum, C_sum)``."""
         return dg.pooled_criterion([(s[0], s[1], int(self.nodes[c].props["n-val"]))
@@ -138,12 +125,12 @@ class FedIV(CausalStrategy):
     def run_rounds(self, grid: Any, result: RunResult) -> None:
         """Rounds of ``train.local``, then ``train.validate`` of the final global model."""
         m = self.settings.val_features + 1
-        sums = [(m,), (m, m)]
-        st, k = self.state, len(self.theta_shapes)
+        up = {p: shapes(ph.up, self.theta_shapes, self.tau_shapes, m) for p, ph in PHASES.items()}
+        st, k, wire = self.state, len(self.theta_shapes), self.settings.to_wire()
         for rec in self.rounds(result):
-            down = (st.theta + st.tau, self.client_config())
+            down = (st.theta + st.tau, wire)
             replies = self._exchange_or_stop(grid, "local", {c: down for c in self.select()},
-                                             self.theta_shapes + self.tau_shapes + sums + [(1,)])
+                                             up["local"])
             score = self._criterion({c: r[-3:-1] for c, r in replies.items()})
             dg.select(st, score, st.theta, st.round)
             theta = dg.server_update(st.theta, {c: r[:k] for c, r in replies.items()},
@@ -160,7 +147,7 @@ class FedIV(CausalStrategy):
             rec.update({"loss": loss, "val_criterion": score, "val_round": st.round - 1,
                         "selected_round": st.best_round, "peak": st.peak})
         replies = self._exchange_or_stop(grid, "validate", {
-            c: (st.theta, self.client_config()) for c in self.select()}, sums)
+            c: (st.theta, wire) for c in self.select()}, up["validate"])
         score = self._criterion(replies)
         dg.select(st, score, st.theta, st.round)
         result.metrics["final_val_criterion"] = score

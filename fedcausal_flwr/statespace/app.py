@@ -19,6 +19,7 @@ from flwr.common.logger import log
 
 from fedcausal_flwr.federation.client import client_class, section_context
 from fedcausal_flwr.settings import section_view
+from fedcausal_flwr.statespace import kalman
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import FedCFData, FedGCData
 
@@ -78,7 +79,7 @@ def client(algorithm: str, context: Context):
 
 
 def own_data(path, algorithm: str, context: Context, who: str
-             ) -> tuple[ss.ClientData, list[str]]:
+             ) -> tuple[kalman.ClientData, list[str]]:
     """This client's ``(A_mm, B_mm, C_mm, K_m, y_m, u_m)`` from its own CSV (rows in time order,
     the same time steps at every client): measurement channels, and the known inputs named
     by the node config ``input-columns`` (comma-separated header names, e.g.

@@ -6,7 +6,7 @@ gradient ``g~_m`` of the previous window (one Jacobi step of ``theta_m``, eq 24)
 (clipped and noised when the settings ask for DP; the local loss is then not reported).
 ``y_m``, ``C_mm``, ``K_m`` and ``theta_m`` stay here; ``theta_m`` persists between messages in
 the node's ``context.state``. The client's share of the settings comes with every window from
-the strategy (:meth:`~fedcausal_flwr.statespace.model.StateSpaceSettings.client_config`).
+the strategy (:meth:`~fedcausal_flwr.settings.Settings.to_wire`, read back by ``from_wire``).
 
 A user's own ClientApp: ``register(app, "fedgc", lambda ctx: {"A": A_mm, "C": C_mm, "K": K_m,
 "y": y_m})`` (FedCF adds ``"B"`` and ``"u"``).
@@ -28,10 +28,12 @@ from typing import Any, ClassVar
 import numpy as np
 from flwr.app import ArrayRecord, Context, RecordDict
 
-from fedcausal_flwr.federation.client import CausalClient, Fit
+from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes
 from fedcausal_flwr.names import checked_names, joined
+from fedcausal_flwr.statespace import kalman
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings, StateSpaceSettings
+from fedcausal_flwr.statespace.wire import PHASES, shapes
 
 
 class FedGCClient(CausalClient):
@@ -54,6 +56,7 @@ class FedGCClient(CausalClient):
     """
 
     phases: ClassVar[dict[str, str]] = {"ss_setup": "setup", "ss_window": "window"}
+    algorithm: ClassVar[str] = "fedgc"
     settings_class: ClassVar[type[StateSpaceSettings]] = FedGCSettings
 
     def __init__(self, A: np.ndarray, C: np.ndarray, K: np.ndarray, y: np.ndarray,
@@ -65,7 +68,7 @@ class FedGCClient(CausalClient):
         T, p = np.shape(y)[0], np.shape(A)[0]
         B = np.zeros((p, 0)) if B is None else B
         u = np.zeros((T, 0)) if u is None else u
-        self.data = ss.checked_client(A, B, C, K, y, u, self.who)
+        self.data = kalman.checked_client(A, B, C, K, y, u, self.who)
         self.names = checked_names(names, self.data.dims[2], self.who, "y", "measurements")
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.state = state if state is not None else RecordDict()
@@ -79,7 +82,7 @@ class FedGCClient(CausalClient):
     def params(self, s: StateSpaceSettings) -> ss.ClientParams:
         """``theta_m, phi_m`` (their seeded start before the first window)."""
         if "ss_params" not in self.state.array_records:
-            return ss.initial_client(self.data, s, self.partition_id)
+            return ss.initial_client(self.data, s.init_std, s.seed, self.partition_id)
         theta, phi = self.state["ss_params"].to_numpy_ndarrays()
         curv = float(self.state["ss_curv"].to_numpy_ndarrays()[0])
         return ss.ClientParams(theta, phi, curv)
@@ -94,16 +97,13 @@ class FedGCClient(CausalClient):
         """What is sent once: ``A_mm``."""
         return [self.data.A]
 
-    n_grads = 1  # FedGC receives only the gradient w.r.t. hhat_a^{t-1}
-
     def gradients(self, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """``(g, g~)`` from what the server sent (FedGC: ``g = 0``)."""
         return np.zeros_like(arrays[0]), arrays[0]
 
-    def states(self, par: ss.ClientParams, ts: np.ndarray, s: StateSpaceSettings
-               ) -> list[np.ndarray]:
+    def states(self, par: ss.ClientParams, ts: np.ndarray, target: str) -> list[np.ndarray]:
         """What the server model needs of window ``ts`` (eq 15)."""
-        return ss.fedgc_states(self.data, par, ts, s.target)
+        return ss.fedgc_states(self.data, par, ts, target)
 
     # ---- phases ----------------------------------------------------------------------------
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
@@ -117,20 +117,18 @@ class FedGCClient(CausalClient):
         """``ss_setup``: the local blocks."""
         return self.local_blocks(), 0, {}
 
-    def _checked(self, parameters: list[np.ndarray], n: int) -> list[np.ndarray]:
-        p = self.data.dims[0]
-        if len(parameters) != self.n_grads:
-            raise ValueError(f"{self.who}: expected {self.n_grads} gradient arrays, got "
-                             f"{len(parameters)}")
-        for a in parameters:
-            if a.shape != (n, p) or not np.all(np.isfinite(a)):
-                raise ValueError(f"{self.who}: server gradient of shape {a.shape} (need "
-                                 f"{(n, p)}, finite)")
-        return parameters
+    def check(self, phase: str, parameters: list[np.ndarray], W_prev: int = 0) -> None:
+        """The server's arrays of ``phase`` fit this client (:data:`PHASES`) and are finite."""
+        names = PHASES[self.algorithm][phase].down
+        check_shapes(self.who, parameters, shapes(names, P=self.data.dims[0], W_prev=W_prev),
+                     list(names))
+        for a, name in zip(parameters, names, strict=True):
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"{self.who}: server sent a non-finite {name}")
 
     def window(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``ss_window``: a step on the previous window's gradients, the next window's states."""
-        s = self.settings_class.from_client_config(config)
+        s = self.settings_class.from_wire(config, self.who)
         T = self.data.y.shape[0]
         prev = np.arange(int(config["prev-start"]), int(config["prev-stop"]))
         ts = np.arange(int(config["start"]), int(config["stop"]))
@@ -139,11 +137,16 @@ class FedGCClient(CausalClient):
             raise ValueError(f"{self.who}: window outside t = 1..{T - 1}")
         par = self.params(s)
         if prev.size:
-            g, g_tilde = self.gradients(self._checked(parameters, prev.size))
-            par = ss.client_step(self.data, par, prev, g, g_tilde, s)
+            self.check("ss_window", parameters, prev.size)
+            g, g_tilde = self.gradients(parameters)
+            par = ss.client_step(self.data, par, prev, g, g_tilde, lr_client=s.lr_client,
+                                 eta1=s.eta1, eta2=s.eta2, lambda_l=s.lambda_l, xi=s.xi,
+                                 learn_phi=s.learn_phi, target=s.target,
+                                 alg1_literal=s.alg1_literal, difference=s.difference)
             self.store(par)
-        sent = ss.private(self.states(par, ts, s), s, 1, self.partition_id,
-                          int(config.get("window-index", 0)))
+        sent = ss.private(self.states(par, ts, s.target), 1, self.partition_id,
+                          int(config.get("window-index", 0)), dp=s.dp, epsilon=s.dp_epsilon,
+                          delta=s.dp_delta, clip=s.dp_clip_msg, seed=s.seed)
         loss = ss.local_loss(self.data, par, ts) if ts.size and not s.dp else 0.0
         return [*sent, np.asarray(loss)], int(ts.size), {"loss": loss}
 
@@ -152,27 +155,22 @@ class FedCFClient(FedGCClient):
     """Answers ``ss_setup``, ``ss_window`` and ``ss_query``."""
 
     phases: ClassVar[dict[str, str]] = {**FedGCClient.phases, "ss_query": "query"}
+    algorithm: ClassVar[str] = "fedcf"
     settings_class: ClassVar[type[StateSpaceSettings]] = FedCFSettings
 
     def local_blocks(self) -> list[np.ndarray]:
         """``[A_mm, B_mm]``, sent once."""
         return [self.data.A, self.data.B]
 
-    n_grads = 2  # [g, g~]: w.r.t. the target and hhat_a^{t-1}
-
     def gradients(self, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """``(g, g~)`` as the server sent them."""
         return arrays[0], arrays[1]
 
-    def states(self, par: ss.ClientParams, ts: np.ndarray, s: StateSpaceSettings
-               ) -> list[np.ndarray]:
+    def states(self, par: ss.ClientParams, ts: np.ndarray, target: str) -> list[np.ndarray]:
         """``[target, hhat_a^{t-1}, hhat_c^{t-1}, u^{t-1}]``."""
-        return ss.client_states(self.data, par, ts, s)
+        return ss.client_states(self.data, par, ts, target)
 
     def query(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``ss_query``: ``[delta_h] -> [C_mm delta_h]``."""
-        p = self.data.dims[0]
-        if len(parameters) != 1 or parameters[0].shape != (p,):
-            raise ValueError(f"{self.who}: a counterfactual query needs one delta_h of shape "
-                             f"({p},), got {[a.shape for a in parameters]}")
+        self.check("ss_query", parameters)
         return [self.data.C @ parameters[0]], 0, {}

@@ -38,8 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fedcausal_flwr.settings import Settings, section_view, setting
-from fedcausal_flwr.statespace import lti
-from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace import kalman, lti
 
 # FedGC fork's shift windows (1000-2000 +5, ... of T = 30000, B = 0.1), as fractions of T.
 SHIFTS = ((1 / 30, 2 / 30, 0.5), (3 / 30, 5 / 30, -0.3), (7 / 30, 9 / 30, 0.2),
@@ -170,18 +169,18 @@ def known_shift_input(rc: Mapping[str, Any], sys: lti.LTISystem) -> np.ndarray |
 
 
 def synthetic_clients(rc: Mapping[str, Any], sys: lti.LTISystem, y: np.ndarray, u: np.ndarray,
-                      only: int | None = None) -> list[ss.ClientData]:
+                      only: int | None = None) -> list[kalman.ClientData]:
     """:func:`lti.split_clients`, with client 0's known shifts (:func:`known_shift_input`)."""
     out = lti.split_clients(sys, y, u, only)
     ub = known_shift_input(rc, sys)
     if ub is not None and only in (None, 0):
         c = out[0]
-        out[0] = ss.ClientData(c.A, np.hstack([c.B, np.eye(sys.P[0])]), c.C, c.K, c.y,
+        out[0] = kalman.ClientData(c.A, np.hstack([c.B, np.eye(sys.P[0])]), c.C, c.K, c.y,
                                np.hstack([c.u, ub]))
     return out
 
 
-def all_clients(rc: Mapping[str, Any]) -> tuple[lti.LTISystem, list[ss.ClientData]]:
+def all_clients(rc: Mapping[str, Any]) -> tuple[lti.LTISystem, list[kalman.ClientData]]:
     """The system and every client's data (for references and simulations)."""
     sys, _, y, u = synthetic_series(rc)
     return sys, synthetic_clients(rc, sys, y, u)
@@ -204,7 +203,7 @@ def real_clients(rc: Mapping[str, Any]) -> list[tuple[str, np.ndarray]]:
 
 
 @lru_cache(maxsize=64)
-def _client_data(key: str, pid: int) -> ss.ClientData:
+def _client_data(key: str, pid: int) -> kalman.ClientData:
     rc = json.loads(key)
     if rc["ss-data"] != "synthetic":
         groups = real_clients(rc)
@@ -219,7 +218,7 @@ def _client_data(key: str, pid: int) -> ss.ClientData:
     return synthetic_clients(rc, sys, y, u, only=pid)[0]
 
 
-def client_data(rc: Mapping[str, Any], pid: int) -> ss.ClientData:
+def client_data(rc: Mapping[str, Any], pid: int) -> kalman.ClientData:
     """Client ``pid``'s data (cached per run config: a SuperNode rebuilds its client often)."""
     return _client_data(json.dumps(dict(rc), sort_keys=True, default=str), int(pid))
 
@@ -305,7 +304,7 @@ def load_plant_csv(path: str | Path, group: str = "prefix", nominal_only: bool =
 
 
 def svd_var_client(Y: np.ndarray, P: int, who: str = "client", u: np.ndarray | None = None
-                   ) -> tuple[ss.ClientData, np.ndarray]:
+                   ) -> tuple[kalman.ClientData, np.ndarray]:
     """FedGC's real-data identification of one client: ``(ClientData, states)``.
 
     ``Y = U S V^T``; states ``sqrt(T) U_P`` (unit scale), ``C = V_P S_P / sqrt(T)``; ``A`` (and,
@@ -322,12 +321,12 @@ def svd_var_client(Y: np.ndarray, P: int, who: str = "client", u: np.ndarray | N
     C = Vt[:P].T * S[:P] / np.sqrt(T)
     AB = np.linalg.lstsq(np.hstack([H[:-1], u[:-1]]), H[1:], rcond=None)[0].T
     A, B = AB[:, :P], AB[:, P:]
-    rho = ss.spectral_radius(A)
+    rho = kalman.spectral_radius(A)
     A = A * (0.99 / rho) if rho >= 0.99 else A
     Q = np.cov((H[1:] - H[:-1] @ A.T - u[:-1] @ B.T).T).reshape(P, P) + 1e-6 * np.eye(P)
     R = np.diag(np.var(Y - H @ C.T, axis=0) + 1e-6)
-    K = ss.kalman_gain(A, C, Q, R)
-    return ss.checked_client(A, B, C, K, Y, u, who), H
+    K = kalman.kalman_gain(A, C, Q, R)
+    return kalman.checked_client(A, B, C, K, Y, u, who), H
 
 
 def central_var(states: list[np.ndarray]) -> np.ndarray:

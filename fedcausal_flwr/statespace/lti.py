@@ -3,7 +3,7 @@
 ``h^t = A h^{t-1} + B u^{t-1} + b^t + w^t``, ``y^t = C h^t + v^t`` with per-client blocks
 of sizes ``P, U, D`` (see :mod:`fedcausal_flwr.statespace.model` for the learning equations).
 These functions draw the truth that the synthetic runs are scored against; a client only
-ever sees its own :class:`~fedcausal_flwr.statespace.model.ClientData`.
+ever sees its own :class:`~fedcausal_flwr.statespace.kalman.ClientData`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as slin
 
-from fedcausal_flwr.statespace.model import (
+from fedcausal_flwr.statespace.kalman import (
     ClientData,
-    block,
     kalman_filter,
     kalman_gain,
-    offsets,
     spectral_radius,
 )
+from fedcausal_flwr.statespace.model import block, offsets
 
 __all__ = ["LTISystem", "inputs", "mean_shifts", "oracle_filter", "random_system", "simulate",
            "split_clients"]

@@ -14,21 +14,24 @@ FedGC is FedCF without inputs, with ``phi = 0`` and ``xi = 0``: then ``r_s = -D`
 ``L_s^FedCF = (1 + xi) L_s^FedGC`` (tested). Row convention: a window of states is ``W x P``.
 
 :class:`FedGCSettings` and :class:`FedCFSettings` hold every setting with the App's defaults;
-:func:`reference` is the in-process loop the Flower path is tested against. The simulators
-(systems, series, the centralized oracle) are in :mod:`fedcausal_flwr.statespace.lti`.
+:func:`fedcausal_flwr.statespace.loop.reference` is the in-process loop the Flower path is
+tested against; the client's data and Kalman filter are in :mod:`fedcausal_flwr.statespace.kalman`.
+The simulators (systems, series, the centralized oracle) are in
+:mod:`fedcausal_flwr.statespace.lti`.
 Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import numpy as np
 import scipy.linalg as slin
 
 from fedcausal_flwr.settings import RunSettings, setting
+from fedcausal_flwr.statespace.kalman import ClientData
 
 
 # ---- blocks -----------------------------------------------------------------------------------
@@ -81,91 +84,8 @@ def differenced(R: np.ndarray, difference: bool) -> tuple[np.ndarray, np.ndarray
     return E, time_difference_adjoint(E), max(E.shape[0], 1)
 
 
-def spectral_radius(A: np.ndarray) -> float:
-    """max |eig(A)| (0 for an empty matrix)."""
-    return float(np.max(np.abs(np.linalg.eigvals(A)))) if A.size else 0.0
-
-
-# ---- Kalman filters ------------------------------------------------------------------------
-def kalman_gain(A: np.ndarray, C: np.ndarray, Q: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """Steady-state filter gain ``K = S C^T (C S C^T + R)^{-1}``, S the DARE prior covariance."""
-    S = slin.solve_discrete_are(A.T, C.T, Q, R)
-    return S @ C.T @ np.linalg.inv(C @ S @ C.T + R)
-
-
-def kalman_filter(A: np.ndarray, C: np.ndarray, K: np.ndarray, y: np.ndarray,
-                  B: np.ndarray | None = None, u: np.ndarray | None = None) -> np.ndarray:
-    """Posterior states ``hhat^t = h^t + K (y^t - C h^t)``, ``h^t = A hhat^{t-1} + B u^{t-1}``."""
-    T, p = y.shape[0], A.shape[0]
-    out = np.zeros((T, p))
-    prev = np.zeros(p)
-    for t in range(T):
-        prior = A @ prev + (B @ u[t - 1] if (B is not None and B.size and t) else 0.0)
-        prev = prior + K @ (y[t] - C @ prior)
-        out[t] = prev
-    return out
-
-
-# ---- client data -----------------------------------------------------------------------------
-@dataclass
-class ClientData:
-    """What client m holds: its local blocks, gain, series and proprietary KF states."""
-
-    A: np.ndarray
-    B: np.ndarray
-    C: np.ndarray
-    K: np.ndarray
-    y: np.ndarray
-    u: np.ndarray
-    hc: np.ndarray = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.hc = kalman_filter(self.A, self.C, self.K, self.y, self.B, self.u)
-
-    @property
-    def dims(self) -> tuple[int, int, int]:
-        """``(P, U, D)``."""
-        return self.A.shape[0], self.B.shape[1], self.C.shape[0]
-
-
-def checked_client(A: np.ndarray, B: np.ndarray, C: np.ndarray, K: np.ndarray, y: np.ndarray,
-                   u: np.ndarray, who: str = "client") -> ClientData:
-    """A :class:`ClientData`, or a ValueError naming ``who`` and the problem."""
-    A, B, C, K, y, u = (np.asarray(x, dtype=float) for x in (A, B, C, K, y, u))
-    p = A.shape[0]
-    if A.shape != (p, p) or C.ndim != 2 or C.shape[1] != p:
-        raise ValueError(f"{who}: A_mm is {A.shape} and C_mm is {C.shape}; need P x P, D x P")
-    if y.ndim != 2 or y.shape[1] != C.shape[0]:
-        raise ValueError(f"{who}: y has shape {y.shape}, expected T x {C.shape[0]}")
-    if u.ndim != 2 or u.shape[0] != y.shape[0] or B.shape != (p, u.shape[1]):
-        raise ValueError(f"{who}: u is {u.shape} and B_mm is {B.shape}; need T x U, P x U "
-                         f"with T = {y.shape[0]}")
-    if y.shape[0] < 2:
-        raise ValueError(f"{who}: {y.shape[0]} time steps; need at least 2")
-    for name, x in (("y", y), ("u", u), ("A_mm", A), ("B_mm", B), ("C_mm", C), ("K", K)):
-        if not np.all(np.isfinite(x)):
-            bad = np.argwhere(~np.isfinite(x))[0]
-            raise ValueError(f"{who}: {name} has {int((~np.isfinite(x)).sum())} non-finite "
-                             f"values (first at {tuple(int(i) for i in bad)})")
-    if spectral_radius(A) >= 1.0:
-        raise ValueError(f"{who}: A_mm is unstable (spectral radius {spectral_radius(A):.3f} "
-                         ">= 1)")
-    if np.linalg.matrix_rank(C) < p:
-        raise ValueError(f"{who}: C_mm ({C.shape[0]} x {p}) does not have full column rank "
-                         f"({np.linalg.matrix_rank(C)} < {p})")
-    if K.shape != (p, C.shape[0]):
-        raise ValueError(f"{who}: gain K is {K.shape}, expected {(p, C.shape[0])}")
-    return ClientData(A, B, C, K, y, u)
-
-
 # ---- settings and state ----------------------------------------------------------------------
 TARGETS = ("predicted", "refined", "innovation")
-
-# The client's share of the settings: what the server sends with every window
-# (:meth:`StateSpaceSettings.client_config`), so a client never rebuilds them on its own.
-CLIENT_FIELDS = ("lr_client", "eta1", "eta2", "lambda_l", "xi", "learn_phi", "target",
-                 "alg1_literal", "difference", "dp", "dp_epsilon", "dp_delta", "dp_clip_msg",
-                 "seed", "init_std")
 
 # The former default schedule (:meth:`StateSpaceSettings.paper_schedule`).
 PAPER_SCHEDULE: dict[str, Any] = {"window": 1000, "epochs": 30, "lr_server": 0.3,
@@ -195,6 +115,8 @@ class StateSpaceSettings(RunSettings):
     ``xi``, ``learn_phi``, ``target``, ``alg1_literal``, ``init_std``: FedCF's (see
     :class:`FedCFSettings`); FedGC fixes all but ``target`` (no penalty weight, no ``phi``,
     the zero start of the FedGC paper; see :class:`FedGCSettings` for its target).
+    The ``wire`` fields are the client's share: the server sends them with every window
+    (:meth:`~fedcausal_flwr.settings.Settings.to_wire`), so a client never rebuilds them.
     ``difference``: the server fits its model to first differences in time of its residuals
     within each window (:func:`time_difference`), which removes unknown piecewise-constant
     mean shifts ``b^t`` of any client's states; ``False`` is the papers' loss on levels.
@@ -207,23 +129,23 @@ class StateSpaceSettings(RunSettings):
     window: int = setting(10000, "ss-window", ge=1)
     epochs: int = setting(20, "ss-epochs", ge=1)
     lr_server: float = setting(1.0, "ss-lr-server", ge=0)
-    lr_client: float = setting(1.5, "ss-lr-client", ge=0)
-    eta1: float = setting(1.0, "ss-eta1", ge=0)
-    eta2: float = setting(1.0, "ss-eta2", ge=0)
+    lr_client: float = setting(1.5, "ss-lr-client", ge=0, wire=True)
+    eta1: float = setting(1.0, "ss-eta1", ge=0, wire=True)
+    eta2: float = setting(1.0, "ss-eta2", ge=0, wire=True)
     lambda_g: float = setting(0.0, "ss-lambda-g", ge=0)
-    lambda_l: float = setting(0.0, "ss-lambda-l", ge=0)
-    xi: float = setting(0.0, ge=0)
-    learn_phi: bool = setting(False)
-    target: str = setting("predicted", choices=TARGETS)
-    alg1_literal: bool = setting(False)
-    difference: bool = setting(False)
-    dp: bool = setting(False, "ss-dp")
-    dp_epsilon: float = setting(0.5, "ss-dp-epsilon", gt=0)
-    dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1)
-    dp_clip_msg: float = setting(5.0, "ss-dp-clip-msg", gt=0)
+    lambda_l: float = setting(0.0, "ss-lambda-l", ge=0, wire=True)
+    xi: float = setting(0.0, ge=0, wire=True)
+    learn_phi: bool = setting(False, wire=True)
+    target: str = setting("predicted", choices=TARGETS, wire=True)
+    alg1_literal: bool = setting(False, wire=True)
+    difference: bool = setting(False, wire=True)
+    dp: bool = setting(False, "ss-dp", wire=True)
+    dp_epsilon: float = setting(0.5, "ss-dp-epsilon", gt=0, wire=True)
+    dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1, wire=True)
+    dp_clip_msg: float = setting(5.0, "ss-dp-clip-msg", gt=0, wire=True)
     dp_clip_grad: float = setting(1.0, "ss-dp-clip-grad", gt=0)
-    seed: int = setting(0, "seed", ge=0)
-    init_std: float = setting(0.0, ge=0)
+    seed: int = setting(0, "seed", ge=0, wire=True)
+    init_std: float = setting(0.0, ge=0, wire=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -239,19 +161,6 @@ class StateSpaceSettings(RunSettings):
         updates; every other field keeps the default, ``changes`` override. Run config:
         ``ss-window=1000 ss-epochs=30 ss-lr-server=0.3 ss-lr-client=1.5``."""
         return cls(**{**PAPER_SCHEDULE, **changes})
-
-    def client_config(self) -> dict[str, Any]:
-        """The client's share (:data:`CLIENT_FIELDS`), as the server sends it each window."""
-        return {f.replace("_", "-"): getattr(self, f) for f in CLIENT_FIELDS}
-
-    @classmethod
-    def from_client_config(cls, config: Mapping[str, Any]) -> Self:
-        """The settings a client works with, from what :meth:`client_config` sent."""
-        missing = [f.replace("_", "-") for f in CLIENT_FIELDS
-                   if f.replace("_", "-") not in config]
-        if missing:
-            raise ValueError(f"the server's window config lacks {missing}")
-        return cls(**{f: config[f.replace("_", "-")] for f in CLIENT_FIELDS})
 
 
 @dataclass(frozen=True)
@@ -271,8 +180,9 @@ class FedGCSettings(StateSpaceSettings):
     are known to its filter (data key ``ss-shift-known``).
     """
 
-    target: str = setting("innovation", "ss-gc-target", choices=("predicted", "innovation"))
-    difference: bool = setting(True, "ss-difference")
+    target: str = setting("innovation", "ss-gc-target", choices=("predicted", "innovation"),
+                          wire=True)
+    difference: bool = setting(True, "ss-difference", wire=True)
 
 
 @dataclass(frozen=True)
@@ -297,11 +207,11 @@ class FedCFSettings(StateSpaceSettings):
     changed its input by ``delta_u``" with ``cf_delta`` comma-separated floats (empty: none).
     """
 
-    xi: float = setting(10.0, "ss-xi", ge=0)
-    learn_phi: bool = setting(True, "ss-learn-phi")
-    target: str = setting("predicted", "ss-target", choices=TARGETS)
-    alg1_literal: bool = setting(False, "ss-alg1-literal")
-    init_std: float = setting(0.1, "ss-init-std", ge=0)
+    xi: float = setting(10.0, "ss-xi", ge=0, wire=True)
+    learn_phi: bool = setting(True, "ss-learn-phi", wire=True)
+    target: str = setting("predicted", "ss-target", choices=TARGETS, wire=True)
+    alg1_literal: bool = setting(False, "ss-alg1-literal", wire=True)
+    init_std: float = setting(0.1, "ss-init-std", ge=0, wire=True)
     cf_client: int = setting(1, "ss-cf-client", ge=0)
     cf_source: int = setting(0, "ss-cf-source", ge=0)
     cf_delta: str = setting("", "ss-cf-delta")
@@ -370,24 +280,24 @@ def off_diagonal(A: np.ndarray, B: np.ndarray, P: Sequence[int], U: Sequence[int
     return A, B
 
 
-def initial_client(c: ClientData, s: StateSpaceSettings | None = None, m: int = 0
+def initial_client(c: ClientData, init_std: float = 0.0, seed: int = 0, m: int = 0
                    ) -> ClientParams:
-    """``theta, phi`` ~ N(0, init_std^2) seeded by ``(s.seed, m)``; zeros by default."""
+    """``theta, phi`` ~ N(0, init_std^2) seeded by ``(seed, m)``; zeros when init_std is 0."""
     p, _, d = c.dims
-    if s is None or not s.init_std:
+    if not init_std:
         return ClientParams(np.zeros((p, d)), np.zeros(p))
-    rng = np.random.default_rng([s.seed, 3, m])
-    return ClientParams(rng.normal(0, s.init_std, (p, d)), rng.normal(0, s.init_std, p))
+    rng = np.random.default_rng([seed, 3, m])
+    return ClientParams(rng.normal(0, init_std, (p, d)), rng.normal(0, init_std, p))
 
 
-def initial_server_for(P: Sequence[int], U: Sequence[int], s: StateSpaceSettings
+def initial_server_for(P: Sequence[int], U: Sequence[int], init_std: float, seed: int
                        ) -> ServerParams:
-    """Server start of a run: N(0, init_std^2) off-diagonal blocks seeded by ``s.seed``."""
-    return initial_server(P, U, s.init_std, np.random.default_rng([s.seed, 4]))
+    """Server start of a run: N(0, init_std^2) off-diagonal blocks seeded by ``seed``."""
+    return initial_server(P, U, init_std, np.random.default_rng([seed, 4]))
 
 
 # ---- the augmented client --------------------------------------------------------------------
-def client_states(c: ClientData, par: ClientParams, ts: np.ndarray, s: StateSpaceSettings
+def client_states(c: ClientData, par: ClientParams, ts: np.ndarray, target: str
                   ) -> list[np.ndarray]:
     """What client m sends for window ``ts``: ``[target, hhat_a^{t-1}, hhat_c^{t-1}, u^{t-1}]``.
 
@@ -397,13 +307,13 @@ def client_states(c: ClientData, par: ClientParams, ts: np.ndarray, s: StateSpac
     only the part ``K C`` lets through). FedGC uses only ``[hhat_a^{t-1}, hhat_c^{t-1}]``.
     """
     ha_prev = c.hc[ts - 1] + c.y[ts - 1] @ par.theta.T
-    if s.target == "refined":
-        target = c.hc[ts] + c.y[ts] @ par.theta.T
-    elif s.target == "innovation":
-        target = c.y[ts] @ np.linalg.pinv(c.C).T
+    if target == "refined":
+        h = c.hc[ts] + c.y[ts] @ par.theta.T
+    elif target == "innovation":
+        h = c.y[ts] @ np.linalg.pinv(c.C).T
     else:
-        target = ha_prev @ c.A.T + c.u[ts - 1] @ c.B.T + par.phi
-    return [target, ha_prev, c.hc[ts - 1], c.u[ts - 1]]
+        h = ha_prev @ c.A.T + c.u[ts - 1] @ c.B.T + par.phi
+    return [h, ha_prev, c.hc[ts - 1], c.u[ts - 1]]
 
 
 def local_residual(c: ClientData, par: ClientParams, ts: np.ndarray) -> np.ndarray:
@@ -426,41 +336,44 @@ def local_gradients(c: ClientData, par: ClientParams, ts: np.ndarray
 
 
 def server_grad_theta(c: ClientData, ts: np.ndarray, g: np.ndarray, g_tilde: np.ndarray,
-                      s: StateSpaceSettings) -> tuple[np.ndarray, np.ndarray]:
+                      target: str, alg1_literal: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """``(grad_theta L_s, grad_phi L_s)`` from the server's gradients (eqs 7-8)."""
     y_prev = c.y[ts - 1]
-    if s.target == "refined":  # d hhat_a^t / d theta = y^t; phi does not enter
+    if target == "refined":  # d hhat_a^t / d theta = y^t; phi does not enter
         return g.T @ c.y[ts] + g_tilde.T @ y_prev, np.zeros(c.A.shape[0])
-    if s.target == "innovation":  # C^+ y^t depends on neither theta nor phi
+    if target == "innovation":  # C^+ y^t depends on neither theta nor phi
         return g_tilde.T @ y_prev, np.zeros(c.A.shape[0])
-    gt = np.zeros_like(g) if s.alg1_literal else g_tilde
+    gt = np.zeros_like(g) if alg1_literal else g_tilde
     return (g @ c.A + gt).T @ y_prev, g.sum(axis=0)
 
 
 def client_step(c: ClientData, par: ClientParams, ts: np.ndarray, g: np.ndarray,
-                g_tilde: np.ndarray, s: StateSpaceSettings) -> ClientParams:
+                g_tilde: np.ndarray, *, lr_client: float, eta1: float, eta2: float,
+                lambda_l: float, xi: float, learn_phi: bool, target: str,
+                alg1_literal: bool, difference: bool) -> ClientParams:
     """One Jacobi step of ``theta`` (and ``phi``): eq 24 / eqs 9-10, normalized step."""
     gth_a, gph_a = local_gradients(c, par, ts)
-    gth_s, gph_s = server_grad_theta(c, ts, g, g_tilde, s)
-    Y = c.y[ts - 1] if s.target != "refined" else np.vstack([c.y[ts - 1], c.y[ts]])
+    gth_s, gph_s = server_grad_theta(c, ts, g, g_tilde, target, alg1_literal)
+    Y = c.y[ts - 1] if target != "refined" else np.vstack([c.y[ts - 1], c.y[ts]])
     sy = np.linalg.norm(Y, 2) ** 2 / len(ts)
     CA, A = np.linalg.norm(c.C @ c.A, 2) ** 2, max(np.linalg.norm(c.A, 2) ** 2, 1.0)
-    if s.difference:  # local loss on levels, server loss on differenced rows
-        Ys = [c.y[ts - 1]] if s.target != "refined" else [c.y[ts - 1], c.y[ts]]
+    if difference:  # local loss on levels, server loss on differenced rows
+        Ys = [c.y[ts - 1]] if target != "refined" else [c.y[ts - 1], c.y[ts]]
         dY = np.vstack([time_difference(Yk) for Yk in Ys])
         sd = np.linalg.norm(dY, 2) ** 2 / (len(ts) - 1) if dY.size else 0.0
-        bound = 2.0 * (s.eta1 * CA * np.linalg.norm(c.y[ts - 1], 2) ** 2 / len(ts)
-                       + s.eta2 * (1.0 + s.xi) * A * sd)
+        bound = 2.0 * (eta1 * CA * np.linalg.norm(c.y[ts - 1], 2) ** 2 / len(ts)
+                       + eta2 * (1.0 + xi) * A * sd)
     else:
-        bound = 2.0 * sy * (s.eta1 * CA + s.eta2 * (1.0 + s.xi) * A)
+        bound = 2.0 * sy * (eta1 * CA + eta2 * (1.0 + xi) * A)
     curv = max(par.curv, bound)
-    L = curv + 2.0 * s.lambda_l + 1e-12
-    theta = par.theta - (s.lr_client / L) * (s.eta1 * gth_a + s.eta2 * gth_s
-                                             + 2.0 * s.lambda_l * par.theta)
+    L = curv + 2.0 * lambda_l + 1e-12
+    theta = par.theta - (lr_client / L) * (eta1 * gth_a + eta2 * gth_s
+                                           + 2.0 * lambda_l * par.theta)
     phi = par.phi
-    if s.learn_phi:
-        Lp = 2.0 * (s.eta1 * np.linalg.norm(c.C, 2) ** 2 + s.eta2) + 1e-12
-        phi = par.phi - (s.lr_client / Lp) * (s.eta1 * gph_a + s.eta2 * gph_s)
+    if learn_phi:
+        Lp = 2.0 * (eta1 * np.linalg.norm(c.C, 2) ** 2 + eta2) + 1e-12
+        phi = par.phi - (lr_client / Lp) * (eta1 * gph_a + eta2 * gph_s)
     return ClientParams(theta, phi, curv)
 
 
@@ -551,46 +464,50 @@ def fedgc_server_window(A_diag: Sequence[np.ndarray], A_hat: np.ndarray,
 
 
 def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np.ndarray]],
-                s: StateSpaceSettings, hc_index: int = 2, u_index: int = 3) -> ServerParams:
+                *, lr_server: float, lambda_g: float, xi: float, difference: bool,
+                hc_index: int = 2, u_index: int = 3) -> ServerParams:
     """``A_hat -= lr / L_A (grad + 2 lambda_g A_hat)``; likewise ``B_hat`` (eqs 3, 14-15).
 
     ``L_A``, ``L_B``: running maxima of the windows' curvature bounds, plus the ridge (on the
-    differenced states and inputs with ``s.difference``).
+    differenced states and inputs with ``difference``).
     """
     def curvature(Z: np.ndarray) -> float:
-        if s.difference:
+        if difference:
             Z = time_difference(Z)
         return np.linalg.norm(Z, 2) ** 2 / max(Z.shape[0], 1) if Z.size else 0.0
 
     HC = np.hstack([m[hc_index] for m in msgs])
-    cA = max(par.curv_A, 2.0 * max(1.0 + s.xi, 1.0) * curvature(HC))
-    A = par.A_hat - (s.lr_server / (cA + 2 * s.lambda_g + 1e-12)) * (
-        win.grad_A + 2 * s.lambda_g * par.A_hat)
+    cA = max(par.curv_A, 2.0 * max(1.0 + xi, 1.0) * curvature(HC))
+    A = par.A_hat - (lr_server / (cA + 2 * lambda_g + 1e-12)) * (
+        win.grad_A + 2 * lambda_g * par.A_hat)
     B, cB = par.B_hat, par.curv_B
     if B.size:
         UU = np.hstack([m[u_index] for m in msgs])
         cB = max(cB, 2.0 * curvature(UU))
-        B = B - (s.lr_server / (cB + 2 * s.lambda_g + 1e-12)) * (win.grad_B + 2 * s.lambda_g * B)
+        B = B - (lr_server / (cB + 2 * lambda_g + 1e-12)) * (win.grad_B + 2 * lambda_g * B)
     return ServerParams(A, B, cA, cB)
 
 
 # ---- protocol steps --------------------------------------------------------------------------
 def fedgc_server_update(A_diag: Sequence[np.ndarray], spar: ServerParams,
-                        msgs: Sequence[Sequence[np.ndarray]], s: StateSpaceSettings
-                        ) -> tuple[ServerWindow, ServerParams]:
+                        msgs: Sequence[Sequence[np.ndarray]], *, target: str, difference: bool,
+                        lr_server: float, lambda_g: float) -> tuple[ServerWindow, ServerParams]:
     """FedGC's server on one window: :func:`fedgc_server_window`, then the ``A_hat`` step
     (eq 3) with the penalty's curvature alone (FedGC has no ``xi``)."""
-    win = fedgc_server_window(A_diag, spar.A_hat, msgs, s.target, s.difference)
-    return win, server_step(spar, win, msgs, replace(s, xi=0.0), hc_index=1)
+    win = fedgc_server_window(A_diag, spar.A_hat, msgs, target, difference)
+    return win, server_step(spar, win, msgs, lr_server=lr_server, lambda_g=lambda_g, xi=0.0,
+                            difference=difference, hc_index=1)
 
 
 def fedcf_server_update(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarray],
-                        spar: ServerParams, msgs: Sequence[Sequence[np.ndarray]],
-                        s: StateSpaceSettings) -> tuple[ServerWindow, ServerParams]:
+                        spar: ServerParams, msgs: Sequence[Sequence[np.ndarray]], *, xi: float,
+                        difference: bool, lr_server: float, lambda_g: float
+                        ) -> tuple[ServerWindow, ServerParams]:
     """FedCF's server on one window: :func:`server_window`, then the ``A_hat, B_hat`` steps
     (eqs 14-15)."""
-    win = server_window(A_diag, B_diag, spar, msgs, s.xi, s.difference)
-    return win, server_step(spar, win, msgs, s)
+    win = server_window(A_diag, B_diag, spar, msgs, xi, difference)
+    return win, server_step(spar, win, msgs, lr_server=lr_server, lambda_g=lambda_g, xi=xi,
+                            difference=difference)
 
 
 def fedgc_states(c: ClientData, par: ClientParams, ts: np.ndarray,
@@ -604,98 +521,21 @@ def fedgc_states(c: ClientData, par: ClientParams, ts: np.ndarray,
     return [c.hc[ts - 1] + c.y[ts - 1] @ par.theta.T, c.hc[ts - 1]]
 
 
-def private(arrays: Sequence[np.ndarray], s: StateSpaceSettings, direction: int, m: int, k: int
-            ) -> list[np.ndarray]:
-    """The DP release of ``arrays`` (unchanged when ``s.dp`` is off).
+def private(arrays: Sequence[np.ndarray], direction: int, m: int, k: int, *, dp: bool,
+            epsilon: float, delta: float, clip: float, seed: int) -> list[np.ndarray]:
+    """The (``epsilon``, ``delta``) Gaussian release of ``arrays`` clipped to ``clip``
+    (unchanged when ``dp`` is off).
 
     ``direction`` 1: client m's states of window k (clip ``dp_clip_msg``); 2: the server's
     gradients for client m of window k (clip ``dp_clip_grad``). Array j of a release draws
     its noise from ``release_rng(seed, direction, m, k, j)``.
     """
-    if not s.dp:
+    if not dp:
         return list(arrays)
     from fedcausal_flwr.privacy import GaussianRelease, release_rng
 
-    rel = GaussianRelease(s.dp_epsilon, s.dp_delta,
-                          s.dp_clip_msg if direction == 1 else s.dp_clip_grad)
-    return [rel(a, release_rng(s.seed, direction, m, k, j)) for j, a in enumerate(arrays)]
-
-
-# ---- the in-process reference loop -------------------------------------------------------------
-# The oracle of the Flower path (tests compare the two to 1e-10). It writes each exchange out
-# from the equations above, independently of the strategy and client modules, including what
-# crosses the wire (FedGC: [hhat_a^{t-1}, hhat_c^{t-1}] up and [g~] down; FedCF: all four
-# states up and [g, g~] down), because the DP noise is drawn per sent array.
-def exchange_step(clients: Sequence[ClientData], cpar: Sequence[ClientParams],
-                  spar: ServerParams, ts: np.ndarray, s: StateSpaceSettings, k: int = 1
-                  ) -> tuple[list[ClientParams], ServerParams, ServerWindow]:
-    """One exchange on window ``ts`` (number k): states, server window, both Jacobi steps.
-
-    FedGC with :class:`FedGCSettings`, FedCF with :class:`FedCFSettings`.
-    """
-    pairs = list(zip(clients, cpar, strict=True))
-    if isinstance(s, FedCFSettings):
-        sent = [private(client_states(c, p, ts, s), s, 1, m, k)
-                for m, (c, p) in enumerate(pairs)]
-        win, sp = fedcf_server_update(clients_A(clients), clients_B(clients), spar, sent, s)
-        grads = [private([win.g[m], win.g_tilde[m]], s, 2, m, k) for m in range(len(pairs))]
-    else:
-        sent = [private(fedgc_states(c, p, ts, s.target), s, 1, m, k)
-                for m, (c, p) in enumerate(pairs)]
-        win, sp = fedgc_server_update(clients_A(clients), spar, sent, s)
-        grads = [[np.zeros_like(win.g_tilde[m]), *private([win.g_tilde[m]], s, 2, m, k)]
-                 for m in range(len(pairs))]
-    new = [client_step(c, p, ts, g, gt, s) for (c, p), (g, gt) in zip(pairs, grads, strict=True)]
-    return new, sp, win
-
-
-def clients_A(clients: Sequence[ClientData]) -> list[np.ndarray]:
-    """The ``A_mm`` the clients send once."""
-    return [c.A for c in clients]
-
-
-def clients_B(clients: Sequence[ClientData]) -> list[np.ndarray]:
-    """The ``B_mm`` the clients send once."""
-    return [c.B for c in clients]
-
-
-@dataclass
-class ReferenceRun:
-    """End state and per-exchange history of :func:`reference`."""
-
-    clients: list[ClientParams]
-    server: ServerParams
-    history: list[dict[str, float]]
-
-
-def check_lengths(clients: Sequence[ClientData]) -> int:
-    """Common T of all clients, or a ValueError naming the first client that differs."""
-    T = clients[0].y.shape[0]
-    for m, c in enumerate(clients):
-        if c.y.shape[0] != T:
-            raise ValueError(f"client {m}: {c.y.shape[0]} time steps, client 0 has {T}")
-    return T
-
-
-def reference(clients: Sequence[ClientData], s: StateSpaceSettings,
-              spar: ServerParams | None = None, num_rounds: int | None = None) -> ReferenceRun:
-    """The in-process loop (FedGC or FedCF by the type of ``s``), window after window.
-
-    ``spar``: the server's start (default: :func:`initial_server_for`); ``num_rounds``: stop
-    after that many exchanges (default: every window of every epoch). The clients end with
-    the last window's gradients applied.
-    """
-    T = check_lengths(clients)
-    cf = isinstance(s, FedCFSettings)
-    spar = spar or initial_server_for([c.dims[0] for c in clients],
-                                      [c.dims[1] if cf else 0 for c in clients], s)
-    cpar = [initial_client(c, s, m) for m, c in enumerate(clients)]
-    hist = []
-    for k, ts in enumerate(windows(T, s.window, s.epochs)[:num_rounds]):
-        la = [local_loss(c, p, ts) for c, p in zip(clients, cpar, strict=True)]
-        cpar, spar, win = exchange_step(clients, cpar, spar, ts, s, k + 1)
-        hist.append(history_row(k + 1, win, la))
-    return ReferenceRun(cpar, spar, hist)
+    rel = GaussianRelease(epsilon, delta, clip)
+    return [rel(a, release_rng(seed, direction, m, k, j)) for j, a in enumerate(arrays)]
 
 
 def history_row(k: int, win: ServerWindow, local: Sequence[float]) -> dict[str, float]:
@@ -740,6 +580,6 @@ def augmented_states(c: ClientData, par: ClientParams) -> np.ndarray:
     return c.hc + c.y @ par.theta.T
 
 
-def iterate_windows(T: int, s: StateSpaceSettings) -> Iterator[tuple[int, np.ndarray]]:
+def iterate_windows(T: int, W: int, epochs: int) -> Iterator[tuple[int, np.ndarray]]:
     """``(exchange number, ts)`` pairs of a run."""
-    yield from enumerate(windows(T, s.window, s.epochs), start=1)
+    yield from enumerate(windows(T, W, epochs), start=1)

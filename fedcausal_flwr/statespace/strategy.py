@@ -13,7 +13,7 @@ Protocol (one setup exchange, then one ``train.ss_window`` exchange per window o
                the inputs of the server model, eq 15) and its local loss. The server takes
                one step of ``A_hat`` on ``L_s = mean_t sum_m ||D_m||^2`` (eqs 15-16).
                A last, unrecorded exchange only delivers the final gradients, so the clients
-               end as in the reference loop (:func:`~fedcausal_flwr.statespace.model.reference`).
+               end as in the reference loop (:func:`~fedcausal_flwr.statespace.loop.reference`).
 
 Every window needs every client (the server model of each client uses all the others'
 states), so a missing or invalid reply stops the run with the finished windows kept. Clients
@@ -55,8 +55,10 @@ import numpy as np
 from fedcausal_flwr.federation.strategy import CausalStrategy, NodeInfo, ProtocolStopped, Shape
 from fedcausal_flwr.names import split
 from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.statespace import kalman
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings
+from fedcausal_flwr.statespace.wire import PHASES, shapes
 
 
 class FedGC(CausalStrategy):
@@ -93,17 +95,14 @@ class FedGC(CausalStrategy):
         """Sizes of the inputs the server model uses (FedGC: none)."""
         return [0] * len(self.cids)
 
-    def setup_shapes(self, i: int) -> list[Shape]:
-        """``A_mm``."""
-        return [(self.P[i], self.P[i])]
+    def reply_layout(self, phase: str, i: int, W: int = 0) -> list[Shape]:
+        """Client i's reply to ``phase`` for a window of W steps (:data:`PHASES`)."""
+        return shapes(PHASES[self.algorithm][phase].up, P=self.P[i], U=self.U[i], D=self.D[i],
+                      W=W)
 
     def local_blocks(self, arrays: list[np.ndarray], i: int) -> tuple[np.ndarray, np.ndarray]:
         """``(A_mm, B_mm)`` from the setup reply (FedGC: no ``B_mm``)."""
         return arrays[0], np.zeros((self.P[i], 0))
-
-    def state_shapes(self, i: int, W: int) -> list[Shape]:
-        """``[hhat_a^{t-1}, hhat_c^{t-1}]`` and the local loss."""
-        return [(W, self.P[i])] * 2 + [()]
 
     def empty_grads(self, i: int) -> list[np.ndarray]:
         """What the first window carries instead of gradients."""
@@ -116,17 +115,23 @@ class FedGC(CausalStrategy):
     def server_update(self, msgs: list[list[np.ndarray]]
                       ) -> tuple[ss.ServerWindow, ss.ServerParams]:
         """The server's window: FedGC's loss and ``A_hat`` step."""
-        return ss.fedgc_server_update(self.A_diag, self.server, msgs, self.settings)
+        s = self.settings
+        return ss.fedgc_server_update(self.A_diag, self.server, msgs, target=s.target,
+                                      difference=s.difference, lr_server=s.lr_server,
+                                      lambda_g=s.lambda_g)
 
     # ---- the protocol -------------------------------------------------------------------
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
-        """Sizes of every client, the window plan and the server's start."""
+        """Sizes of every client (states, measurements, inputs), the window plan and the
+        server's start."""
         self.cids = sorted(nodes)
         self.T = int(nodes[self.cids[0]].props["t"])
         self.P = [int(nodes[c].props["p"]) for c in self.cids]
+        self.D = [int(nodes[c].props["d"]) for c in self.cids]
         self.U = self.input_sizes(nodes)
         self.plan = ss.windows(self.T, self.settings.window, self.settings.epochs)
-        self.server = ss.initial_server_for(self.P, self.U, self.settings)
+        self.server = ss.initial_server_for(self.P, self.U, self.settings.init_std,
+                                            self.settings.seed)
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start from ``[A_hat]`` (its off-diagonal blocks) instead of the default start."""
@@ -146,8 +151,8 @@ class FedGC(CausalStrategy):
                                                 self.P, self.U))
 
     def window_config(self, ts: np.ndarray, prev: np.ndarray, k: int) -> dict[str, Any]:
-        """Window bounds and the client's share of the settings."""
-        return {**self.settings.client_config(),
+        """Window bounds and the wire settings."""
+        return {**self.settings.to_wire(),
                 "start": int(ts[0]) if ts.size else 0,
                 "stop": int(ts[-1]) + 1 if ts.size else 0,
                 "prev-start": int(prev[0]) if prev.size else 0,
@@ -156,12 +161,14 @@ class FedGC(CausalStrategy):
     def window(self, grid, ts: np.ndarray, prev: np.ndarray, win: ss.ServerWindow | None,
                k: int) -> dict[int, list[np.ndarray]]:
         """One ``ss_window`` exchange: gradients of ``prev`` down, states of ``ts`` up."""
-        cfg = self.window_config(ts, prev, k)
+        cfg, s = self.window_config(ts, prev, k), self.settings
+        dp = {"dp": s.dp, "epsilon": s.dp_epsilon, "delta": s.dp_delta, "clip": s.dp_clip_grad,
+              "seed": s.seed}
         payloads = {c: (self.empty_grads(i) if win is None else
-                        ss.private(self.grads(win, i), self.settings, 2, c, k - 1), cfg)
+                        ss.private(self.grads(win, i), 2, c, k - 1, **dp), cfg)
                     for i, c in enumerate(self.cids)}
-        shapes = {c: self.state_shapes(i, ts.size) for i, c in enumerate(self.cids)}
-        return self.exchange(grid, "ss_window", payloads, shapes, every=True)
+        want = {c: self.reply_layout("ss_window", i, ts.size) for i, c in enumerate(self.cids)}
+        return self.exchange(grid, "ss_window", payloads, want, every=True)
 
     def done(self) -> bool:
         """Every planned window is recorded."""
@@ -177,13 +184,14 @@ class FedGC(CausalStrategy):
     def run_rounds(self, grid, result: RunResult) -> None:
         """Setup, then one recorded round per window, then the final gradients."""
         replies = self.exchange(grid, "ss_setup", {c: ([], {}) for c in self.cids},
-                                {c: self.setup_shapes(i) for i, c in enumerate(self.cids)},
+                                {c: self.reply_layout("ss_setup", i)
+                                 for i, c in enumerate(self.cids)},
                                 every=True)
         blocks = [self.local_blocks(replies[c], i) for i, c in enumerate(self.cids)]
         self.A_diag = [a for a, _ in blocks]
         self.B_diag = [b for _, b in blocks]
         for c, A in zip(self.cids, self.A_diag, strict=True):
-            if ss.spectral_radius(A) >= 1:
+            if kalman.spectral_radius(A) >= 1:
                 raise ProtocolStopped(f"client {c}: A_mm is unstable")
         prev, win = np.arange(0), None
         for rec in self.rounds(result):
@@ -282,27 +290,13 @@ class FedCF(FedGC):
                                              list(map(float, self.query[2]))]
         return {**super().config(), "query": q}
 
-    def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
-        """FedGC's sizes plus the measurement sizes (for the query's answer)."""
-        super().setup(nodes)
-        self.D = [int(nodes[c].props["d"]) for c in self.cids]
-
     def input_sizes(self, nodes: Mapping[int, NodeInfo]) -> list[int]:
         """Every client's input size ``U_m``."""
         return [int(nodes[c].props["u"]) for c in self.cids]
 
-    def setup_shapes(self, i: int) -> list[Shape]:
-        """``A_mm`` and ``B_mm``."""
-        return [(self.P[i], self.P[i]), (self.P[i], self.U[i])]
-
     def local_blocks(self, arrays: list[np.ndarray], i: int) -> tuple[np.ndarray, np.ndarray]:
         """``(A_mm, B_mm)``."""
         return arrays[0], arrays[1]
-
-    def state_shapes(self, i: int, W: int) -> list[Shape]:
-        """Target, ``hhat_a^{t-1}``, ``hhat_c^{t-1}``, ``u^{t-1}`` and the local loss."""
-        p = self.P[i]
-        return [(W, p)] * 3 + [(W, self.U[i]), ()]
 
     def empty_grads(self, i: int) -> list[np.ndarray]:
         """``[g, g~]`` of no window."""
@@ -315,8 +309,10 @@ class FedCF(FedGC):
     def server_update(self, msgs: list[list[np.ndarray]]
                       ) -> tuple[ss.ServerWindow, ss.ServerParams]:
         """FedCF's loss and the ``A_hat, B_hat`` steps."""
-        return ss.fedcf_server_update(self.A_diag, self.B_diag, self.server, msgs,
-                                      self.settings)
+        s = self.settings
+        return ss.fedcf_server_update(self.A_diag, self.B_diag, self.server, msgs, xi=s.xi,
+                                      difference=s.difference, lr_server=s.lr_server,
+                                      lambda_g=s.lambda_g)
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start from ``[A_hat, B_hat]`` (their off-diagonal blocks)."""
@@ -344,7 +340,8 @@ class FedCF(FedGC):
             return
         self._round += 1
         dh = ss.block(self.server.B_hat, self.P, self.U, i, j) @ du
-        reply = self.exchange(grid, "ss_query", {m: ([dh], {})}, [(self.D[i],)], need=1)
+        reply = self.exchange(grid, "ss_query", {m: ([dh], {})},
+                              self.reply_layout("ss_query", i), need=1)
         self.answer = {"client": m, "source": n, "delta_u": du, "delta_h": dh,
                        "delta_y": reply[m][0]}
 

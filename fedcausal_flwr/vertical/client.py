@@ -45,6 +45,7 @@ from fedcausal_flwr.vertical import dispatch
 from fedcausal_flwr.vertical import model as core
 from fedcausal_flwr.vertical.data import TRANSFORMS, checked_party, fitted_scaler
 from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
+from fedcausal_flwr.vertical.wire import PHASES
 
 STATE_KEY = "vfedcd"
 
@@ -100,9 +101,7 @@ class VFedCDClient(CausalClient):
         their training rows).
     """
 
-    phases = {f"vfedcd_{p}": p for p in ("keys", "setup", "forward", "share", "decode",
-                                         "gradient", "update", "plain_setup", "plain_forward",
-                                         "plain_decode", "plain_update")}
+    phases = {p: p.removeprefix("vfedcd_") for p in PHASES}
 
     def __init__(self, x: np.ndarray, columns: np.ndarray, sample_ids: np.ndarray,
                  partition_id: int = 0, num_partitions: int = 1,
@@ -204,7 +203,7 @@ class VFedCDClient(CausalClient):
     # ---- state ------------------------------------------------------------------------
     def _settings(self, config: dict[str, Any]) -> VFedCDSettings:
         """The shared settings the server sent; they must not change within a run."""
-        s = VFedCDSettings.from_party_config(config)
+        s = VFedCDSettings.from_wire(config, self.who)
         before = self._state.get("settings")
         if before is not None and before != s:
             raise ValueError(f"{self.who}: the server changed the settings within a run")
@@ -246,12 +245,14 @@ class VFedCDClient(CausalClient):
         return metrics or {}
 
     def _batch(self, party: Any, config: dict[str, Any]) -> np.ndarray:
-        return core.batches(len(self.x), party.s, int(config["epoch"]))[int(config["batch"])]
+        s = party.s
+        return core.batches(len(self.x), s.batch, s.seed, int(config["epoch"]))[
+            int(config["batch"])]
 
     # ---- secure dispatch phases (mode "vfedcd") ----------------------------------------
     def keys(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_keys``: the shared settings in; a fresh public key out."""
-        s = VFedCDSettings.from_party_config(config)
+        s = VFedCDSettings.from_wire(config, self.who)
         self._accept(s)
         rows = self._align(config)
         backend = self._backend(s)
@@ -316,7 +317,7 @@ class VFedCDClient(CausalClient):
     # ---- plain framework phases (modes "framework" and "ctv") --------------------------
     def plain_setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_plain_setup``: the shared settings in; graph fragments out."""
-        s = VFedCDSettings.from_party_config(config)
+        s = VFedCDSettings.from_wire(config, self.who)
         self._accept(s)
         rows = self._align(config)
         me, sizes = self._setup_sizes(config)

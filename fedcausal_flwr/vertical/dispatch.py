@@ -13,8 +13,8 @@ Per step (mini-batch rows ``idx``), phases in order:
 ``gradient`` x^meT (x) Enc_t(dZ_t) - Enc_t(phi)                    -> target t   (Alg. 4)
 ``update``   apply data + CTV + L1 gradients, re-encrypt F[me][j][t] -> holder j;
              graph fragments B_t^me                                 -> CTV (Algs. 5-6)
-The arithmetic is that of :func:`fedcausal_flwr.vertical.model.train_reference`, so a run of these
-phases equals the core reference loop exactly.
+The arithmetic is that of :func:`fedcausal_flwr.vertical.loop.train_reference`, so a run of
+these phases equals the reference loop exactly.
 
 A :class:`PlainParty` (modes "framework" and "ctv") holds its whole encoders and sends the
 features ``H_kt`` and receives their gradients in the clear, as the paper's framework without
@@ -31,6 +31,7 @@ import numpy as np
 
 from fedcausal_flwr.secure.shares import Mock, forward_masks, holder_share, ring
 from fedcausal_flwr.vertical import model as core
+from fedcausal_flwr.vertical.decoder import init_decoder, train_decoder
 
 Outbox = dict[int, dict[str, np.ndarray]]  # destination party -> name -> array
 
@@ -51,8 +52,9 @@ class Party:
         self.pk, self.sk = keys or backend.keypair()
         self.pks: dict[int, Any] = {}
         K = self.K
-        self.F = [[core.init_fragment(me, k, t, sizes, s) for t in range(K)] for k in range(K)]
-        self.dec = core.init_decoder(me, sizes[me], s)
+        self.F = [[core.init_fragment(me, k, t, sizes, s.hidden, s.secure, s.seed)
+                   for t in range(K)] for k in range(K)]
+        self.dec = init_decoder(me, sizes[me], s.hidden, s.dec_layers, s.loss, s.seed)
         self.memory: dict[Any, Any] = {"dec": []}  # optimizer memory (Adam's moments)
         self.enc_in: dict[tuple[int, int], np.ndarray] = {}
         self.tmp: dict[str, Any] = {}
@@ -77,7 +79,7 @@ class Party:
     def graph_fragments(self) -> dict[str, np.ndarray]:
         """``B_t^me`` (d x d_t) for every t, plus Laplace noise if ``dp_b``: what the CTV sees."""
         st = self.starts
-        noise = core.dp_noise(self.s, self.updates, self.me, st[-1])
+        noise = core.dp_noise(self.s.dp_b, self.s.seed, self.updates, self.me, st[-1])
         return {f"B.t{t}": core.graph_fragment([self.F[k][t] for k in range(self.K)], t, st)
                 + noise[:, st[t]:st[t + 1]] for t in range(self.K)}
 
@@ -144,8 +146,8 @@ class Party:
             with np.errstate(over="ignore"):
                 Z = Z + np.asarray(msg["z"], dtype=np.uint64).reshape(Z.shape)
         Zf = core.dequantize(Z, 2 * s.frac).reshape(n, d_t, self.h)
-        self.dec, dZ, loss = core.train_decoder(self.dec, Zf, self.x[self.tmp["idx"]], s,
-                                                self.memory["dec"])
+        self.dec, dZ, loss = train_decoder(self.dec, Zf, self.x[self.tmp["idx"]],
+                                           self.memory["dec"], **s.optimizer_args())
         gq = core.quantize(dZ, s.frac)
         self.tmp["grads"] = {(me, me): core.dequantize(
             core.encoder_grad_q(self.tmp["xq"], gq), 2 * s.frac)}
@@ -160,7 +162,8 @@ class Party:
         for t, msg in inbox.items():
             c = b.matmul(self.pks[t], self.tmp["xq"].T,
                          b.from_wire(self.pks[t], msg["dz"], (n, self.sizes[t] * self.h)))
-            phi = core.phi_mask(s, step, me, t, (self.sizes[me], self.sizes[t], self.h))
+            phi = core.phi_mask(s.seed, s.sigma_phi, s.frac, step, me, t,
+                                (self.sizes[me], self.sizes[t], self.h))
             self.tmp["grads"][me, t] = core.dequantize(phi, 2 * s.frac)
             out[t] = {"he2ss": b.to_wire(self.pks[t], b.mask_backward(
                 self.pks[t], c, phi.reshape(self.sizes[me], -1)))}
@@ -184,8 +187,8 @@ class Party:
                 g = core.norm_backward(w, G[st[k]:st[k + 1], st[t]:st[t + 1]])
                 if (k, t) in grads:
                     g = g + grads[k, t].reshape(w.shape)
-                self.F[k][t] = core.update_fragment(w, g, k, t, s,
-                                                    self.memory.setdefault((k, t), {}))
+                self.F[k][t] = core.update_fragment(w, g, k, t, self.memory.setdefault((k, t), {}),
+                                                    lambda1=s.lambda1, **s.optimizer_args())
         self.tmp = {}
         self.updates += 1
         return self._encrypted_fragments(), self.graph_fragments()
@@ -204,8 +207,9 @@ class PlainParty:
             raise ValueError("PlainParty runs the ablations 'framework' and 'ctv' only")
         self.me, self.x, self.sizes, self.s, self.K = me, x, list(sizes), s, len(sizes)
         self.starts = core.starts_of(sizes)
-        self.W = [core.init_fragment(me, me, t, sizes, s) for t in range(self.K)]
-        self.dec = core.init_decoder(me, sizes[me], s)
+        self.W = [core.init_fragment(me, me, t, sizes, s.hidden, s.secure, s.seed)
+                  for t in range(self.K)]
+        self.dec = init_decoder(me, sizes[me], s.hidden, s.dec_layers, s.loss, s.seed)
         self.memory: dict[Any, Any] = {"dec": []}  # optimizer memory (Adam's moments)
         self.tmp: dict[str, Any] = {}
         self.updates = 0
@@ -213,7 +217,7 @@ class PlainParty:
     def graph_fragments(self) -> list[np.ndarray]:
         """``B_t^me`` (d x d_t) for every t, plus Laplace noise if ``dp_b``."""
         st, K = self.starts, self.K
-        noise = core.dp_noise(self.s, self.updates, self.me, st[-1])
+        noise = core.dp_noise(self.s.dp_b, self.s.seed, self.updates, self.me, st[-1])
         return [core.graph_fragment([self.W[t] if k == self.me else None for k in range(K)],
                                     t, st) + noise[:, st[t]:st[t + 1]] for t in range(K)]
 
@@ -229,8 +233,8 @@ class PlainParty:
         s, idx = self.s, self.tmp["idx"]
         Z = self.tmp["own"] + sum(np.asarray(H).reshape(self.tmp["own"].shape)
                                   for H in inbox.values())
-        self.dec, dZ, loss = core.train_decoder(self.dec, core.dequantize(Z, 2 * s.frac),
-                                                self.x[idx], s, self.memory["dec"])
+        self.dec, dZ, loss = train_decoder(self.dec, core.dequantize(Z, 2 * s.frac), self.x[idx],
+                                           self.memory["dec"], **s.optimizer_args())
         gq = core.quantize(dZ, s.frac)
         self.tmp["gq"] = {self.me: gq}
         return gq, loss
@@ -244,8 +248,9 @@ class PlainParty:
         for t in range(self.K):
             data = core.dequantize(core.encoder_grad_q(self.tmp["xq"], gq[t]), 2 * s.frac)
             ctv = core.norm_backward(self.W[t], G[st[me]:st[me + 1], st[t]:st[t + 1]])
-            self.W[t] = core.update_fragment(self.W[t], data + ctv, me, t, s,
-                                             self.memory.setdefault(t, {}))
+            self.W[t] = core.update_fragment(self.W[t], data + ctv, me, t,
+                                             self.memory.setdefault(t, {}), lambda1=s.lambda1,
+                                             **s.optimizer_args())
         self.tmp = {}
         self.updates += 1
         return self.graph_fragments()
@@ -270,16 +275,20 @@ class CTV:
 
     def shares(self) -> list[np.ndarray]:
         """This step's gradient shares of B (one per party); advances the step."""
-        G, self.rho, self.u, self.v = core.ctv_gradient(self.B, self.lam2, self.s, self.u,
-                                                        self.v)
-        out = core.split_gradient(G, self.K, self.s, core.rng_for(self.s.seed, "split",
-                                                                  self.step))
+        s = self.s
+        G, self.rho, self.u, self.v = core.ctv_gradient(self.B, self.lam2, self.u, self.v,
+                                                        s.power_iters, s.lambda_b)
+        out = core.split_gradient(G, self.K, core.rng_for(s.seed, "split", self.step), s.split,
+                                  s.secure)
         self.step += 1
         return out
 
     def end_epoch(self) -> None:
         """lambda2 schedule on the current B."""
-        self.lam2, self.frozen = core.next_lambda2(self.lam2, self.frozen, self.B, self.s)
+        s = self.s
+        self.lam2, self.frozen = core.next_lambda2(self.lam2, self.frozen, self.B, ctv=s.ctv,
+                                                   unfreeze=s.unfreeze, tau=s.tau,
+                                                   dag_tol=s.dag_tol, gamma=s.gamma)
 
 
 def peer_names(kind: str, K: int) -> list[str]:
@@ -354,7 +363,7 @@ def run_local(xs: Sequence[np.ndarray], s: core.VFedCDSettings, backend: Mock, e
 
     step = 0
     for epoch in range(epochs):
-        for idx in core.batches(len(xs[0]), s, epoch):
+        for idx in core.batches(len(xs[0]), s.batch, s.seed, epoch):
             if steps is not None and step >= steps:
                 return parties, ctv
             fwd = relay("forward", each("forward", {k: (step, idx, enc.get(k, {}))

@@ -16,15 +16,17 @@ fragment i held by party i (under the secure dispatch, Alg. 2; without it only `
 
 Products ``x W`` and ``x^T dZ`` are computed in fixed point (``frac`` bits per factor), the
 arithmetic the secret shares use, so the shared protocol (:mod:`fedcausal_flwr.vertical.dispatch`)
-equals :func:`train_reference` exactly. Fragments, decoders and graphs are numpy float64
-(decoders backpropagate by hand). Every setting and its default is in :class:`VFedCDSettings`.
+equals :func:`fedcausal_flwr.vertical.loop.train_reference` exactly. Fragments, decoders and
+graphs are numpy float64; the decoders (backpropagated by hand) are in
+:mod:`fedcausal_flwr.vertical.decoder`. Every setting and its default is in
+:class:`VFedCDSettings`.
 Pure numpy: no I/O, no data generation (:mod:`fedcausal_flwr.vertical.data`), no Flower.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -67,38 +69,40 @@ class VFedCDSettings(RunSettings):
     them). Keys below :data:`MIN_KEY_BITS` are refused unless ``insecure_test_keys`` (run
     config ``insecure-test-keys``, for tests only) allows them (down to 256 bits).
     ``seed``: every seeded draw (initialisation, batches, masks, splits).
-    The server sends the parties' fields (:data:`PARTY_KEYS`) with the setup phase; each
-    party accepts them only within its own :class:`PartyConsent`.
+    The server sends the parties' fields (the ``wire`` ones; the rest is the CTV's: epochs,
+    gamma, tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round
+    settings) with the first and the setup phase; each party accepts them only within its own
+    :class:`PartyConsent`.
     """
 
     section: ClassVar[str] = "vertical"
 
     epochs: int = setting(30, "num-epochs", ge=1)
-    batch: int = setting(200, "batch", ge=1)
-    lr: float = setting(0.1, "lr", gt=0)
-    optimizer: str = setting("adam", "optimizer", choices=OPTIMIZERS)
-    adam_eps: float = setting(0.003, "adam-eps", gt=0)
-    lambda1: float = setting(1e-3, "lambda1", ge=0)
+    batch: int = setting(200, "batch", ge=1, wire=True)
+    lr: float = setting(0.1, "lr", gt=0, wire=True)
+    optimizer: str = setting("adam", "optimizer", choices=OPTIMIZERS, wire=True)
+    adam_eps: float = setting(0.003, "adam-eps", gt=0, wire=True)
+    lambda1: float = setting(1e-3, "lambda1", ge=0, wire=True)
     gamma: float = setting(0.01, "gamma", ge=0)
     lambda_b: float = setting(0.0, "lambda-b", ge=0)
     tau: float = setting(0.7, "tau", ge=0)
     dag_tol: float = setting(0.01, "dag-tol", ge=0)
-    hidden: int = setting(10, "hidden", ge=1)
-    dec_layers: int = setting(2, "decoder-layers", ge=1)
+    hidden: int = setting(10, "hidden", ge=1, wire=True)
+    dec_layers: int = setting(2, "decoder-layers", ge=1, wire=True)
     power_iters: int = setting(15, "power-iters", ge=1)
-    sigma_phi: float = setting(1e-3, "sigma-phi", gt=0)
+    sigma_phi: float = setting(1e-3, "sigma-phi", gt=0, wire=True)
     split: str = setting("dirichlet", "split", choices=("dirichlet", "exact"))
-    frac: int = setting(16, "frac-bits", ge=1)
-    dp_b: float = setting(0.0, "dp-b", ge=0)
-    l2: float = setting(0.0, "l2", ge=0)
+    frac: int = setting(16, "frac-bits", ge=1, wire=True)
+    dp_b: float = setting(0.0, "dp-b", ge=0, wire=True)
+    l2: float = setting(0.0, "l2", ge=0, wire=True)
     unfreeze: bool = setting(False, "unfreeze")
-    loss: str = setting("nll", "loss", choices=("mse", "nll"))
-    mode: str = setting("vfedcd", "mode", choices=MODES)
+    loss: str = setting("nll", "loss", choices=("mse", "nll"), wire=True)
+    mode: str = setting("vfedcd", "mode", choices=MODES, wire=True)
     he_backend: str = setting("paillier-packed", "he-backend",
-                              choices=("paillier", "paillier-packed", "mock"))
-    key_bits: int = setting(2048, "key-bits", ge=256)
-    insecure_test_keys: bool = setting(False, "insecure-test-keys")
-    seed: int = setting(0, "seed")
+                              choices=("paillier", "paillier-packed", "mock"), wire=True)
+    key_bits: int = setting(2048, "key-bits", ge=256, wire=True)
+    insecure_test_keys: bool = setting(False, "insecure-test-keys", wire=True)
+    seed: int = setting(0, "seed", wire=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -131,20 +135,11 @@ class VFedCDSettings(RunSettings):
         """The CTV acyclicity penalty is on."""
         return self.mode != "framework"
 
-    def party_config(self) -> dict[str, Any]:
-        """``{run-config key: value}`` of what every party must share (sent by the server)."""
-        return {k: v for k, v in self.run_config().items() if k in PARTY_KEYS}
-
-    @classmethod
-    def from_party_config(cls, config: Mapping[str, Any]) -> Self:
-        """A party's settings from what the server sent; a missing key is an error, never a
-        default (parties must agree with the server)."""
-        missing = [k for k in PARTY_KEYS if k not in config]
-        if missing:
-            raise ValueError(f"the server sent no {', '.join(map(repr, missing))}: parties take "
-                             "every shared setting from the server")
-        return cls.from_run_config({k: config[k] for k in PARTY_KEYS})
-
+    def optimizer_args(self) -> dict[str, Any]:
+        """The numbers of every party's step (:func:`optimizer_step`; the decoder's and, with
+        ``lambda1``, the fragments' :func:`descent`)."""
+        return {"optimizer": self.optimizer, "lr": self.lr, "adam_eps": self.adam_eps,
+                "l2": self.l2}
 
     def exposure(self) -> list[str]:
         """What would cross the wire unprotected under these settings (empty: nothing)."""
@@ -258,13 +253,6 @@ SLOW: dict[str, Any] = {"epochs": 700, "loss": "nll", "lambda1": 5e-4, "l2": 5e-
 """Changes to :data:`PAPER` that gave the App's defaults before the few-step schedule
 (preset "slow", :meth:`VFedCDSettings.slow`)."""
 
-PARTY_KEYS: tuple[str, ...] = (
-    "batch", "lr", "optimizer", "adam-eps", "lambda1", "hidden", "decoder-layers", "sigma-phi",
-    "frac-bits", "dp-b", "l2", "loss", "mode", "he-backend", "key-bits", "insecure-test-keys",
-    "seed")
-"""Run-config keys of the settings the parties use (the rest is the CTV's: epochs, gamma,
-tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round settings)."""
-
 # ---- fixed point ------------------------------------------------------------------------
 def quantize(a: np.ndarray, frac: int) -> np.ndarray:
     """``round(a 2^frac)`` as int64."""
@@ -294,123 +282,27 @@ def self_loop_mask(d_t: int, h: int) -> np.ndarray:
     return m
 
 
-def init_fragment(i: int, k: int, t: int, sizes: Sequence[int], s: VFedCDSettings) -> np.ndarray:
+def init_fragment(i: int, k: int, t: int, sizes: Sequence[int], h: int, secure: bool,
+                  seed: int) -> np.ndarray:
     """Fragment ``F[i][k][t]`` ~ U(+-1/(d sqrt(h)) / K), self-loops masked, seeded per (i,k,t).
 
     Without the secure dispatch party k holds the whole ``W_kt`` (bound not divided by K).
     """
-    bound = 1.0 / (sum(sizes) * np.sqrt(s.hidden)) / (len(sizes) if s.secure else 1)
-    w = rng_for(s.seed, "init", i, k, t).uniform(-bound, bound, (sizes[k], sizes[t], s.hidden))
-    return w * self_loop_mask(sizes[t], s.hidden) if k == t else w
+    bound = 1.0 / (sum(sizes) * np.sqrt(h)) / (len(sizes) if secure else 1)
+    w = rng_for(seed, "init", i, k, t).uniform(-bound, bound, (sizes[k], sizes[t], h))
+    return w * self_loop_mask(sizes[t], h) if k == t else w
 
 
-def holds(i: int, k: int, t: int, s: VFedCDSettings) -> bool:
+def holds(i: int, k: int, t: int, secure: bool) -> bool:
     """Whether party i holds a fragment of ``W_kt`` (all do under the secure dispatch)."""
-    return s.secure or i == k
+    return secure or i == k
 
 
-def init_fragments(sizes: Sequence[int], s: VFedCDSettings) -> Fragments:
+def init_fragments(sizes: Sequence[int], h: int, secure: bool, seed: int) -> Fragments:
     """All fragments ``F[i][k][t]`` (None where party i holds none)."""
     K = len(sizes)
-    return [[[init_fragment(i, k, t, sizes, s) if holds(i, k, t, s) else None
-              for t in range(K)] for k in range(K)] for i in range(K)]
-
-
-def init_decoder(t: int, d_t: int, s: VFedCDSettings) -> list[np.ndarray]:
-    """Per-attribute towers: ``[b0 (d_t,h), (W (d_t,h,h), b (d_t,h)) x (L-1), Wo, bo]``.
-
-    Under the Gaussian NLL a log-variance per attribute (0) comes last (an even-length list).
-    """
-    h, bound, rng = s.hidden, 1.0 / np.sqrt(s.hidden), rng_for(s.seed, "decoder", t)
-    p = [rng.uniform(-bound, bound, (d_t, h))]
-    for _ in range(s.dec_layers - 1):
-        p += [rng.uniform(-bound, bound, (d_t, h, h)), rng.uniform(-bound, bound, (d_t, h))]
-    p += [rng.uniform(-bound, bound, (d_t, h)), rng.uniform(-bound, bound, d_t)]
-    return p + [np.zeros(d_t)] if s.loss == "nll" else p
-
-
-def towers_and_log_var(params: Sequence[np.ndarray]
-                       ) -> tuple[Sequence[np.ndarray], np.ndarray | None]:
-    """The tower parameters and the log-variances (None under MSE, an odd-length list)."""
-    return (params[:-1], params[-1]) if len(params) % 2 == 0 else (params, None)
-
-
-def residual_loss(e: np.ndarray, log_var: np.ndarray | None
-                  ) -> tuple[float, np.ndarray, np.ndarray | None]:
-    """``(L, dL/dxhat, dL/dlog_var)`` of the residuals ``e = xhat - x`` (n x d_t).
-
-    MSE: ``L = sum_j mean_n e^2``. Gaussian NLL (SDCD): ``L = sum_j (lv_j + mean_n e^2 /
-    exp(lv_j)) / 2``, constants dropped.
-    """
-    if log_var is None:
-        return float((e ** 2).mean(0).sum()), 2.0 * e / len(e), None
-    w, msq = np.exp(-log_var), (e ** 2).mean(0)
-    return float((0.5 * log_var + 0.5 * msq * w).sum()), e * w / len(e), 0.5 - 0.5 * msq * w
-
-
-def sigmoid(a: np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(-a))``."""
-    return 1.0 / (1.0 + np.exp(-a))
-
-
-def decoder_activations(params: Sequence[np.ndarray], Z: np.ndarray
-                        ) -> tuple[list[np.ndarray], np.ndarray]:
-    """Each tower layer's sigmoid activations (n x d_t x h) and ``xhat`` (n x d_t)."""
-    acts = [sigmoid(Z + params[0])]
-    for W, b in zip(params[1:-2:2], params[2:-2:2], strict=True):
-        acts.append(sigmoid(np.einsum("nth,thg->ntg", acts[-1], W) + b))
-    return acts, np.einsum("nth,th->nt", acts[-1], params[-2]) + params[-1]
-
-
-def decode(params: Sequence[np.ndarray], Z: np.ndarray) -> np.ndarray:
-    """``xhat`` (n x d_t) of the decoder towers on aggregated features Z (n x d_t x h)."""
-    return decoder_activations(towers_and_log_var(params)[0], Z)[1]
-
-
-def decoder_grads(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray
-                  ) -> tuple[list[np.ndarray], np.ndarray, float]:
-    """``(dL/dparams, dL/dZ, L)`` of the :func:`residual_loss` (backprop)."""
-    params, log_var = towers_and_log_var(params)
-    acts, xhat = decoder_activations(params, Z)
-    loss, r, g_log_var = residual_loss(xhat - x, log_var)
-    grads = [np.einsum("nt,nth->th", r, acts[-1]), r.sum(0)]
-    if log_var is not None:
-        grads.append(g_log_var)
-    da = r[:, :, None] * params[-2]
-    for layer in range(len(acts) - 1, 0, -1):
-        dpre = da * acts[layer] * (1.0 - acts[layer])
-        W = params[2 * layer - 1]
-        grads = [np.einsum("nth,ntg->thg", acts[layer - 1], dpre), dpre.sum(0), *grads]
-        da = np.einsum("ntg,thg->nth", dpre, W)
-    dZ = da * acts[0] * (1.0 - acts[0])
-    return [dZ.sum(0), *grads], dZ, loss
-
-
-def decoder_step(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray, lr: float
-                 ) -> tuple[list[np.ndarray], np.ndarray, float]:
-    """One SGD step of target t's decoder; returns (new params, dL/dZ, loss)."""
-    grads, dZ, loss = decoder_grads(params, Z, x)
-    return [p - lr * g for p, g in zip(params, grads, strict=True)], dZ, loss
-
-
-def train_decoder(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray,
-                  s: VFedCDSettings, memory: list[dict]) -> tuple[list[np.ndarray], np.ndarray,
-                                                                  float]:
-    """Target t's decoder step under ``s.optimizer``: SGD after the L2 decay (:func:`decayed`,
-    :func:`decoder_step`), or Adam on the data gradient plus ``2 l2 p``; ``memory`` (one dict
-    per parameter, filled on first use) keeps Adam's moments. Returns (params, dL/dZ, loss)."""
-    if s.optimizer == "sgd":
-        return decoder_step(decayed(params, s), Z, x, s.lr)
-    grads, dZ, loss = decoder_grads(params, Z, x)
-    while len(memory) < len(params):
-        memory.append({})
-    return [optimizer_step(p, g + 2 * s.l2 * p if s.l2 else g, s, m)
-            for p, g, m in zip(params, grads, memory, strict=True)], dZ, loss
-
-
-def reconstruction_loss(params: Sequence[np.ndarray], Z: np.ndarray, x: np.ndarray) -> float:
-    """The :func:`residual_loss` without a step."""
-    return residual_loss(decode(params, Z) - x, towers_and_log_var(params)[1])[0]
+    return [[[init_fragment(i, k, t, sizes, h, secure, seed) if holds(i, k, t, secure)
+              else None for t in range(K)] for k in range(K)] for i in range(K)]
 
 
 # ---- graph and CTV ----------------------------------------------------------------------
@@ -480,80 +372,84 @@ def dag_at_threshold(B: np.ndarray, tau: float) -> np.ndarray:
     return G
 
 
-def ctv_gradient(B: np.ndarray, lam2: float, s: VFedCDSettings, u: np.ndarray, v: np.ndarray
-                 ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+def ctv_gradient(B: np.ndarray, lam2: float, u: np.ndarray, v: np.ndarray, power_iters: int,
+                 lambda_b: float) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """``d(lambda2 rho(B) + lambda_B |B|_1)/dB``, rho, and the new power-iteration vectors."""
-    rho, drho, u, v = spectral_radius(B, u, v, s.power_iters)
-    return lam2 * drho + s.lambda_b * np.sign(B), rho, u, v
+    rho, drho, u, v = spectral_radius(B, u, v, power_iters)
+    return lam2 * drho + lambda_b * np.sign(B), rho, u, v
 
 
-def split_gradient(G: np.ndarray, K: int, s: VFedCDSettings, rng: np.random.Generator
+def split_gradient(G: np.ndarray, K: int, rng: np.random.Generator, split: str, secure: bool
                    ) -> list[np.ndarray]:
-    """CTV shares ``K w_k G`` with ``w ~ Dirichlet(1_K)`` per entry, or G to everyone."""
-    if s.split == "exact" or not s.secure:
+    """CTV shares ``K w_k G`` with ``w ~ Dirichlet(1_K)`` per entry, or G to everyone (split
+    "exact" or no secure dispatch)."""
+    if split == "exact" or not secure:
         return [G] * K
     w = rng.dirichlet(np.ones(K), size=G.shape)
     return [K * w[..., k] * G for k in range(K)]
 
 
-def next_lambda2(lam2: float, frozen: bool, B: np.ndarray, s: VFedCDSettings) -> tuple[float, bool]:
+def next_lambda2(lam2: float, frozen: bool, B: np.ndarray, *, ctv: bool, unfreeze: bool,
+                 tau: float, dag_tol: float, gamma: float) -> tuple[float, bool]:
     """End of epoch: freeze once ``B > dag_tol`` is a DAG, else ``lambda2 += gamma``.
 
-    With ``unfreeze`` (SDCD) a frozen lambda2 grows again once ``B > tau`` is cyclic.
+    With ``unfreeze`` (SDCD) a frozen lambda2 grows again once ``B > tau`` is cyclic; without
+    the CTV (``ctv`` False) lambda2 stays 0.
     """
-    if not s.ctv:
+    if not ctv:
         return 0.0, frozen
-    if frozen and s.unfreeze:
-        frozen = is_dag(B > s.tau)
-    frozen = frozen or is_dag(B > s.dag_tol)
-    return (lam2 if frozen else lam2 + s.gamma), frozen
+    if frozen and unfreeze:
+        frozen = is_dag(B > tau)
+    frozen = frozen or is_dag(B > dag_tol)
+    return (lam2 if frozen else lam2 + gamma), frozen
 
 
-def optimizer_step(w: np.ndarray, grad: np.ndarray, s: VFedCDSettings,
-                   memory: dict | None = None) -> np.ndarray:
+def optimizer_step(w: np.ndarray, grad: np.ndarray, memory: dict | None = None, *,
+                   optimizer: str, lr: float, adam_eps: float) -> np.ndarray:
     """``w - lr grad`` (SGD), or Adam's step (betas :data:`ADAM_BETAS`) with its moments and
     step count kept in ``memory`` (a dict, filled on first use). Elementwise, so a party's
     fragments step alike one by one or stacked."""
-    if s.optimizer == "sgd":
-        return w - s.lr * grad
+    if optimizer == "sgd":
+        return w - lr * grad
     if memory is None:
-        raise ValueError(f"optimizer {s.optimizer!r} needs a memory dict for its moments")
-    if s.optimizer == "sgdm":
+        raise ValueError(f"optimizer {optimizer!r} needs a memory dict for its moments")
+    if optimizer == "sgdm":
         m = MOMENTUM * memory.get("m", 0.0) + grad
         memory["m"] = m
-        return w - s.lr * m
+        return w - lr * m
     (b1, b2), n = ADAM_BETAS, memory.get("n", 0) + 1
     m = b1 * memory.get("m", 0.0) + (1 - b1) * grad
     v = b2 * memory.get("v", 0.0) + (1 - b2) * grad * grad
     memory.update(m=m, v=v, n=n)
-    return w - s.lr * (m / (1 - b1 ** n)) / (np.sqrt(v / (1 - b2 ** n)) + s.adam_eps)
+    return w - lr * (m / (1 - b1 ** n)) / (np.sqrt(v / (1 - b2 ** n)) + adam_eps)
 
 
-def descent(w: np.ndarray, grad: np.ndarray, s: VFedCDSettings, memory: dict | None = None
-            ) -> np.ndarray:
+def descent(w: np.ndarray, grad: np.ndarray, memory: dict | None = None, *, optimizer: str,
+            lr: float, adam_eps: float, lambda1: float, l2: float) -> np.ndarray:
     """Step on ``grad + lambda1 sign w + 2 l2 w`` (data + CTV, local L1 and L2) with
     :func:`optimizer_step` (SGD: ``w - lr (grad + lambda1 sign w + 2 l2 w)``)."""
-    if s.l2:
-        grad = grad + 2 * s.l2 * w
-    return optimizer_step(w, grad + s.lambda1 * np.sign(w), s, memory)
+    if l2:
+        grad = grad + 2 * l2 * w
+    return optimizer_step(w, grad + lambda1 * np.sign(w), memory, optimizer=optimizer, lr=lr,
+                          adam_eps=adam_eps)
 
 
-def update_fragment(w: np.ndarray, grad: np.ndarray, k: int, t: int, s: VFedCDSettings,
-                    memory: dict | None = None) -> np.ndarray:
-    """:func:`descent` of one fragment, self-loops kept at 0."""
-    w = descent(w, grad, s, memory)
+def update_fragment(w: np.ndarray, grad: np.ndarray, k: int, t: int,
+                    memory: dict | None = None, **step: Any) -> np.ndarray:
+    """:func:`descent` of one fragment (``step``: its keyword numbers), self-loops kept at 0."""
+    w = descent(w, grad, memory, **step)
     return w * self_loop_mask(w.shape[1], w.shape[2]) if k == t else w
 
 
-def decayed(params: Sequence[np.ndarray], s: VFedCDSettings) -> list[np.ndarray]:
+def decayed(params: Sequence[np.ndarray], lr: float, l2: float) -> list[np.ndarray]:
     """Decoder weight decay ``(1 - 2 lr l2) p``, applied by the target before its step."""
-    return [p * (1 - 2 * s.lr * s.l2) for p in params] if s.l2 else list(params)
+    return [p * (1 - 2 * lr * l2) for p in params] if l2 else list(params)
 
 
-def batches(n: int, s: VFedCDSettings, epoch: int) -> list[np.ndarray]:
+def batches(n: int, batch: int, seed: int, epoch: int) -> list[np.ndarray]:
     """Row indices of each mini-batch of ``epoch`` (a seeded permutation)."""
-    perm = rng_for(s.seed, "batches", epoch).permutation(n)
-    return [perm[i:i + s.batch] for i in range(0, n, s.batch)]
+    perm = rng_for(seed, "batches", epoch).permutation(n)
+    return [perm[i:i + batch] for i in range(0, n, batch)]
 
 
 def rng_for(seed: int, purpose: str, *keys: int) -> np.random.Generator:
@@ -562,35 +458,10 @@ def rng_for(seed: int, purpose: str, *keys: int) -> np.random.Generator:
     return np.random.default_rng([seed, tag, *keys])
 
 
-def phi_mask(s: VFedCDSettings, step: int, k: int, t: int, shape: tuple[int, ...]) -> np.ndarray:
+def phi_mask(seed: int, sigma_phi: float, frac: int, step: int, k: int, t: int,
+             shape: tuple[int, ...]) -> np.ndarray:
     """Quantized gradient mask ``phi_kt`` ~ N(0, sigma_phi^2) kept by source party k."""
-    return quantize(rng_for(s.seed, "phi", step, k, t).normal(0, s.sigma_phi, shape),
-                    2 * s.frac)
-
-
-# ---- reference loop ---------------------------------------------------------------------
-@dataclass
-class State:
-    """Everything a run learns: fragments, decoders, lambda2 and the CTV's vectors."""
-
-    F: Fragments
-    decoders: list[list[np.ndarray]]
-    lam2: float = 0.0
-    frozen: bool = False
-    u: np.ndarray | None = None
-    v: np.ndarray | None = None
-    step: int = 0
-    history: list[dict] = field(default_factory=list)
-    memory: dict = field(default_factory=dict)
-    """Optimizer memory: ``"F"`` (stacked fragments) and ``"dec"`` (per target, per param)."""
-
-
-def initial_state(sizes: Sequence[int], s: VFedCDSettings) -> State:
-    """Seeded fragments and decoders; u = v = 1/sqrt(d)."""
-    F = init_fragments(sizes, s)
-    dec = [init_decoder(t, d_t, s) for t, d_t in enumerate(sizes)]
-    d = sum(sizes)
-    return State(F, dec, u=np.ones(d) / np.sqrt(d), v=np.ones(d) / np.sqrt(d))
+    return quantize(rng_for(seed, "phi", step, k, t).normal(0, sigma_phi, shape), 2 * frac)
 
 
 def starts_of(sizes: Sequence[int]) -> list[int]:
@@ -606,16 +477,17 @@ def graph(F: Fragments, sizes: Sequence[int]) -> np.ndarray:
                      for t in range(K)])
 
 
-def dp_noise(s: VFedCDSettings, key: int, i: int, d: int) -> np.ndarray:
-    """Party i's Laplace(b) noise on its graph fragments (d x d) after ``key`` updates."""
-    if s.dp_b <= 0:
+def dp_noise(dp_b: float, seed: int, key: int, i: int, d: int) -> np.ndarray:
+    """Party i's Laplace(dp_b) noise on its graph fragments (d x d) after ``key`` updates."""
+    if dp_b <= 0:
         return np.zeros((d, d))
-    return rng_for(s.seed, "dp", key, i).laplace(0.0, s.dp_b, (d, d))
+    return rng_for(seed, "dp", key, i).laplace(0.0, dp_b, (d, d))
 
 
-def ctv_graph(F: Fragments, sizes: Sequence[int], s: VFedCDSettings, key: int) -> np.ndarray:
+def ctv_graph(F: Fragments, sizes: Sequence[int], h: int, dp_b: float, seed: int, key: int
+              ) -> np.ndarray:
     """What the CTV sums: every party's graph fragments plus its DP noise (if any)."""
-    return stacked_graph(stacked(F, sizes, s.hidden), s, key)
+    return stacked_graph(stacked(F, sizes, h), dp_b, seed, key)
 
 
 def encoder(F: Fragments, k: int, t: int) -> np.ndarray:
@@ -633,10 +505,10 @@ def stacked(F: Fragments, sizes: Sequence[int], h: int) -> np.ndarray:
     return out
 
 
-def unstacked(Fs: np.ndarray, sizes: Sequence[int], s: VFedCDSettings) -> Fragments:
+def unstacked(Fs: np.ndarray, sizes: Sequence[int], secure: bool) -> Fragments:
     """Inverse of :func:`stacked` (None where a party holds no fragment)."""
     K, st = len(sizes), starts_of(sizes)
-    return [[[Fs[i, st[k]:st[k + 1], st[t]:st[t + 1]].copy() if holds(i, k, t, s) else None
+    return [[[Fs[i, st[k]:st[k + 1], st[t]:st[t + 1]].copy() if holds(i, k, t, secure) else None
               for t in range(K)] for k in range(K)] for i in range(K)]
 
 
@@ -647,79 +519,16 @@ def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.astype(np.int64) @ b.astype(np.int64)).astype(float)
 
 
-def stacked_graph(Fs: np.ndarray, s: VFedCDSettings, key: int) -> np.ndarray:
+def stacked_graph(Fs: np.ndarray, dp_b: float, seed: int, key: int) -> np.ndarray:
     """:func:`ctv_graph` of stacked fragments: ``sum_i (||Fs[i]||_h + Laplace noise_i)``."""
     out = 0.0
     for i, Bi in enumerate(np.linalg.norm(Fs, axis=3)):
-        out = out + (Bi + dp_noise(s, key, i, len(Bi)))
+        out = out + (Bi + dp_noise(dp_b, seed, key, i, len(Bi)))
     return out
 
 
-def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
-               sizes: Sequence[int], s: VFedCDSettings) -> tuple[np.ndarray, list[float], float]:
-    """One step's gradient of every stacked fragment (data + CTV), target losses and rho.
-
-    ``x``, ``xq``: the mini-batch of all parties' columns, plain and quantized. Updates the
-    decoders in place (they are local to their target party).
-    """
-    K, st, h, n, two_f = len(sizes), starts_of(sizes), s.hidden, len(x), 2.0 ** (2 * s.frac)
-    d = st[-1]
-    B = stacked_graph(Fs, s, state.step)
-    G, rho, state.u, state.v = ctv_gradient(B, state.lam2, s, state.u, state.v)
-    shares = split_gradient(G, K, s, rng_for(s.seed, "split", state.step))
-    Zq = exact_matmul(xq, np.rint(Fs * 2.0 ** s.frac).sum(0).reshape(d, d * h))
-    D = np.zeros_like(Fs)
-    losses = []
-    for t in range(K):
-        T = slice(st[t], st[t + 1])
-        Z = (Zq[:, st[t] * h:st[t + 1] * h] / two_f).reshape(n, -1, h)
-        state.decoders[t], dZ, loss = train_decoder(
-            state.decoders[t], Z, x[:, T], s, state.memory.setdefault("dec", {}).setdefault(t, []))
-        losses.append(loss)
-        g = exact_matmul(xq.T, np.rint(dZ * 2.0 ** s.frac).reshape(n, -1)).reshape(d, -1, h)
-        for k in range(K):
-            S = slice(st[k], st[k + 1])
-            if s.secure and k != t:
-                phi = phi_mask(s, state.step, k, t, g[S].shape).astype(float)
-                D[k, S, T], D[t, S, T] = phi / two_f, (g[S] - phi) / two_f
-            else:
-                D[t if s.secure else k, S, T] = g[S] / two_f
-    return D + norm_backward(Fs, np.stack(shares)), losses, rho
-
-
-def train_reference(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | None = None,
-                    state: State | None = None) -> State:
-    """The in-process reference loop: ``epochs`` epochs of mini-batch steps, lambda2 schedule.
-
-    ``xs[k]`` is party k's training block (same rows, aligned). History rows per epoch.
-    Every step is the protocol's: CTV shares of the spectral gradient, fixed-point features
-    and encoder gradients, decoder steps, then ``w - lr (grad + lambda1 sign w)`` on every
-    fragment, vectorized over the stacked fragments.
-    """
-    sizes = [x.shape[1] for x in xs]
-    n = len(xs[0])
-    state = state or initial_state(sizes, s)
-    Fs = stacked(state.F, sizes, s.hidden)
-    keep = (1.0 - np.eye(Fs.shape[1]))[:, :, None]  # self-loops stay 0
-    X = np.hstack(xs)
-    Xq = np.rint(X * 2.0 ** s.frac)  # quantize(), as integer-valued floats
-    for _ in range(s.epochs if epochs is None else epochs):
-        rec = {"loss": 0.0, "rho": 0.0}
-        for idx in batches(n, s, len(state.history)):
-            grads, losses, rho = step_grads(state, Fs, X[idx], Xq[idx], sizes, s)
-            Fs = descent(Fs, grads, s, state.memory.setdefault("F", {})) * keep
-            state.step += 1
-            rec = {"loss": rec["loss"] + float(sum(losses)) * len(idx) / n, "rho": rho}
-        B = stacked_graph(Fs, s, state.step)
-        state.lam2, state.frozen = next_lambda2(state.lam2, state.frozen, B, s)
-        state.history.append({"epoch": len(state.history) + 1, **rec, "lambda2": state.lam2,
-                              "frozen": state.frozen, "acyclic": is_dag(B > s.dag_tol)})
-    state.F = unstacked(Fs, sizes, s)
-    return state
-
-
-def result_graph(F: Fragments, sizes: Sequence[int], s: VFedCDSettings) -> tuple[np.ndarray,
-                                                                           np.ndarray]:
-    """The weighted graph B and the thresholded DAG."""
+def result_graph(F: Fragments, sizes: Sequence[int], tau: float) -> tuple[np.ndarray,
+                                                                         np.ndarray]:
+    """The weighted graph B and the DAG thresholded at ``tau``."""
     B = graph(F, sizes)
-    return B, dag_at_threshold(B, s.tau)
+    return B, dag_at_threshold(B, tau)

@@ -5,8 +5,8 @@ party reports its sample ids (own CSVs: keyed hashes, see :mod:`fedcausal_flwr.v
 the server intersects them and sends the sorted shared ids with the first phase; every party
 trains on its rows of those ids, in that order (rows outside the intersection stay unused).
 The server sends every party the settings they must share
-(:meth:`VFedCDSettings.party_config`, with the first phase), then per mini-batch step five
-phases run (``train.vfedcd_forward/share/decode/gradient/update``, the secure dispatch of
+(:meth:`~fedcausal_flwr.settings.Settings.to_wire`, with the first phase), then per mini-batch
+step five phases run (``train.vfedcd_forward/share/decode/gradient/update``, the secure dispatch of
 :mod:`fedcausal_flwr.vertical.dispatch`); the server only routes ciphertexts (uint8 rows of the
 owner's key width, or uint64 under the ``mock`` backend) and masked uint64 shares, and reads
 the graph fragments ``B_t^k`` (d x d_t) for the CTV step. Every party is needed: a party that
@@ -52,6 +52,7 @@ from fedcausal_flwr.secure.shares import backend as he_codec
 from fedcausal_flwr.vertical import dispatch
 from fedcausal_flwr.vertical import model as core
 from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
+from fedcausal_flwr.vertical.wire import PHASES
 
 __all__ = ["VFedCD", "VFedCDSettings"]
 
@@ -198,12 +199,28 @@ class VFedCD(CausalStrategy):
                 out[dst][src] = arrays[j * names_per_peer:(j + 1) * names_per_peer]
         return out
 
+    def _specs(self, phase: str, m: int, nb: int = 0) -> list[Spec]:
+        """Party m's reply to ``phase`` for a mini-batch of nb rows (:data:`PHASES`)."""
+        K, sz, h, peers = self.K, self.sizes, self.settings.hidden, self._peers(m)
+        of = {"pk": lambda: [((None,), "uint8")],
+              "frag": lambda: [self._cipher(m, sz[j], sz[t] * h) for j in peers
+                               for t in range(K)],
+              "B": lambda: [((sum(sz), sz[t]), "float") for t in range(K)],
+              "he2ss_fwd": lambda: [self._cipher(i, nb, sz[t] * h) for i in peers
+                                    for t in range(K)],
+              "z": lambda: [((nb * sz[t] * h,), "uint64") for t in peers],
+              "dz": lambda: [self._cipher(m, nb, sz[m] * h)],
+              "he2ss_bwd": lambda: [self._cipher(t, sz[m], sz[t] * h) for t in peers],
+              "H": lambda: [((nb * sz[t] * h,), "int64") for t in peers],
+              "dH": lambda: [((nb * sz[m] * h,), "int64")]}
+        return [spec for name in PHASES[phase].up for spec in of[name]()]
+
     def _inbox(self, routed: Mapping[int, list[np.ndarray]]) -> list[np.ndarray]:
         return [a for src in sorted(routed) for a in routed[src]]
 
     def _setup_config(self, m: int) -> dict[str, Any]:
         """The shared settings, the parties' column counts and party m's index."""
-        return {**self.settings.party_config(), "sizes": ",".join(map(str, self.sizes)),
+        return {**self.settings.to_wire(), "sizes": ",".join(map(str, self.sizes)),
                 "index": m}
 
     def _first_config(self, m: int) -> dict[str, Any]:
@@ -229,7 +246,7 @@ class VFedCD(CausalStrategy):
         for rec in self.rounds(result):
             epoch = self._round - 1
             losses: list[float] = []
-            batches = core.batches(self.n, self.settings, epoch)
+            batches = core.batches(self.n, self.settings.batch, self.settings.seed, epoch)
             for b, idx in enumerate(batches):
                 yield len(idx), {"epoch": epoch, "batch": b, "step": step}, losses
                 step += 1
@@ -243,59 +260,57 @@ class VFedCD(CausalStrategy):
 
     def _run_plain(self, grid: Grid, result: RunResult) -> None:
         """Setup, then three relayed plain phases per mini-batch (features in the clear)."""
-        K, sz, h = self.K, self.sizes, self.settings.hidden
-        d = sum(sz)
+        K = self.K
         ask = partial(self.exchange, grid, every=True)  # every party is needed
-        graph_specs = {m: [((d, sz[t]), "float") for t in range(K)] for m in range(K)}
+        specs = {p: {m: self._specs(p, m) for m in range(K)}
+                 for p in ("vfedcd_plain_setup", "vfedcd_plain_update")}
         rep = ask("vfedcd_plain_setup", {m: ([], self._first_config(m)) for m in range(K)},
-                  graph_specs)
+                  specs["vfedcd_plain_setup"])
         self._take_graph(rep)
         for nb, c, losses in self._epochs(result):
             H = ask("vfedcd_plain_forward", {m: ([], c) for m in range(K)},
-                    {m: [((nb * sz[t] * h,), "int64") for t in self._peers(m)]
-                     for m in range(K)})
+                    {m: self._specs("vfedcd_plain_forward", m, nb) for m in range(K)})
             H = self._route(H, 1)
             G = self.ctv.shares()
             dz = ask("vfedcd_plain_decode", {m: (self._inbox(H[m]), c) for m in range(K)},
-                     {m: [((nb * sz[m] * h,), "int64")] for m in range(K)})
+                     {m: self._specs("vfedcd_plain_decode", m, nb) for m in range(K)})
             losses.append(self._loss() * nb / self.n)
             up = ask("vfedcd_plain_update",
                      {m: ([dz[t][0] for t in self._peers(m)] + [G[m]], c) for m in range(K)},
-                     graph_specs)
+                     specs["vfedcd_plain_update"])
             self._take_graph(up)
 
     def _run_secure(self, grid: Grid, result: RunResult) -> None:
         """Keys, setup, then five relayed phases per mini-batch; lambda2 per epoch."""
-        K, sz, h = self.K, self.sizes, self.settings.hidden
-        d = sum(sz)
+        K = self.K
         ask = partial(self.exchange, grid, every=True)  # every party is needed
+
+        def specs(phase: str, nb: int = 0) -> dict[int, list[Spec]]:
+            return {m: self._specs(phase, m, nb) for m in range(K)}
+
         keys = ask("vfedcd_keys", {m: ([], self._first_config(m)) for m in range(K)},
-                   {m: [((None,), "uint8")] for m in range(K)})
+                   specs("vfedcd_keys"))
         self.codec = he_codec(self.settings.he_backend, self.settings.key_bits)
         self.pks = {m: self.codec.public_from(keys[m][0]) for m in range(K)}
-        frag_specs = {m: [self._cipher(m, sz[j], sz[t] * h) for j in self._peers(m)
-                          for t in range(K)] + [((d, sz[t]), "float") for t in range(K)]
-                      for m in range(K)}
+        frag_specs = specs("vfedcd_update")
         rep = ask("vfedcd_setup", {m: ([keys[i][0] for i in self._peers(m)],
-                                       self._setup_config(m)) for m in range(K)}, frag_specs)
+                                       self._setup_config(m)) for m in range(K)},
+                  specs("vfedcd_setup"))
         frags = self._take_graph(rep)
         for nb, c, losses in self._epochs(result):
             fwd = ask("vfedcd_forward", {m: (self._inbox(frags[m]), c) for m in range(K)},
-                      {m: [self._cipher(i, nb, sz[t] * h) for i in self._peers(m)
-                           for t in range(K)] for m in range(K)})
+                      specs("vfedcd_forward", nb))
             G = self.ctv.shares()
             fwd = self._route(fwd, K)
             zs = ask("vfedcd_share", {m: (self._inbox(fwd[m]) + [G[m]], c) for m in range(K)},
-                     {m: [((nb * sz[t] * h,), "uint64") for t in self._peers(m)]
-                      for m in range(K)})
+                     specs("vfedcd_share", nb))
             zs = self._route(zs, 1)
             dz = ask("vfedcd_decode", {m: (self._inbox(zs[m]), c) for m in range(K)},
-                     {m: [self._cipher(m, nb, sz[m] * h)] for m in range(K)})
+                     specs("vfedcd_decode", nb))
             losses.append(self._loss() * nb / self.n)
             dzin = {m: [dz[t][0] for t in self._peers(m)] for m in range(K)}
             gr = ask("vfedcd_gradient", {m: (dzin[m], c) for m in range(K)},
-                     {m: [self._cipher(t, sz[m], sz[t] * h) for t in self._peers(m)]
-                      for m in range(K)})
+                     specs("vfedcd_gradient"))
             gr = self._route(gr, 1)
             up = ask("vfedcd_update", {m: (self._inbox(gr[m]), c) for m in range(K)},
                      frag_specs)

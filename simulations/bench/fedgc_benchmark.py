@@ -17,7 +17,7 @@ from harness import parser, settings, write_results
 
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.statespace import app as app_ss
-from fedcausal_flwr.statespace import model as ss
+from fedcausal_flwr.statespace import loop
 from fedcausal_flwr.statespace.data import all_clients, merged_config
 from fedcausal_flwr.testing import InProcessGrid
 
@@ -29,7 +29,7 @@ def bench(algorithm: str, M: int, args: argparse.Namespace) -> dict[str, float]:
     full = merged_config(rc, algorithm)
     _, clients = all_clients(full)
     t0 = time.perf_counter()
-    ref = ss.reference(clients, app_ss.settings(algorithm, rc))
+    ref = loop.reference(clients, app_ss.settings(algorithm, rc))
     t_ref = time.perf_counter() - t0
     t0 = time.perf_counter()
     result = app_ss.strategy(algorithm, rc).start(grid=InProcessGrid(client_app, M, rc))

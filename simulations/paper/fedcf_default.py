@@ -25,6 +25,7 @@ import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from harness import markdown, mean_sd, parser, pm, read_results, settings, write_results
 
+from fedcausal_flwr.statespace import loop
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import merged_config, synthetic_series
 from fedcausal_flwr.statespace.lti import split_clients
@@ -44,7 +45,7 @@ def one_run(seed: int, extra: dict, args: argparse.Namespace) -> dict[str, float
     sys, _, y, u = synthetic_series(rc)
     clients = split_clients(sys, y, u)
     t0 = time.time()
-    run = ss.reference(clients, ss.FedCFSettings.from_run_config(rc))
+    run = loop.reference(clients, ss.FedCFSettings.from_run_config(rc))
     h0, h1 = run.history[1], run.history[-1]  # exchange 1 has theta = phi = 0: L_s = 0
     B = run.server.B_hat
     B21, C22 = ss.block(sys.B, sys.P, sys.U, 1, 0), clients[1].C

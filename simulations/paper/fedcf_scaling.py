@@ -21,6 +21,7 @@ import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from harness import parser, settings, write_results
 
+from fedcausal_flwr.statespace import loop
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import (
     merged_config,
@@ -65,7 +66,7 @@ def final(model: str, M: int, D: int, args: argparse.Namespace, norm_b: bool = F
     clients = synthetic_clients(full, sys, y, u)
     t0 = time.time()
     cls = ss.FedCFSettings if model == "fedcf" else ss.FedGCSettings
-    run = ss.reference(clients, cls.from_run_config(full))
+    run = loop.reference(clients, cls.from_run_config(full))
     last = run.history[-1]
     return last["L_s"], last["penalty"], time.time() - t0
 

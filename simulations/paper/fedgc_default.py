@@ -45,7 +45,7 @@ from harness import (
     write_results,
 )
 
-from fedcausal_flwr.statespace import lti
+from fedcausal_flwr.statespace import kalman, loop, lti
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import (
     known_shift_input,
@@ -58,7 +58,7 @@ PAPER = {"err_A21": 0.120, "norm_A12": 0.024}
 TARGET = {"err_A21": 0.12, "norm_A12": 0.05}
 
 
-def stationary_point(clients: list[ss.ClientData], s: ss.FedGCSettings
+def stationary_point(clients: list[kalman.ClientData], s: ss.FedGCSettings
                      ) -> tuple[list[np.ndarray], np.ndarray]:
     """``(thetas, A_hat)`` where every full-series Jacobi gradient vanishes (ridge included)."""
     ts = np.arange(1, clients[0].y.shape[0])
@@ -81,11 +81,11 @@ def stationary_point(clients: list[ss.ClientData], s: ss.FedGCSettings
         th, A = unpack(x)
         cpar = [ss.ClientParams(t, np.zeros(c.dims[0])) for c, t in zip(clients, th, strict=True)]
         msgs = [ss.fedgc_states(c, p, ts, s.target) for c, p in zip(clients, cpar, strict=True)]
-        win = ss.fedgc_server_window(ss.clients_A(clients), A, msgs, s.target, s.difference)
+        win = ss.fedgc_server_window(loop.clients_A(clients), A, msgs, s.target, s.difference)
         out = []
         for m, (c, p) in enumerate(zip(clients, cpar, strict=True)):
             gl = ss.local_gradients(c, p, ts)[0]
-            gs = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s)[0]
+            gs = ss.server_grad_theta(c, ts, win.g[m], win.g_tilde[m], s.target, s.alg1_literal)[0]
             out.append((s.eta1 * gl + s.eta2 * gs + 2 * s.lambda_l * p.theta).ravel())
         out.append((win.grad_A + 2 * s.lambda_g * A)[mask])
         return np.concatenate(out)
@@ -98,15 +98,15 @@ def stationary_point(clients: list[ss.ClientData], s: ss.FedGCSettings
 def oracle_states(sys: lti.LTISystem, rc: dict, y: np.ndarray) -> np.ndarray:
     """The centralized KF (true A), knowing client 0's shifts when client 0 does."""
     ub = known_shift_input(rc, sys)
-    K = ss.kalman_gain(sys.A, sys.C, sys.Q, sys.R)
+    K = kalman.kalman_gain(sys.A, sys.C, sys.Q, sys.R)
     if ub is None:
-        return ss.kalman_filter(sys.A, sys.C, K, y)
+        return kalman.kalman_filter(sys.A, sys.C, K, y)
     B = np.zeros((sys.A.shape[0], ub.shape[1]))
     B[:ub.shape[1]] = np.eye(ub.shape[1])
-    return ss.kalman_filter(sys.A, sys.C, K, y, B, ub)
+    return kalman.kalman_filter(sys.A, sys.C, K, y, B, ub)
 
 
-def prior_distance(c: ss.ClientData, states: np.ndarray, prior_o: np.ndarray, ts: np.ndarray
+def prior_distance(c: kalman.ClientData, states: np.ndarray, prior_o: np.ndarray, ts: np.ndarray
                    ) -> float:
     """Mean ``||A_mm states^{t-1} - (A hhat_o^{t-1})_m||^2``: Thm 6.1's predicted states."""
     return float(np.mean(np.sum((states[ts - 1] @ c.A.T - prior_o) ** 2, axis=1)))
@@ -118,7 +118,7 @@ def one_seed(seed: int, args: argparse.Namespace) -> dict[str, float]:
     clients = synthetic_clients(rc, sys, y, u)
     s = ss.FedGCSettings.from_run_config(rc)
     t0 = time.time()
-    run = ss.reference(clients, s)
+    run = loop.reference(clients, s)
     wall = time.time() - t0
     A = run.server.A_hat
     n = len(run.history) // s.epochs

@@ -19,6 +19,7 @@ import numpy as np
 from harness import parser, settings, write_results
 
 from fedcausal_flwr.privacy import composed
+from fedcausal_flwr.statespace import loop
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import merged_config, synthetic_clients, synthetic_series
 
@@ -35,11 +36,11 @@ def one_run(seed: int, extra: dict) -> tuple[float, float, float, float]:
     sys, _, y, u = synthetic_series(rc)
     clients = synthetic_clients(rc, sys, y, u)
     s = ss.FedGCSettings.from_run_config(rc)
-    run = ss.reference(clients, s)
+    run = loop.reference(clients, s)
     ts = np.arange(1, y.shape[0])
     msgs = [ss.fedgc_states(c, p, ts, s.target) for c, p in zip(clients, run.clients,
                                                                 strict=True)]
-    L_s = ss.fedgc_server_window(ss.clients_A(clients), run.server.A_hat, msgs, s.target,
+    L_s = ss.fedgc_server_window(loop.clients_A(clients), run.server.A_hat, msgs, s.target,
                                  s.difference).L_s
     eps = composed([(s.dp_epsilon, s.dp_delta)] * (2 * len(run.history)))[0] if s.dp else 0.0
     A = run.server.A_hat

@@ -18,6 +18,7 @@ import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from harness import parser, settings, write_results
 
+from fedcausal_flwr.statespace import loop
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import central_var, netsim_groups, svd_var_client
 
@@ -43,8 +44,8 @@ def main() -> None:
     off_c = ss.off_diagonal(A_c, np.zeros((A_c.shape[0], 0)), P, [0] * len(P))[0]
     s = ss.FedGCSettings(window=args.window, epochs=args.epochs, lr_server=args.lr,
                          lr_client=args.lr)
-    run = ss.reference(clients, s)
-    A_full = ss.full_estimate(ss.clients_A(clients), run.server.A_hat)
+    run = loop.reference(clients, s)
+    A_full = ss.full_estimate(loop.clients_A(clients), run.server.A_hat)
     T = clients[0].y.shape[0]
     floats_up = 2 * args.p * len(clients)  # per time step, all clients
     print(f"NetSim sim3: T = {T}, D_m = {[c.dims[2] for c in clients]}, P = {args.p}, "

@@ -23,6 +23,7 @@ import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from harness import parser, settings, write_results
 
+from fedcausal_flwr.statespace import kalman, loop
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import merged_config, synthetic_clients, synthetic_series
 from fedcausal_flwr.statespace.lti import LTISystem
@@ -66,19 +67,19 @@ def test_system(sys: LTISystem, case: str) -> LTISystem:
     return replace(sys, A=A)
 
 
-def train(clients: list[ss.ClientData], s: ss.FedGCSettings,
+def train(clients: list[kalman.ClientData], s: ss.FedGCSettings,
           cpar: list[ss.ClientParams] | None = None) -> tuple[list[ss.ClientParams],
                                                                ss.ServerParams]:
     """The reference loop, optionally from given client parameters."""
     T = clients[0].y.shape[0]
     cpar = cpar or [ss.initial_client(c) for c in clients]
     spar = ss.initial_server([c.dims[0] for c in clients], [0] * len(clients))
-    for k, ts in ss.iterate_windows(T, s):
-        cpar, spar, _ = ss.exchange_step(clients, cpar, spar, ts, s, k)
+    for k, ts in ss.iterate_windows(T, s.window, s.epochs):
+        cpar, spar, _ = loop.exchange_step(clients, cpar, spar, ts, s, k)
     return cpar, spar
 
 
-def frameworks(clients: list[ss.ClientData], s: ss.FedGCSettings) -> dict[str, tuple]:
+def frameworks(clients: list[kalman.ClientData], s: ss.FedGCSettings) -> dict[str, tuple]:
     """Trained ``(client params, server params)`` of each framework of Table 4."""
     ours = train(clients, s)
     alone = train(clients, replace(s, eta2=0.0))
@@ -89,12 +90,12 @@ def frameworks(clients: list[ss.ClientData], s: ss.FedGCSettings) -> dict[str, t
 
 
 def losses(cpar: list[ss.ClientParams], spar: ss.ServerParams,
-           clients: list[ss.ClientData]) -> tuple[float, float]:
+           clients: list[kalman.ClientData]) -> tuple[float, float]:
     """Test (L_2)_a and L_s over the whole test series, parameters frozen."""
     ts = np.arange(1, clients[0].y.shape[0])
     msgs = [ss.fedgc_states(c, p, ts, PAPER_DESIGN["ss-gc-target"])
             for c, p in zip(clients, cpar, strict=True)]
-    win = ss.fedgc_server_window(ss.clients_A(clients), spar.A_hat, msgs,
+    win = ss.fedgc_server_window(loop.clients_A(clients), spar.A_hat, msgs,
                                  PAPER_DESIGN["ss-gc-target"], PAPER_DESIGN["ss-difference"])
     return ss.local_loss(clients[1], cpar[1], ts), win.L_s
 
@@ -114,7 +115,7 @@ def main() -> None:
         trained = frameworks(synthetic_clients(rc, sys, y, u), ss.FedGCSettings.from_run_config(rc))
         for case in CASES:
             test = test_system(sys, case)
-            if ss.spectral_radius(test.A) >= 1:
+            if kalman.spectral_radius(test.A) >= 1:
                 continue
             trc = {**rc, "seed": seed + 1000}
             _, _, yt, ut = synthetic_series(trc, test)

@@ -21,6 +21,7 @@ from harness import settings as harness_settings
 from scipy.stats import pearsonr, spearmanr
 from vfedcd_table1 import PRESETS, settings
 
+from fedcausal_flwr.vertical import loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import blocks, pooled_data, split_standardised
 
@@ -56,7 +57,7 @@ def correlation(xbar: np.ndarray, x: np.ndarray) -> tuple[float, float]:
     return float(np.mean(sp)), float(np.mean(pe))
 
 
-def attack(xs: list[np.ndarray], state: V.State, secure: bool, steps: int, h: int
+def attack(xs: list[np.ndarray], state: loop.State, secure: bool, steps: int, h: int
            ) -> tuple[float, float]:
     """Average attack correlation over every (target, victim) pair."""
     K, res = len(xs), []
@@ -94,7 +95,7 @@ def main() -> None:
     rows = []
     for mode in a.modes:
         s = settings(a.preset, [], mode=mode, epochs=a.epochs, seed=a.seed)
-        state = V.train_reference([tr[:, S] for S in blocks(a.d, 3)], s)
+        state = loop.train_reference([tr[:, S] for S in blocks(a.d, 3)], s)
         sp, pe = attack(xs, state, mode == "vfedcd", a.steps, s.hidden)
         print(f"{mode}: attack |Spearman| {sp:.3f} |Pearson| {pe:.3f} (paper Corr "
               f"{paper[mode]}), preset {a.preset}, seed {a.seed}, {a.epochs} epochs, "

@@ -33,6 +33,7 @@ from harness import (
 from harness import settings as cli_settings
 
 from fedcausal_flwr.metrics import graph_metrics
+from fedcausal_flwr.vertical import loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import blocks, pooled_data, sachs, split_standardised
 
@@ -70,8 +71,8 @@ def run(X: np.ndarray, A: np.ndarray, s: V.VFedCDSettings) -> dict:
     tr, _ = split_standardised(X)
     S = blocks(X.shape[1], 3)
     t0 = time.time()
-    state = V.train_reference([tr[:, b] for b in S], s)
-    B, _ = V.result_graph(state.F, [len(b) for b in S], s)
+    state = loop.train_reference([tr[:, b] for b in S], s)
+    B, _ = V.result_graph(state.F, [len(b) for b in S], s.tau)
     order = np.concatenate(S)
     Bg = np.zeros_like(B)
     Bg[np.ix_(order, order)] = B

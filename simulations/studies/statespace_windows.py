@@ -60,6 +60,7 @@ from harness import (
     write_results,
 )
 
+from fedcausal_flwr.statespace import loop
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.data import merged_config, synthetic_clients, synthetic_series
 
@@ -93,7 +94,7 @@ def one_run(run: str, seed: int, extra: dict[str, Any]) -> dict[str, Any]:
     cls = ss.FedCFSettings if model == "fedcf" else ss.FedGCSettings
     s = cls.from_run_config(rc)
     t0 = time.process_time()
-    res = ss.reference(clients, s)
+    res = loop.reference(clients, s)
     cpu = time.process_time() - t0
     A = res.server.A_hat
     out = {"run": run, "seed": seed, "window": s.window, "epochs": s.epochs,

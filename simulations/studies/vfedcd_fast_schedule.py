@@ -52,6 +52,7 @@ from vfedcd_table1 import data
 from vfedcd_table1 import settings as preset_settings
 
 from fedcausal_flwr.metrics import graph_metrics
+from fedcausal_flwr.vertical import loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import blocks, split_standardised
 
@@ -101,7 +102,7 @@ def run_one(changes: dict[str, Any], seed: int, snapshots: list[int]) -> dict:
     sizes, order = [len(b) for b in S], np.concatenate(S)
     state, done, scores, t0 = None, 0, {}, time.process_time()
     for ep in sorted(snapshots):
-        state = V.train_reference([tr[:, b] for b in S], s, epochs=ep - done, state=state)
+        state = loop.train_reference([tr[:, b] for b in S], s, epochs=ep - done, state=state)
         done = ep
         B = np.zeros((len(order), len(order)))
         B[np.ix_(order, order)] = V.graph(state.F, sizes)

@@ -59,6 +59,7 @@ from harness import (
 from vfedcd_table1 import PAPER
 
 from fedcausal_flwr.metrics import graph_metrics
+from fedcausal_flwr.vertical import loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import blocks, random_dag, sachs, simulate_anm
 
@@ -125,7 +126,7 @@ def snapshot_graphs(tr: np.ndarray, s: V.VFedCDSettings, snapshots: tuple[int, .
     sizes, order = [len(b) for b in S], np.concatenate(S)
     state, done, out = None, 0, {}
     for ep in sorted({e for e in snapshots if e < s.epochs} | {s.epochs}):
-        state = V.train_reference([tr[:, b] for b in S], s, epochs=ep - done, state=state)
+        state = loop.train_reference([tr[:, b] for b in S], s, epochs=ep - done, state=state)
         done = ep
         B = np.zeros((len(order), len(order)))
         B[np.ix_(order, order)] = V.graph(state.F, sizes)
