@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from logging import ERROR, INFO, WARNING
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from flwr.common.logger import log
 
+from fedcausal_flwr.federation.errors import TooFewReplies
 from fedcausal_flwr.results import RunResult
 
 if TYPE_CHECKING:
@@ -126,6 +128,11 @@ class Recorder:
         result.timing = {"wall_s": time.time() - t0, "rounds": self.round,
                          "exchanges": self.exchanges["total"]}
 
+    def outcome(self, result: RunResult, finish: Callable[[], None]) -> Outcome:
+        """Around a run: its status, then ``finish()`` and the final checkpoint (see
+        :class:`Outcome`)."""
+        return Outcome(self, result, finish)
+
     def checkpoint(self, result: RunResult) -> None:
         """Hand ``result`` to the strategy's ``checkpoint``, if it has one."""
         if self.strategy.checkpoint is not None:
@@ -139,6 +146,38 @@ class Recorder:
             log(ERROR, "%s: final checkpoint failed: %s", self.strategy.algorithm,
                 traceback.format_exc())
 
+
+
+class Outcome:
+    """The status of a run, set when its ``with`` block ends.
+
+    ``"completed"`` is the block's to set; a :class:`TooFewReplies` (or subclass) becomes
+    ``"stopped: <why>"`` and is not raised; any other exception becomes ``"failed: ..."``
+    (``"interrupted: ..."`` for a ``BaseException`` such as ``KeyboardInterrupt``), is logged
+    with its traceback and raised once the finished rounds are kept. Every way out calls
+    ``finish()`` and then the final checkpoint.
+    """
+
+    def __init__(self, recorder: Recorder, result: RunResult, finish: Callable[[], None]
+                 ) -> None:
+        self.recorder, self.result, self.finish = recorder, result, finish
+
+    def __enter__(self) -> RunResult:
+        return self.result
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        algorithm, result = self.recorder.strategy.algorithm, self.result
+        if isinstance(e, TooFewReplies):
+            result.status = f"stopped: {e}"
+            log(ERROR, "%s stopped early: %s", algorithm, e)
+        elif e is not None:  # keep finished rounds with the error, then re-raise
+            result.status = (f"failed: {type(e).__name__}: {e}" if isinstance(e, Exception)
+                             else f"interrupted: {type(e).__name__}")
+            log(ERROR, "%s", "".join(traceback.format_exception(kind, e, tb)))
+        self.finish()
+        self.recorder.final_checkpoint(result)
+        return isinstance(e, TooFewReplies)
 
 def progress(rec: Mapping[str, Any], keys: Sequence[str]) -> str:
     """A round's progress line: ``key=value`` for each of ``keys`` the record has."""

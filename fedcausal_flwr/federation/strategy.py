@@ -15,9 +15,8 @@ validation and screening: :mod:`~fedcausal_flwr.federation.exchange`) and the ru
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from logging import ERROR, INFO
+from logging import INFO
 from typing import Any, ClassVar
 
 import numpy as np
@@ -324,7 +323,7 @@ class CausalStrategy(GridStrategy):
         t0 = time.time()
         self.summary()
         result = RunResult(self.algorithm, self.config(), status="running")
-        try:
+        with self.recorder.outcome(result, lambda: self._finish(result, t0)):
             self.recorder.checkpoint(result)  # a "running" file from the start
             self.nodes = self.discover(grid)
             self.setup(self.nodes)
@@ -332,18 +331,6 @@ class CausalStrategy(GridStrategy):
                 self.warm_start(warm)
             self.run_rounds(grid, result)
             result.status = "completed"
-        except TooFewReplies as e:
-            result.status = f"stopped: {e}"
-            log(ERROR, "%s stopped early: %s", self.algorithm, e)
-        except BaseException as e:  # keep finished rounds with the error, then re-raise
-            result.status = (f"failed: {type(e).__name__}: {e}" if isinstance(e, Exception)
-                             else f"interrupted: {type(e).__name__}")
-            log(ERROR, "%s", traceback.format_exc())
-            self._finish(result, t0)
-            self.recorder.final_checkpoint(result)
-            raise
-        self._finish(result, t0)
-        self.recorder.final_checkpoint(result)
         return result
 
     def _finish(self, result: RunResult, t0: float) -> None:
