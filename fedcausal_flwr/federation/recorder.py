@@ -47,7 +47,7 @@ class Recorder:
         self.strategy = strategy
         self.reset()
 
-    def reset(self, max_rounds: int | None = None) -> None:
+    def reset(self) -> None:
         """Zero every counter for a new run."""
         self.round = 0
         self.bytes = {"up": 0, "down": 0}
@@ -55,7 +55,7 @@ class Recorder:
         self.dropped: list[str] = []
         self.accepted = 0  # valid replies of the last exchange
         self.took_part: set[int] = set()  # client ids with at least one valid reply
-        self.max_rounds = max_rounds
+        self.max_rounds: int | None = None
         self._t_round, self._n_dropped = time.time(), 0
 
     def drop(self, who: str, why: str) -> None:

@@ -23,11 +23,7 @@ import numpy as np
 from flwr.common.logger import log
 from flwr.serverapp import Grid
 
-from fedcausal_flwr.federation.errors import (  # noqa: F401 - re-exported for strategies
-    Diverged,
-    ProtocolStopped,
-    TooFewReplies,
-)
+from fedcausal_flwr.federation.errors import Diverged, ProtocolStopped, TooFewReplies  # noqa: F401
 from fedcausal_flwr.federation.exchange import Exchange, Payload
 from fedcausal_flwr.federation.flower import GridStrategy, as_arrays, check_start
 from fedcausal_flwr.federation.recorder import Recorder
