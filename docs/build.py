@@ -8,6 +8,8 @@ What it writes, using only the standard library:
   run-config key, type, default, what it allows) and ``phases`` (the client's phase table:
   each ``train.<phase>`` message, the method that answers it and its docstring).
 * ``docs/api/<module>.md``: the docstrings of the public modules, pydoc-like, as markdown.
+* ``docs/api/make.md``: per algorithm, the keys a user's ``make(context)`` returns to
+  ``register`` (its client's constructor arguments, described by the client's docstring).
 
 ``--check`` writes nothing and exits 1 (listing the files) when the committed docs differ
 from what the code generates, so the docs cannot drift from the code unnoticed.
@@ -40,7 +42,8 @@ API_MODULES = {
     "clients": ["fedcausal_flwr.clients", "fedcausal_flwr.federation.client"],
     "settings": ["fedcausal_flwr.settings"],
     "results": ["fedcausal_flwr.results"],
-    "data": ["fedcausal_flwr.data.csvdata", "fedcausal_flwr.names"],
+    "data": ["fedcausal_flwr.data.node", "fedcausal_flwr.data.csvdata", "fedcausal_flwr.names"],
+    "plots": ["fedcausal_flwr.plots"],
     "testing": ["fedcausal_flwr.testing"],
 }
 
@@ -219,6 +222,75 @@ def api_page(title: str, module_names: list[str]) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+# ---------------------------------------------------------------- make(context)
+
+def _markdown(text: str) -> str:
+    """Sphinx roles and double backticks as plain markdown code."""
+    text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text)
+    return text.replace("``", "`")
+
+
+def parameters(cls: type) -> dict[str, tuple[str, str]]:
+    """``{argument: (type, description)}`` from the numpy-style ``Parameters`` sections of
+    ``cls``'s docstring and its bases' (a subclass's entry wins)."""
+    out: dict[str, tuple[str, str]] = {}
+    for klass in reversed(cls.__mro__):
+        doc = inspect.cleandoc(klass.__dict__.get("__doc__") or "")
+        m = re.search(r"^Parameters\n-+\n(.*?)(?=^\S[^\n]*\n-+\n|\Z)", doc, re.S | re.M)
+        if not m:
+            continue
+        names: list[str] = []
+        kind, lines = "", []
+        for line in m.group(1).splitlines() + ["end"]:
+            if line and not line[0].isspace():
+                for name in names:
+                    out[name] = (kind, " ".join(lines))
+                head, _, kind = line.partition(" : ")
+                names, lines = [n.strip() for n in head.split(",")], []
+            elif line.strip():
+                lines.append(line.strip())
+    return out
+
+
+def make_table(algorithm: str) -> str:
+    """The keys ``make(context)`` returns for ``algorithm``: its client's constructor
+    arguments, less those the node supplies."""
+    from flwr.app import Context, RecordDict
+
+    alg = ALGORITHMS[algorithm]
+    cls = alg.client_class()
+    ctx = Context(run_id=0, node_id=0, node_config={}, state=RecordDict(), run_config={})
+    node = ["partition_id", "num_partitions", *cls.context_arguments(ctx)]
+    docs = parameters(cls)
+    out = [f"## `{algorithm}` ({alg.title})", "",
+           f"Client class: `{cls.__module__}.{cls.__qualname__}`; the node supplies "
+           + ", ".join(f"`{n}`" for n in node) + ".", "",
+           "| key | default | type | what it is |", "|---|---|---|---|"]
+    for name, p in inspect.signature(cls.__init__).parameters.items():
+        if name == "self" or name in node or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        kind, doc = docs.get(name, ("", ""))
+        default = "required" if p.default is p.empty else f"`{p.default!r}`"
+        kind = kind.removesuffix(", optional") or _type_name(p.annotation)
+        out.append(f"| `{name}` | {default} | {_cell(kind)} | "
+                   f"{_cell(_markdown(doc)) or '*(undocumented)*'} |")
+    return "\n".join(out)
+
+
+def make_page() -> str:
+    """``docs/api/make.md``: one table per algorithm of what ``make(context)`` returns."""
+    out = ["# API reference: what `make(context)` returns", "", NOTE, "",
+           "`fedcausal_flwr.clients.register(app, algorithm, make)` builds each node's client "
+           "from what `make(context)` returns: a client, or a dict of the client's "
+           "constructor arguments below (`fedcausal_flwr.data.node_data(algorithm, context)` "
+           "returns them from the node's own CSV). The node supplies its `partition-id`, "
+           "`num-partitions` and, where a client keeps state, its context; `make` leaves "
+           "those out. One ClientApp may serve several algorithms: `register` each.", ""]
+    for algorithm in ALGORITHMS:
+        out += [make_table(algorithm), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
 # ---------------------------------------------------------------- main
 
 def generate() -> dict[Path, str]:
@@ -235,6 +307,9 @@ def generate() -> dict[Path, str]:
              "Generated from the docstrings by `python docs/build.py`.", ""]
     index += [f"- [{name}]({name}.md): " + ", ".join(f"`{m}`" for m in mods)
               for name, mods in API_MODULES.items()]
+    files[DOCS / "api" / "make.md"] = make_page()
+    index += ["- [make](make.md): the keys each algorithm's `make(context)` returns "
+              "(`fedcausal_flwr.clients.register`)"]
     files[DOCS / "api" / "README.md"] = "\n".join(index) + "\n"
     return files
 

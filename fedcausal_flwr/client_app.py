@@ -12,10 +12,12 @@ from flwr.clientapp import ClientApp
 
 from fedcausal_flwr.app import glue
 from fedcausal_flwr.federation.client import reply
+from fedcausal_flwr.threads import limit_blas_threads
 
 
 def handle(msg: Message, context: Context) -> Message:
     """Build this node's client for the run's ``algorithm`` and let it answer ``msg``."""
+    limit_blas_threads()
     algorithm = str(context.run_config.get("algorithm", "fdbnl"))
     return reply(glue(algorithm).client(algorithm, context), msg)
 

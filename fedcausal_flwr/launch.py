@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fedcausal_flwr.threads import limit_blas_threads
+
 APP_DIR = Path(__file__).resolve().parents[1]  # the App's pyproject in a source checkout
 PATH_KEYS = ("outputs", "data-path")
 SIMULATE_PORTS = 3  # local SuperLink: HTTP API on port, control API address port + 2
@@ -487,6 +489,7 @@ def main(argv: list[str] | None = None) -> int:
                     "'input-columns=\"valve\"'), given once per node in partition order")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args(argv)
+    limit_blas_threads()  # this process and, through OPENBLAS_NUM_THREADS, the Flower processes
     if (args.node_data or args.node_config) and args.mode != "deploy":
         ap.error("--node-data and --node-config need deploy: a simulation's nodes share one "
                  "node config")

@@ -1,4 +1,4 @@
-"""Graph-recovery metrics for FDBNL / PFDBNL (spec section 4.2).
+"""Graph-recovery metrics for FDBNL / PFDBNL.
 
 Estimates are binarized with ``est != 0`` (threshold first), truths with ``truth != 0``;
 ``M[i, j] != 0`` means i -> j. W (d x d) and A (pd x d) are scored separately.
@@ -52,7 +52,7 @@ def graph_metrics(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool =
 
 def swapped_rates(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool = False
                   ) -> dict[str, float]:
-    """The "TPR"/"FDR" that the paper's PFDBNL tables print (spec 4.2 caution).
+    """The "TPR"/"FDR" that the paper's PFDBNL tables print (not the true TPR/FDR).
 
     The official demos call ``mea_acc(est, truth)`` with the arguments swapped, so their
     "TPR" is precision and their "FDR" is 1 - recall (0 when the estimate, respectively the

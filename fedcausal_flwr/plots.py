@@ -1,12 +1,26 @@
-"""PNG plots of learned graphs beside the truth, and of per-round curves."""
+"""PNG plots of learned graphs beside the truth, and of per-round curves.
+
+:func:`save_with_plots` (or ``RunResult.save(directory, plots=True)``) writes a result's
+``result.json`` and, beside it, the App's ``graphs.png`` (each graph estimate above its truth
+when known) and ``history.png`` (per-round curves), from a user's own ServerApp as from the
+App; a plot that fails never loses the result.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from logging import ERROR
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from fedcausal_flwr.results import RunResult
+
+HISTORY_KEYS = ("h", "primal_residual", "shd_w", "shd_a", "auroc", "loss")
+"""The per-round numbers ``history.png`` draws (those the last round has)."""
 
 
 def _pyplot():
@@ -99,3 +113,57 @@ def plot_history(history: Sequence[Mapping[str, Any]], keys: Sequence[str], path
         ax.set_title(key)
         ax.set_xlabel("round")
     return _saved(plt, fig, path, title)
+
+
+def result_plots(result: RunResult, directory: str | Path
+                 ) -> list[tuple[str, Callable[[], Path]]]:
+    """``(file name, draw)`` of each PNG of ``result``: ``graphs.png`` (the algorithm's graph
+    estimates, above their truth when ``result.truth`` holds it) and ``history.png``."""
+    from fedcausal_flwr import registry
+
+    out = Path(directory)
+    alg = registry.ALGORITHMS.get(result.algorithm)
+    graphs = alg.graphs if alg is not None else ()
+    shown = {k: v for k, v in result.estimates.items() if k in graphs}
+    truth = {k: v for k, v in result.truth.items() if k in shown}
+    labels = {k: result.labels(k) for k in shown}
+    keys = [k for k in HISTORY_KEYS if result.history and k in result.history[-1]]
+    plots: list[tuple[str, Callable[[], Path]]] = []
+    if shown:
+        plots.append(("graphs.png", lambda: plot_graphs(
+            shown, truth, out / "graphs.png", title=f"{result.algorithm}: learned vs true",
+            labels=labels)))
+    if result.history:
+        plots.append(("history.png", lambda: plot_history(
+            result.history, keys, out / "history.png", title=result.algorithm)))
+    return plots
+
+
+def plots_failed(result: RunResult, plots: Sequence[tuple[str, Callable[[], Any]]]) -> bool:
+    """Run each ``(name, draw)``; a failure is logged and appended to ``result.errors``."""
+    from flwr.common.logger import log
+
+    failed = False
+    for name, draw in plots:
+        try:
+            draw()
+        except Exception as e:  # noqa: BLE001 - a plot never loses the result
+            result.errors.append(f"plot {name}: {type(e).__name__}: {e}")
+            log(ERROR, "plot %s failed (result.json is saved): %s", name,
+                traceback.format_exc())
+            failed = True
+    return failed
+
+
+def save_with_plots(result: RunResult, directory: str | Path) -> Path:
+    """Write ``result.json`` into ``directory``, then ``graphs.png`` and ``history.png``
+    beside it (:func:`result_plots`); the path of result.json.
+
+    The result is saved before any plot is drawn; a plot that fails (matplotlib missing
+    included) is logged and recorded in ``result.errors`` (and result.json saved again),
+    never raised.
+    """
+    path = result.save(directory)
+    if plots_failed(result, result_plots(result, directory)):
+        path = result.save(directory)
+    return path

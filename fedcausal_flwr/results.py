@@ -69,7 +69,9 @@ class RunResult:
     columns) or ``{"rows": [...], "cols": [...]}``; ``variables`` (and per algorithm
     ``states``, ``inputs``, ``measurements``, ``x``, ``z``, ``y``) name what the data hold.
     Labelled views: :meth:`edges` (pure Python), :meth:`to_pandas`, :meth:`to_networkx`,
-    :meth:`threshold`; FedIV: :meth:`predict`. Read a saved run with :meth:`load`.
+    :meth:`threshold`; FedIV: :meth:`predict`. :meth:`edges` and :meth:`to_networkx` apply
+    the algorithm's own thresholds by default (:meth:`thresholds`). Read a saved run with
+    :meth:`load`.
     """
 
     algorithm: str
@@ -136,8 +138,17 @@ class RunResult:
             **({"status_detail": self.status_detail} if self.status_detail else {}),
         })
 
-    def save(self, directory: str | Path) -> Path:
-        """Write ``result.json`` atomically into ``directory`` and return its path."""
+    def save(self, directory: str | Path, plots: bool = False) -> Path:
+        """Write ``result.json`` atomically into ``directory`` and return its path.
+
+        ``plots=True`` also draws the App's ``graphs.png`` and ``history.png`` beside it
+        (:func:`fedcausal_flwr.plots.save_with_plots`: result.json first; a plot that fails
+        is recorded in ``errors``, never raised).
+        """
+        if plots:
+            from fedcausal_flwr.plots import save_with_plots
+
+            return save_with_plots(self, directory)
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "result.json"
@@ -199,16 +210,33 @@ class RunResult:
         ``client``: PFDBNL's personalized graph of that client id."""
         return _view(self).layers(self, client)
 
-    def edges(self, tau: float = 0.0, client: int | None = None
+    def thresholds(self) -> dict[str, float]:
+        """``{layer: tau}``: the algorithm's own threshold of each layer of :meth:`layers`,
+        which :meth:`edges` and :meth:`to_networkx` apply by default. FDBNL/PFDBNL
+        ``tau_w`` (``W``) and ``tau_a`` (``A1``..``Ap``), VFedCD ``tau`` (``B``), FedGC/FedCF
+        0 (no graph threshold in their settings): the run's own settings
+        (``config["strategy"]`` as the App saves it, or ``config`` as a strategy's ``start``
+        returns it), else the defaults of the algorithm's settings class."""
+        rule = getattr(_view(self), "thresholds", None)
+        return {} if rule is None else {k: float(v) for k, v in rule(self).items()}
+
+    def edges(self, tau: float | None = None, client: int | None = None
               ) -> list[tuple[str, str, float, int]]:
         """``(source, target, weight, lag)`` of every entry with ``|weight| > tau`` (pure
-        Python: no pandas or networkx needed). Self-loops at lag 0 are left out."""
+        Python: no pandas or networkx needed). Self-loops at lag 0 are left out.
+
+        ``tau`` None (default): each layer's own threshold (:meth:`thresholds`, e.g. FDBNL's
+        ``tau_w``/``tau_a``); a number applies to every layer (``tau=0.0``: every nonzero
+        entry).
+        """
+        taus = self.thresholds() if tau is None else {}
         out = []
         for layer in self.layers(client):
+            cut = float(tau) if tau is not None else taus.get(layer.name, 0.0)
             for i, s in enumerate(layer.sources):
                 for j, t in enumerate(layer.targets):
                     w = float(layer.matrix[i, j])
-                    if abs(w) > tau and np.isfinite(w) and not (layer.lag == 0 and s == t):
+                    if abs(w) > cut and np.isfinite(w) and not (layer.lag == 0 and s == t):
                         out.append((s, t, w, layer.lag))
         return out
 
@@ -221,17 +249,20 @@ class RunResult:
                                          columns=list(layer.targets))
                 for layer in self.layers(client)}
 
-    def to_networkx(self, tau: float = 0.0, client: int | None = None,
+    def to_networkx(self, tau: float | None = None, client: int | None = None,
                     multigraph: bool = False) -> Any:
         """The learned graph as a networkx ``DiGraph`` over the variable names (every
-        variable is a node, edges from :meth:`edges`), with edge attributes ``weight`` and
-        ``lag``. A DiGraph holds one edge per pair: where several lags connect the same pair
-        it keeps the strongest as ``weight``/``lag`` and all of them in ``weights``
+        variable is a node, edges from :meth:`edges` at ``tau``: default each layer's own
+        threshold, :meth:`thresholds`), with edge attributes ``weight`` and ``lag``. A
+        DiGraph holds one edge per pair: where several lags connect the same pair it keeps
+        the strongest as ``weight``/``lag`` and all of them in ``weights``
         (``{lag: weight}``); ``multigraph=True`` gives a ``MultiDiGraph`` with one edge per
-        lag (key = lag) instead. Needs networkx (``pip install networkx``)."""
+        lag (key = lag) instead. ``G.graph["tau"]`` is the ``tau`` given, else the
+        ``{layer: tau}`` applied. Needs networkx (``pip install networkx``)."""
         nx = _optional("networkx")
         G = nx.MultiDiGraph() if multigraph else nx.DiGraph()
-        G.graph.update({"algorithm": self.algorithm, "tau": tau})
+        G.graph.update({"algorithm": self.algorithm,
+                        "tau": self.thresholds() if tau is None else tau})
         G.add_nodes_from(self.variables())
         for s, t, w, lag in self.edges(tau, client):
             if multigraph:
@@ -301,6 +332,18 @@ def _graph_keys(r: RunResult) -> list[str]:
     return [k for k, v in r.estimates.items()
             if (k in base or k in extra or any(k.startswith(b + "_") for b in base))
             and np.asarray(v).dtype.kind in "biuf" and np.ndim(v) >= 2]
+
+
+def run_setting(r: RunResult, name: str) -> Any:
+    """Field ``name`` of the settings ``r`` ran with: ``config["strategy"]`` (the App's
+    result.json), else ``config`` itself (what a strategy's ``start`` returns), else the
+    default of the algorithm's settings class."""
+    for where in (r.config.get("strategy"), r.config):
+        if isinstance(where, dict) and where.get(name) is not None:
+            return where[name]
+    from fedcausal_flwr import registry
+
+    return getattr(registry.get(r.algorithm).settings_class()(), name)
 
 
 def labels_or_default(r: RunResult, key: str, shape: tuple[int, ...]

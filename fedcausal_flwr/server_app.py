@@ -13,9 +13,10 @@ from flwr.app import Context
 from flwr.common.logger import log
 from flwr.serverapp import Grid, ServerApp
 
-from fedcausal_flwr import registry
 from fedcausal_flwr.app import check_foreign_keys, glue
+from fedcausal_flwr.plots import plots_failed, save_with_plots
 from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.threads import limit_blas_threads
 
 app = ServerApp()
 
@@ -24,49 +25,6 @@ def output_dir(rc: dict[str, Any], algorithm: str) -> Path:
     """``<outputs>/<run-name>``; run-name defaults to ``<algorithm>-<timestamp>``."""
     name = str(rc.get("run-name") or f"{algorithm}-{time.strftime('%Y%m%d-%H%M%S')}")
     return Path(str(rc.get("outputs", "outputs"))).expanduser().resolve() / name
-
-
-def save_with_plots(result: RunResult, out: Path) -> Path:
-    """Write result.json, then the PNGs of learned vs true graphs and of the history.
-
-    The result is saved before any plot is drawn; a plot that fails is logged and recorded in
-    ``result.errors`` (and result.json saved again), never raised.
-    """
-    from fedcausal_flwr.plots import plot_graphs, plot_history
-
-    path = result.save(out)
-    graphs = registry.ALGORITHMS[result.algorithm].graphs \
-        if result.algorithm in registry.ALGORITHMS else ()
-    shown = {k: v for k, v in result.estimates.items() if k in graphs}
-    truth = {k: v for k, v in result.truth.items() if k in shown}
-    labels = {k: result.labels(k) for k in shown}
-    keys = [k for k in ("h", "primal_residual", "shd_w", "shd_a", "auroc", "loss")
-            if result.history and k in result.history[-1]]
-    plots = []
-    if shown:
-        plots.append(("graphs.png", lambda: plot_graphs(
-            shown, truth, out / "graphs.png", title=f"{result.algorithm}: learned vs true",
-            labels=labels)))
-    if result.history:
-        plots.append(("history.png", lambda: plot_history(
-            result.history, keys, out / "history.png", title=result.algorithm)))
-    if plots_failed(result, plots):
-        path = result.save(out)
-    return path
-
-
-def plots_failed(result: RunResult, plots: list[tuple[str, Any]]) -> bool:
-    """Run each ``(name, draw)``; a failure is logged and appended to ``result.errors``."""
-    failed = False
-    for name, draw in plots:
-        try:
-            draw()
-        except Exception as e:  # noqa: BLE001 - a plot never loses the result
-            result.errors.append(f"plot {name}: {type(e).__name__}: {e}")
-            log(ERROR, "plot %s failed (result.json is saved): %s", name,
-                traceback.format_exc())
-            failed = True
-    return failed
 
 
 def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
@@ -117,4 +75,5 @@ def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     """Build the configured strategy, run it, save ``result.json`` and plots (:func:`run`)."""
+    limit_blas_threads()
     run(grid, dict(context.run_config))

@@ -12,8 +12,8 @@ partition's node by a new node id with a fresh ``state`` (a restarted SuperNode)
 is refused (``None`` in place of its message id). A node whose ``client_app`` returns None
 for a message never answers that message (a node that hangs on one phase).
 
-The second half is the fault-injection kit of issue 11, shared by ``tests/test_faults.py`` and
-``simulations/reliability.py``: :data:`FAULTS` (what a faulty node does), :func:`faulty_app`
+The second half is the fault-injection kit, shared by ``tests/test_faults.py`` and
+``simulations/bench/reliability.py``: :data:`FAULTS` (what a faulty node does), :func:`faulty_app`
 (wraps any ClientApp callable and tampers one partition's replies from a given round),
 :func:`silent_app` (the oracle: the same node simply failing from the same round) and
 :func:`check_fault`, which runs one algorithm with one fault next to its oracle and says what
@@ -170,7 +170,7 @@ class InProcessGrid(Grid):
         return self.pull_messages(self.push_messages(messages))
 
 
-# ---- fault injection (issue 11) ------------------------------------------------------------
+# ---- fault injection ----------------------------------------------------------------------
 ALGORITHMS = tuple(registry.ALGORITHMS)
 #: Protocols that need every party in every exchange: a faulty party stops the run.
 EVERY_PARTY = frozenset(a.name for a in registry.ALGORITHMS.values() if a.every_party)

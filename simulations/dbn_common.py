@@ -1,4 +1,4 @@
-"""Shared helpers of the FDBNL / PFDBNL reproduction scripts (``simulations/fdbnl_*.py``).
+"""Shared helpers of the FDBNL / PFDBNL scripts (``simulations/paper|studies/fdbnl_*.py``).
 
 Tables print the paper's value beside ours (mean ± sd over seeds or data sets) with a marker:
 

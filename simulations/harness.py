@@ -1,9 +1,17 @@
 """The shared command line and results layer of every script in ``simulations/``.
 
+The scripts sit in ``paper/`` (reproductions of a paper's numbers), ``studies/`` (how the
+defaults were chosen) and ``bench/`` (cost, scale, reliability); each imports its folder's
+``_sims`` first, which puts this folder on ``sys.path``, and importing this module puts the
+script folders there too (scripts import each other by name).
+
 Every script takes the same flags (``--seeds`` as a count or a list, ``--quick``, ``--out``)
 plus its own, prints tables with the paper's value beside ours, and writes its numbers with
 :func:`write_results` to ``simulations/results/<script>.json`` (with machine, time and argv).
-``python simulations/tables.py`` turns those JSON files into the tables of ``RESULTS.md``.
+A script whose results make tables of ``RESULTS.md`` or ``results/*.md`` renders them itself:
+its ``TABLES`` maps each marker name to a function built on the helpers below (:func:`markdown`,
+:func:`fmt`, :func:`seed_range`...), and ``python simulations/tables.py`` (``--check``) writes
+(verifies) them all.
 
     ap = harness.parser(__doc__, seeds=10)        # --seeds 10 -> [0..9]; --seeds 3 7 -> [3, 7]
     ap.add_argument("--t", type=int, default=5000)
@@ -27,9 +35,17 @@ from typing import Any
 
 import numpy as np
 
+from fedcausal_flwr.threads import limit_blas_threads
+
 SIM_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = SIM_DIR / "results"
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: the script folders: reproductions of a paper's numbers, how the defaults were chosen, and
+#: cost / scale / reliability benchmarks
+GROUPS = ("paper", "studies", "bench")
+for _dir in (SIM_DIR, *(SIM_DIR / g for g in GROUPS)):  # scripts import each other by name
+    if str(_dir) not in sys.path:
+        sys.path.insert(0, str(_dir))
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -71,6 +87,7 @@ def parser(description: str | None, seeds: int | Sequence[int] | None = None,
     argparse.ArgumentParser
         ``parse_args`` turns ``--seeds`` into a list of ints.
     """
+    limit_blas_threads()  # one BLAS thread, as every committed result was made
     ap = _Parser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     if seeds is not None:
         default = seed_list(seeds) if isinstance(seeds, int) else list(seeds)
@@ -171,6 +188,43 @@ def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join([line(headers), "|" + "---|" * len(headers), *map(line, rows)])
 
 
+def dot(v: float, digits: int = 2) -> str:
+    """``0.64`` -> ``.64`` (the papers' style); ``1.00`` stays."""
+    s = f"{v:.{digits}f}"
+    return s[1:] if s.startswith("0.") else s
+
+
+def short(v: float, digits: int = 3) -> str:
+    """At most ``digits`` decimals, trailing zeros dropped (``0.736``, ``0.74``, ``6.2``)."""
+    return f"{round(v, digits):g}"
+
+
+def bold(m: float, s: float, digits: int = 3) -> str:
+    """``**m ± s**``: a headline mean."""
+    return f"**{fmt(m, s, digits)}**"
+
+
+def sig2(v: float) -> str:
+    """Two significant figures, trailing zeros kept (``0.0197`` -> ``0.020``)."""
+    return f"{v:.{max(0, 1 - math.floor(math.log10(abs(v))))}f}" if v else "0"
+
+
+def dec3(v: float) -> str:
+    """Three decimals, but at least two significant figures (``0.003776`` -> ``0.0038``)."""
+    return f"{v:.3f}" if abs(v) >= 0.01 else sig2(v)
+
+
+def seed_range(seeds: Sequence[Any]) -> str:
+    """``0-9`` (or the list where the seeds are not a range)."""
+    s = sorted({int(x) for x in seeds})
+    return f"{s[0]}-{s[-1]}" if s == list(range(s[0], s[-1] + 1)) else ", ".join(map(str, s))
+
+
+def pm(r: dict[str, Any], key: str, digits: int = 3) -> str:
+    """``mean ± sd`` (sample sd) of ``key`` in a run's ``mean`` and ``sd``."""
+    return fmt(r["mean"][key], r["sd"][key], digits)
+
+
 def paper_table(rows: Sequence[tuple[str, Any, Any]], digits: int = 3,
                 headers: Sequence[str] = ("measure", "paper", "ours")) -> str:
     """Our value beside the paper's, one measure a row; a missing paper value prints ``-``.
@@ -211,9 +265,16 @@ def jsonable(x: Any) -> Any:
     return x
 
 
+def script_path(script: str) -> str:
+    """``simulations/<folder>/<script>.py``, the script of a results name (as the repository
+    names it; ``simulations/<script>.py`` where no folder holds it)."""
+    folder = next((g for g in GROUPS if (SIM_DIR / g / f"{script}.py").is_file()), None)
+    return f"simulations/{folder}/{script}.py" if folder else f"simulations/{script}.py"
+
+
 def metadata(script: str) -> dict[str, Any]:
     """Where, when and how a result was made: script, argv, versions, machine, time."""
-    return {"script": f"simulations/{script}.py", "argv": sys.argv[1:],
+    return {"script": script_path(script), "argv": sys.argv[1:],
             "python": platform.python_version(), "numpy": np.__version__,
             "machine": {"host": platform.node(), "system": platform.system(),
                         "cpu": platform.machine(), "cores": os.cpu_count()},
@@ -277,5 +338,5 @@ def finish(script: str, args: argparse.Namespace, clock: Clock, checks: dict[str
 
 
 def script_name(file: str) -> str:
-    """``simulations/x.py`` -> ``x``: the results name of a script (``__file__``)."""
+    """``simulations/<folder>/x.py`` -> ``x``: the results name of a script (``__file__``)."""
     return Path(file).stem

@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from fedcausal_flwr import launch
+from fedcausal_flwr.threads import limit_blas_threads
+
+limit_blas_threads()  # the suite computes as the App's processes do: one BLAS thread
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

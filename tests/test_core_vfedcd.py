@@ -216,8 +216,8 @@ def test_parties_take_every_shared_setting_from_the_server():
 
 
 def test_training_resumed_from_its_state_equals_one_run():
-    # simulations/vfedcd_sachs_settings.py reads the 200- and 400-epoch graphs off a 700-epoch
-    # run: resuming must give exactly what a run of the total length gives.
+    # simulations/studies/vfedcd_sachs_settings.py reads the 200- and 400-epoch graphs off a
+    # 700-epoch run: resuming must give exactly what a run of the total length gives.
     _, xs = small_data(d=4, n=48, seed=2)
     s = V.VFedCDSettings(he_backend="mock", gamma=0.05, batch=16, seed=1)
     whole = V.train_reference(xs, s, epochs=4)
@@ -236,12 +236,12 @@ def test_sachs_study_chose_by_its_criterion_from_its_runs():
     from pathlib import Path
 
     sim = Path(__file__).parents[1] / "simulations"
-    sys.path.insert(0, str(sim))
+    sys.path.insert(0, str(sim / "studies"))
     try:
-        import vfedcd_sachs_settings as study
+        import vfedcd_sachs_settings as study  # its first import puts simulations/ on sys.path
         from harness import read_jsonl
     finally:
-        sys.path.remove(str(sim))
+        sys.path.remove(str(sim / "studies"))
     summary = json.loads((sim / "results" / "vfedcd_sachs_settings.json").read_text())
     rows = read_jsonl(study.RUNS)
     assert {r["seed"] for r in rows if r["stage"] == "eval"}.isdisjoint(study.DEV_SEEDS)

@@ -54,3 +54,26 @@ def test_the_wire_table_names_every_message_that_crosses_the_wire(algorithm):
     named = {"float64": ("float64", "float"), "uint8": ("uint8",), "uint64": ("uint64",),
              "int64": ("int64",)}
     assert all(any(n in wire for n in named.get(d, (d,))) for d in dtypes), (dtypes, wire)
+
+
+@pytest.mark.parametrize("algorithm", sorted(build.ALGORITHMS))
+def test_make_md_describes_every_key_of_make(algorithm):
+    """docs/api/make.md lists each argument ``make(context)`` may return for ``algorithm``
+    (its client's constructor, less what the node supplies), each described."""
+    import inspect
+
+    page = (ROOT / "docs" / "api" / "make.md").read_text()
+    section = page.split(f"## `{algorithm}` (")[1].split("\n## ")[0]
+    cls = build.ALGORITHMS[algorithm].client_class()
+    node = {"self", "partition_id", "num_partitions", "context", "state"}
+    for name in inspect.signature(cls.__init__).parameters:
+        if name not in node:
+            assert f"| `{name}` |" in section, f"make.md: {algorithm} lacks {name}"
+    assert "*(undocumented)*" not in section
+
+
+def test_the_public_readers_and_plots_are_in_the_api_docs():
+    data = (ROOT / "docs" / "api" / "data.md").read_text()
+    for name in ("node_csv", "lagged", "node_data", "read_csv"):
+        assert f"### `{name}`" in data
+    assert "## `fedcausal_flwr.plots`" in (ROOT / "docs" / "api" / "plots.md").read_text()

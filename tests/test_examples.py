@@ -58,7 +58,8 @@ def node_extra(example: str, i: int) -> dict:
     if example != "vfedcd":
         return {}
     # the parties' shared ID key; and their consent to the test-only mock backend (fast tier)
-    return {"id-key": "examples-shared-secret", "accept-backends": "mock", "min-key-bits": 256}
+    return {"id-key": "examples-shared-secret", "vfedcd-accept-backends": "mock",
+            "vfedcd-min-key-bits": 256}
 
 
 #: fast-tier changes of an example's own run config (VFedCD: real Paillier takes minutes)
@@ -103,6 +104,27 @@ def test_example_runs(example, tmp_path):
     if example == "vfedcd":  # 60 people per party, 54 shared (make_data.py)
         assert result.metrics["samples"] == {"shared": 54,
                                              "unused": {"party 0": 6, "party 1": 6}}
+
+
+def test_vfedcd_consent_is_spelled_as_the_app_reads_it(tmp_path):
+    """One spelling of a party's consent keys: the App's (PartyConsent), in the README, the
+    example's README and the example's parties; without them the example refuses mock."""
+    from fedcausal_flwr.vertical.model import PartyConsent
+
+    keys = list(PartyConsent.keys())
+    assert keys == ["vfedcd-accept-backends", "vfedcd-accept-modes", "vfedcd-min-key-bits"]
+    for doc in (EXAMPLES.parent / "README.md", EXAMPLES / "vfedcd" / "README.md"):
+        text = doc.read_text()
+        assert all(f"`{k}`" in text for k in keys), doc
+        assert "`accept-backends`" not in text and "`min-key-bits`" not in text, doc
+    rc = {**run_config("vfedcd"), "outputs": str(tmp_path), **FAST["vfedcd"]}
+    files = csvs("vfedcd")
+    nodes = {i: {"data-path": str(f), "id-key": "examples-shared-secret"}
+             for i, f in enumerate(files)}  # no consent to the mock backend
+    grid = InProcessGrid(load("vfedcd", "client_app").app, len(files), rc, nodes)
+    load("vfedcd", "server_app").app(grid, Context(1, 0, {}, RecordDict(), rc))
+    refused = RunResult.load(tmp_path / str(rc["run-name"]))
+    assert refused.status.startswith("stopped") and keys[0] in refused.status, refused.status
 
 
 def test_launcher_points_each_supernode_at_its_own_csv(monkeypatch, tmp_path):

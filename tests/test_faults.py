@@ -4,7 +4,7 @@ A faulty node never passes silently: the averaging protocols (FDBNL, PFDBNL, Fed
 name it, and end with exactly the result of the run in which it simply went silent at the same
 round; the protocols that need every party (FedGC, FedCF, VFedCD) stop naming it, keeping
 exactly what the silent run keeps. The faults, the small configs and the oracle live in
-:mod:`fedcausal_flwr.testing` (``simulations/reliability.py`` runs the same matrix).
+:mod:`fedcausal_flwr.testing` (``simulations/bench/reliability.py`` runs the same matrix).
 """
 
 from __future__ import annotations

@@ -100,26 +100,30 @@ def test_a_users_named_variables_reach_the_result_and_its_views(tmp_path):
     assert result.labels("W") == (GENES, GENES)
     assert result.variables() == GENES
     # pure-python edges: (source, target, weight, lag), lag 0 from W, 1..p from A
-    edges = result.edges()
+    edges = result.edges(tau=0.0)
     W, A = result.estimates["W"], result.estimates["A"]
     assert {e[3] for e in edges} <= {0, 1, 2}
     for s, t, w, lag in edges:
         i, j = GENES.index(s), GENES.index(t)
         assert w == (W[i, j] if lag == 0 else A[(lag - 1) * 4 + i, j])
     assert len(edges) == int((W != 0).sum() - (np.diag(W) != 0).sum() + (A != 0).sum())
+    # by default the run's own thresholds: FDBNLSettings' tau_w (W) and tau_a (A1, A2)
+    assert result.config["tau_w"] == result.config["tau_a"] == 0.2
+    assert result.thresholds() == {"W": 0.2, "A1": 0.2, "A2": 0.2}
+    assert result.edges() == [e for e in edges if abs(e[2]) > 0.2]
     # threshold: a copy, small entries zeroed, the original untouched
     tau = float(np.median(np.abs(A[A != 0]))) if (A != 0).any() else 0.1
     small = result.threshold(tau)
     assert np.all((np.abs(small.estimates["A"]) >= tau) | (small.estimates["A"] == 0))
     assert np.array_equal(result.estimates["A"], A)
-    assert all(abs(e[2]) >= tau for e in small.edges())
-    assert set(small.edges()) == {e for e in edges if abs(e[2]) >= tau}
+    assert all(abs(e[2]) >= tau for e in small.edges(tau=0.0))
+    assert set(small.edges(tau=0.0)) == {e for e in edges if abs(e[2]) >= tau}
     # save / load round trip
     result.save(tmp_path)
     back = RunResult.load(tmp_path)
     assert back.names == result.names and back.status == "completed"
     np.testing.assert_allclose(back.estimates["A"], A)
-    assert back.edges() == edges
+    assert back.edges(tau=0.0) == edges and back.edges() == result.edges()
     assert load_result(tmp_path)["names"]["variables"] == GENES  # the dict reader as before
 
 
@@ -156,11 +160,12 @@ def named_result() -> RunResult:
 
 def test_edges_are_pure_python_and_names_saved_as_one_list_also_label():
     r = named_result()
-    assert r.edges() == [("a", "b", 0.8, 0), ("b", "c", -0.05, 0), ("a", "b", 0.3, 1),
-                         ("b", "c", -0.6, 2)]
+    assert r.edges(tau=0.0) == [("a", "b", 0.8, 0), ("b", "c", -0.05, 0), ("a", "b", 0.3, 1),
+                                ("b", "c", -0.6, 2)]
     assert r.edges(tau=0.1) == [("a", "b", 0.8, 0), ("a", "b", 0.3, 1), ("b", "c", -0.6, 2)]
     shared = RunResult("vfedcd", {}, estimates={"B": r.estimates["W"]}, names=["p", "q", "r"])
-    assert shared.edges() == [("p", "q", 0.8, 0), ("q", "r", -0.05, 0)]
+    assert shared.edges(tau=0.0) == [("p", "q", 0.8, 0), ("q", "r", -0.05, 0)]
+    assert shared.edges() == [("p", "q", 0.8, 0)]  # VFedCDSettings.tau = 0.7
     unnamed = RunResult("vfedcd", {}, estimates={"B": r.estimates["W"]})
     assert unnamed.edges()[0] == ("x0", "x1", 0.8, 0)
     with pytest.raises(ValueError, match="predict"):
@@ -175,10 +180,47 @@ def test_to_networkx_names_weights_and_lags():
     assert G.edges["a", "b"]["weight"] == 0.8 and G.edges["a", "b"]["lag"] == 0
     assert G.edges["a", "b"]["weights"] == {0: 0.8, 1: 0.3}
     assert G.edges["b", "c"]["lag"] == 2 and G.edges["b", "c"]["weight"] == -0.6
+    assert G.edges["b", "c"]["weights"] == {2: -0.6}  # -0.05 (lag 0) is under tau_w = 0.2
+    assert G.graph["tau"] == {"W": 0.2, "A1": 0.2, "A2": 0.2}
+    every = r.to_networkx(tau=0.0)
+    assert every.edges["b", "c"]["weights"] == {0: -0.05, 2: -0.6} and every.graph["tau"] == 0
     M = r.to_networkx(tau=0.1, multigraph=True)
     assert sorted((s, t, d["lag"]) for s, t, d in M.edges(data=True)) == [
         ("a", "b", 0), ("a", "b", 1), ("b", "c", 2)]
     assert r.threshold(0.1).to_networkx().number_of_edges() == 2
+
+
+def test_default_thresholds_are_the_runs_own():
+    """edges()/to_networkx() default to the algorithm's thresholds, read from the settings the
+    run used: result.json's config["strategy"] (the App), the flat config (a strategy's own
+    start), else the settings class defaults; FedGC/FedCF have none (0)."""
+    W = np.array([[0.0, 0.8, 0.25], [0.0, 0.0, -0.05], [0.0, 0.0, 0.0]])
+    A = np.zeros((3, 3))
+    A[0, 1] = 0.3
+    est = {"W": W, "A": A}
+    app = RunResult("fdbnl", {"run_config": {}, "strategy": {"tau_w": 0.5, "tau_a": 0.4}},
+                    estimates=est)
+    assert app.thresholds() == {"W": 0.5, "A1": 0.4}
+    assert app.edges() == [("x0", "x1", 0.8, 0)]
+    own = RunResult("pfdbnl", {"tau_w": 0.1, "tau_a": 0.1}, estimates=est)
+    assert [e[:2] for e in own.edges()] == [("x0", "x1"), ("x0", "x2"), ("x0", "x1")]
+    assert RunResult("fdbnl", {"run_config": {}}, estimates=est).thresholds() == {
+        "W": 0.2, "A1": 0.2}
+    assert len(app.edges(tau=0.0)) == 4
+    vfd = RunResult("vfedcd", {"strategy": {"tau": 0.2}}, estimates={"B": W})
+    assert vfd.thresholds() == {"B": 0.2} and len(vfd.edges()) == 2
+    ss = RunResult("fedcf", {}, estimates={"A_hat": W, "B_hat": A[:, :1]})
+    assert ss.thresholds() == {"A_hat": 0.0, "B_hat": 0.0} and len(ss.edges()) == 3
+
+
+def test_an_app_run_thresholds_at_its_run_config(tmp_path):
+    key = {field: k for k, field in FDBNLSettings.keys().items()}  # run-config key of a field
+    result, doc = app_result(tmp_path, {**DBN, key["tau_w"]: 0.3, key["tau_a"]: 0.25}, 3)
+    back = RunResult.load(tmp_path / "r")
+    assert doc["config"]["strategy"]["tau_w"] == 0.3
+    assert back.thresholds() == {"W": 0.3, "A1": 0.25, "A2": 0.25} == result.thresholds()
+    every = back.edges(tau=0.0)
+    assert back.edges() == [e for e in every if abs(e[2]) > (0.3 if e[3] == 0 else 0.25)]
 
 
 def test_to_pandas_labelled_adjacency_per_lag():

@@ -131,3 +131,63 @@ def test_metadata_sources():
     assert "scripts/" not in readme  # written for a pip user, not for this repository
     assert "pip install \"fedcausal-flwr[fdbnl]\"" in readme
     assert {"Homepage", "Documentation", "Issues"} <= set(project["urls"])
+
+
+_BLAS_STATE = """
+import json, os, threadpoolctl
+def blas():
+    return sorted((i["filepath"], i["num_threads"]) for i in threadpoolctl.threadpool_info()
+                  if i["user_api"] == "blas")
+"""
+
+
+def _clean_python(code: str, **env: str) -> dict:
+    """Run ``code`` in a fresh interpreter with no BLAS thread variables (plus ``env``)."""
+    import json
+    import os
+
+    base = {k: v for k, v in os.environ.items() if k not in
+            ("OPENBLAS_NUM_THREADS", "FEDCAUSAL_BLAS_THREADS", "OMP_NUM_THREADS",
+             "MKL_NUM_THREADS")}
+    proc = subprocess.run([sys.executable, "-c", _BLAS_STATE + code], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT, env={**base, **env})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_package_leaves_blas_threads_alone():
+    out = _clean_python("""
+import numpy, scipy.linalg
+before = blas()
+import fedcausal_flwr, fedcausal_flwr.strategies, fedcausal_flwr.clients
+import fedcausal_flwr.server_app, fedcausal_flwr.client_app, fedcausal_flwr.launch
+print(json.dumps({"env": os.environ.get("OPENBLAS_NUM_THREADS"), "before": before,
+                  "after": blas()}))
+""")
+    assert out["env"] is None
+    assert out["before"], "no BLAS library found by threadpoolctl"
+    assert out["after"] == out["before"]
+
+
+@pytest.mark.parametrize("env,call,expect", [
+    ({}, "limit_blas_threads()", 1),
+    ({"FEDCAUSAL_BLAS_THREADS": "0"}, "limit_blas_threads()", None),
+    ({"OPENBLAS_NUM_THREADS": "2"}, "limit_blas_threads()", None),
+    ({"OPENBLAS_NUM_THREADS": "2"}, "limit_blas_threads(1)", 1),
+])
+def test_limit_blas_threads(env, call, expect):
+    out = _clean_python(f"""
+import numpy
+from fedcausal_flwr.threads import limit_blas_threads
+before = blas()
+got = {call}
+print(json.dumps({{"got": got, "env": os.environ.get("OPENBLAS_NUM_THREADS"),
+                  "before": before, "after": blas()}}))
+""", **env)
+    assert out["got"] == expect
+    if expect is None:
+        assert out["after"] == out["before"]
+        assert out["env"] == env.get("OPENBLAS_NUM_THREADS")
+    else:
+        assert out["env"] == str(expect)
+        assert {n for _, n in out["after"]} == {expect}

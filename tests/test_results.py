@@ -28,6 +28,39 @@ def test_result_json_round_trip_and_plots(tmp_path):
     assert (tmp_path / "history.png").stat().st_size > 1000
 
 
+def test_a_users_result_saves_the_apps_pictures_with_one_call(tmp_path):
+    """``result.save(dir, plots=True)`` (a user's own ServerApp) writes what the App writes:
+    result.json, graphs.png and history.png; without ``plots`` only result.json."""
+    W = np.array([[0.0, 0.5], [0.3, 0.0]])
+    r = RunResult("fdbnl", {}, history=[{"round": 1, "h": 0.1}, {"round": 2, "h": 0.01}],
+                  estimates={"W": W, "A": W})
+    assert r.save(tmp_path / "plain") == tmp_path / "plain" / "result.json"
+    assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == ["result.json"]
+    path = r.save(tmp_path / "pics", plots=True)
+    assert path == tmp_path / "pics" / "result.json" and load_result(path)["errors"] == []
+    assert sorted(p.name for p in (tmp_path / "pics").iterdir()) == [
+        "graphs.png", "history.png", "result.json"]
+
+
+def test_a_failing_plot_never_loses_a_users_result(tmp_path, monkeypatch):
+    import fedcausal_flwr.plots as plots
+
+    seen = []
+
+    def broken(*args, **kwargs):
+        seen.append((tmp_path / "result.json").exists())  # result.json is written first
+        raise RuntimeError("no display")
+
+    monkeypatch.setattr(plots, "plot_history", broken)
+    r = RunResult("fdbnl", {}, history=[{"round": 1, "h": 0.1}],
+                  estimates={"W": np.eye(2), "A": np.eye(2)})
+    r.save(tmp_path, plots=True)
+    assert seen == [True] and (tmp_path / "graphs.png").exists()
+    doc = load_result(tmp_path)
+    assert doc["status"] == "completed" and doc["estimates"]["W"] == [[1.0, 0.0], [0.0, 1.0]]
+    assert doc["errors"] == ["plot history.png: RuntimeError: no display"]
+
+
 def test_run_config_argument_round_trips(tmp_path):
     cfg = {"algorithm": "pfdbnl", "num-rounds": 5, "lambda-w": 0.05, "heterogeneous": True,
            "run-name": 'a "quoted" name'}

@@ -1,4 +1,4 @@
-"""NetSim fMRI simulations (Smith et al. 2011; spec section 4.7).
+"""NetSim fMRI simulations (Smith et al. 2011).
 
 ``simN.mat`` (MATLAB v5) holds ``ts`` ((subjects * T) x d, subjects stacked in order), ``net``
 (subjects x d x d, ``net[s, i, j] != 0`` for i -> j, diagonal -1) and usually the scalars

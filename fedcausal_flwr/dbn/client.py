@@ -19,8 +19,16 @@ class FDBNLClient(CausalClient):
     """Holds ``(Xt, Xlag)``; answers ``train.local`` with ``(B_k, D_k)``.
 
     Only the second moments of the data are used, and only d x d / pd x d matrices leave.
-    ``names`` labels the d variables (default ``x0, x1, ...``); every node must report the
-    same names in the same order, or the server drops it.
+
+    Parameters
+    ----------
+    Xt : array (n x d)
+        The rows ``x_t`` of this client's series (``fedcausal_flwr.data.lagged`` makes both).
+    Xlag : array (n x p*d)
+        Their lags ``[x_{t-1}, ..., x_{t-p}]``, row by row.
+    names : sequence of str, optional
+        Labels of the d variables (default ``x0, x1, ...``); every node must report the
+        same names in the same order, or the server drops it.
     """
 
     phases = {"local": "local_step"}

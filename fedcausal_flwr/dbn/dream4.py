@@ -1,4 +1,4 @@
-"""DREAM4 in-silico time-series track (spec section 4.6).
+"""DREAM4 in-silico time-series track.
 
 ``insilico_size100_N_timeseries.tsv``: a header (``Time``, gene names, possibly quoted), then
 replicates of 21 time points separated by blank lines. ``..._goldstandard.tsv``: one

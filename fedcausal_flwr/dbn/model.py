@@ -24,43 +24,23 @@ Moments = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class FDBNLSettings(RunSettings):
-    """Every setting of FDBNL, with the App's defaults (the one source of them).
+    """Every setting of FDBNL (Algorithm 1), with the App's defaults (the one source of them).
 
-    ``lambda_scale``: ``"pooled"`` multiplies lambda by the number of participating clients so
-    it keeps its centralized DYNOTEARS meaning (sum_k l_k = K * pooled loss when the n_k are
-    equal); ``"paper"`` applies it once in the server step, as in the paper, so its strength
-    relative to the K consensus terms falls as K grows. ``lambda_w``, ``lambda_a``: 0.05
-    pooled (was 0.1; the paper and the official code: 0.1 applied once), the thresholds 0.2
-    and the dual step of Eq. (4) were chosen together on development seeds over ER and
-    scale-free DAGs, unit and heterogeneous noise scales, d 10-20, K 4-64, 50 rows per client
-    (``simulations/fdbnl_defaults.py``): best mean rank of SHD(W) + SHD(A), 1.0 edge below
-    lambda 0.1 and 3.3 below the official code's settings; the official code's dual step
-    scored the same (-0.1 +/- 0.2 edges), so the paper's stays.
-    ``dual_update``: ``"paper"`` uses W^(t+1) in the dual step (Eq. 4), ``"code"`` the official
-    code's W^(t). ``code_compat``: PFDBNL departures of the official code.
-    ``max_rounds``: the round budget; the run stops earlier once h(W) <= ``h_tol`` and the
-    primal residual max_k ||B_k - W||_F / max(||W||_F, 1) <= ``primal_tol`` (clients agree
-    with the consensus; without it a run can stop in round 1, where W is still near zero and
-    so acyclic). ``phi1``: the growth of rho1 per round; 2.5 (was 1.6; the official code
-    1.65) halves the rounds to convergence, chosen on development seeds over SVAR and the
-    official code's data, where it scored SHD(W) as well or better for FDBNL and ~1 edge worse
-    for PFDBNL (``simulations/fdbnl_rounds.py``).
-    ``tau_w``, ``tau_a``: thresholds of the reported graphs (0.2 suits weights |w| in
-    [0.3, 0.5]). ``seed``: client sampling under partial participation.
-    ``d``, ``p``: the expected data shape; 0 takes the majority of what the clients report.
+    How the defaults were chosen: ``docs/algorithms/fdbnl.md``.
 
-    Solver of the server step (3), see :func:`admm_global_step` (no run-config keys):
-    ``server_a_step`` ``"closed-form"`` takes A = soft_threshold(V_A, lambda_A / (K rho2))
-    exactly (A does not enter h) and runs L-BFGS-B on W alone; ``"lbfgs"`` solves W and A
-    together, as the official code does. ``server_warm_start`` starts L-BFGS-B from the
-    previous round's W (the warm start ``initial_arrays`` in round 1) instead of zero;
-    ``server_restarts`` is the number of chained L-BFGS-B calls. The official code's solver
-    (and ours before) is ``server_a_step="lbfgs", server_warm_start=False, server_restarts=5``;
-    the defaults cost 3-5x fewer evaluations per round at d = 15
-    (``simulations/fdbnl_solver_cost.py``). Once warm-started, more calls changed no SHD on the
-    development seeds and cost more, so one is the default. Warm and cold starts can settle in
-    different local minima of the nonconvex step, so final graphs may differ by an edge or two.
-    ``restarts``: chained L-BFGS-B calls of PFDBNL's local step (10).
+    ``lambda_w``, ``lambda_a``: L1 weights of W and A. ``lambda_scale``: ``"pooled"`` multiplies
+    them by the number K of participating clients (sum_k l_k = K x pooled loss for equal n_k,
+    so lambda keeps its centralized DYNOTEARS meaning); ``"paper"`` applies them once in the
+    server step (3). ``rho1``, ``rho2``: penalties of h(W) and of consensus, grown by ``phi1``,
+    ``phi2`` per round up to ``rho_max``. ``dual_update``: ``"paper"`` uses W^(t+1) in the dual
+    step (4), ``"code"`` the official code's W^(t). ``code_compat``: PFDBNL departures of the
+    official code. ``max_rounds``: the round budget; the run stops earlier once h(W) <=
+    ``h_tol`` and max_k ||B_k - W||_F / max(||W||_F, 1) <= ``primal_tol``.
+    ``clients_per_round``: clients sampled per round (0: all); ``seed``: their sampling.
+    ``tau_w``, ``tau_a``: thresholds of the reported graphs. ``d``, ``p``: the expected data
+    shape (0: the majority of what the clients report). ``restarts``: chained L-BFGS-B calls of
+    PFDBNL's local step (10). ``server_a_step``, ``server_warm_start``, ``server_restarts``: the
+    solver of the server step (3), see :func:`admm_global_step`.
     """
 
     lambda_w: float = setting(0.05, "lambda-w", ge=0)
@@ -522,7 +502,7 @@ def pfdbnl_reference(clients: Sequence[Moments], s: PFDBNLSettings, seed: int | 
 
 def dynotears(mom: Moments, lambda_w: float, lambda_a: float, max_iter: int = 100,
               h_tol: float = 1e-8, rho_max: float = 1e16) -> tuple[np.ndarray, np.ndarray]:
-    """Centralized DYNOTEARS (augmented Lagrangian, spec 4.3); unthresholded (W, A)."""
+    """Centralized DYNOTEARS (Pamfil et al. 2020) by augmented Lagrangian; unthresholded (W, A)."""
     d = mom[0].shape[0]
     p = mom[2].shape[0] // d
     x, rho, alpha, h = np.zeros(2 * (p + 1) * d * d), 1.0, 0.0, np.inf

@@ -1,4 +1,4 @@
-"""Synthetic DBN / SVAR(p) data for FDBNL and PFDBNL (spec section 4.1).
+"""Synthetic DBN / SVAR(p) data for FDBNL and PFDBNL.
 
 Conventions: ``W`` (d x d) is the intra-slice DAG, ``A`` (pd x d) = vstack(A_1 .. A_p), and
 ``W[i, j] != 0`` means i -> j. The model is ``x_t' = x_t' W + sum_i x_{t-i}' A_i + u_t'``.

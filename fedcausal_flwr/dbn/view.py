@@ -1,10 +1,11 @@
-"""How a FDBNL/PFDBNL result reads as a graph: ``W`` (lag 0), then ``A1``..``Ap``."""
+"""How a FDBNL/PFDBNL result reads as a graph: ``W`` (lag 0), then ``A1``..``Ap``,
+thresholded by default at the run's ``tau_w`` and ``tau_a``."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from fedcausal_flwr.results import Layer, RunResult, labels_or_default
+from fedcausal_flwr.results import Layer, RunResult, labels_or_default, run_setting
 
 
 def layers(r: RunResult, client: int | None = None) -> list[Layer]:
@@ -28,3 +29,9 @@ def layers(r: RunResult, client: int | None = None) -> list[Layer]:
     for k in range(1, A.shape[0] // d + 1 if d else 1):
         out.append(Layer(f"A{k}", k, A[(k - 1) * d:k * d], v, v))
     return out
+
+
+def thresholds(r: RunResult) -> dict[str, float]:
+    """``tau_w`` for ``W``, ``tau_a`` for each ``A<k>`` (the run's settings)."""
+    tau_w, tau_a = float(run_setting(r, "tau_w")), float(run_setting(r, "tau_a"))
+    return {layer.name: tau_w if layer.lag == 0 else tau_a for layer in layers(r)}

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
+from weakref import WeakKeyDictionary
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
@@ -55,25 +57,76 @@ def client_class(algorithm: str) -> type[CausalClient]:
     return registry.get(algorithm).client_class()
 
 
+#: The message-config key naming the algorithm a message belongs to (every strategy sends
+#: its ``algorithm`` with each ``query.info`` and ``train.<phase>`` message).
+ALGORITHM_KEY = "algorithm"
+
+
+@dataclass
+class _Served:
+    """What :func:`register` wired onto one ClientApp: the algorithms and message types."""
+
+    algorithms: dict[str, tuple[type[CausalClient], Callable[[Context], Any]]] = field(
+        default_factory=dict)
+    types: set[str] = field(default_factory=set)
+
+    def pick(self, msg: Message) -> str:
+        """The algorithm that answers ``msg``: the one its config names, else the only one
+        registered for its message type; a ValueError when that is ambiguous."""
+        kind, _, phase = msg.metadata.message_type.partition(".")
+        config = msg.content.config_records.get("config", {})
+        named = str(config.get(ALGORITHM_KEY, "")).strip().lower()
+        if named in self.algorithms:
+            return named
+        able = [a for a, (cls, _) in self.algorithms.items()
+                if kind == "query" or phase in cls.phases]
+        if len(able) == 1:
+            return able[0]
+        said = f"names algorithm {named!r}" if named else "names no algorithm"
+        raise ValueError(f"this ClientApp serves {', '.join(self.algorithms)}; a "
+                         f"{msg.metadata.message_type} message that {said} could be "
+                         f"{' or '.join(able) or 'none of them'} (the server's strategy "
+                         f"sends its algorithm as the message config key {ALGORITHM_KEY!r})")
+
+    def handle(self, msg: Message, context: Context) -> Message:
+        """Build the picked algorithm's client for this node and let it answer ``msg``."""
+        cls, make = self.algorithms[self.pick(msg)]
+        made = make(context)
+        client = made if isinstance(made, NumPyClient) else cls.from_context(context, made)
+        return reply(client, msg)
+
+
+_SERVED: WeakKeyDictionary[ClientApp, _Served] = WeakKeyDictionary()
+
+
 def register(app: ClientApp, algorithm: str,
              make: Callable[[Context], NumPyClient | Mapping[str, Any]]) -> ClientApp:
     """Wire every phase of ``algorithm`` (and ``query.info``) onto a user's ``ClientApp``.
 
     ``make(context)`` returns this node's client, or its data as the client's constructor
-    arguments (e.g. ``{"Xt": ..., "Xlag": ...}`` for FDBNL), from which the client is built
-    with the node's ``partition-id`` and ``num-partitions``. Settings come from the server
-    with each message; the data never leave the node.
+    arguments (e.g. ``{"Xt": ..., "Xlag": ...}`` for FDBNL; every algorithm's keys are in
+    ``docs/api/make.md``), from which the client is built with the node's ``partition-id``
+    and ``num-partitions``. Settings come from the server with each message; the data never
+    leave the node.
+
+    One ClientApp may serve several algorithms: call ``register`` once per algorithm. Their
+    phases share one handler, which answers each message with the algorithm that the
+    message's config names (key ``"algorithm"``, which every strategy sends), else with the
+    only registered algorithm that has the message's phase; a message that fits several and
+    names none is refused with an error reply. Registering one algorithm twice on the same
+    app raises a ValueError.
     """
     cls = client_class(algorithm)
-
-    def handle(msg: Message, context: Context) -> Message:
-        made = make(context)
-        client = made if isinstance(made, NumPyClient) else cls.from_context(context, made)
-        return reply(client, msg)
-
-    app.query("info")(handle)
-    for phase in cls.phases:
-        app.train(phase)(handle)
+    key = str(algorithm).strip().lower()
+    served = _SERVED.setdefault(app, _Served())
+    if key in served.algorithms:
+        raise ValueError(f"{key!r} is already registered on this ClientApp")
+    for message_type in ["query.info", *(f"train.{p}" for p in cls.phases)]:
+        if message_type not in served.types:
+            kind, _, phase = message_type.partition(".")
+            getattr(app, kind)(phase)(served.handle)
+            served.types.add(message_type)
+    served.algorithms[key] = (cls, make)
     return app
 
 

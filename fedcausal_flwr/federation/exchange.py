@@ -75,7 +75,8 @@ class Exchange:
             rec.bytes["down"] += array_bytes(arrays)
             contents[nodes[cid].node_id] = RecordDict({
                 "arrays": ArrayRecord([np.asarray(a) for a in arrays]),
-                "config": ConfigRecord({**cfg, "server-round": rec.round}),
+                "config": ConfigRecord({"algorithm": self.strategy.algorithm, **cfg,
+                                        "server-round": rec.round}),
             })
         replies = self.send(grid, contents, f"train.{phase}")
         ok: dict[int, list[np.ndarray]] = {}

@@ -154,7 +154,7 @@ class Roster:
 
     def _ask_info(self, grid: Grid, channel: Exchange, nodes: Sequence[int]
                   ) -> dict[int, Message]:
-        cfg = self.strategy.info_config()
+        cfg = {"algorithm": self.strategy.algorithm, **self.strategy.info_config()}
         return channel.send(grid, {n: RecordDict({"config": ConfigRecord(cfg)})
                                    for n in nodes}, "query.info")
 

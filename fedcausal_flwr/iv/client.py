@@ -97,9 +97,19 @@ class FedIVClient(CausalClient):
     ``train.local``: ``[theta..., tau...]`` -> ``[dtheta..., dtau..., psi_sum, C_sum, [U]]``,
     where ``psi_sum, C_sum`` are the validation sums of the incoming global theta.
     ``train.validate``: ``[theta...]`` -> ``[psi_sum, C_sum]``.
-    ``names`` labels the columns of x (treatment), y (outcome) and z (instruments), see
-    :func:`iv_names`; they are informational (g is a function of x) and every node must
-    report the same ones.
+
+    Parameters
+    ----------
+    train, val : tuple of arrays
+        ``(x, y, z)`` of the training and of the validation rows: treatment x (n x ...),
+        outcome y (n), instruments z (n x ...).
+    device : str
+        Torch device of the local steps: "auto" (default: a GPU if there is one), "cpu" or
+        "cuda".
+    names : sequence of str or mapping, optional
+        Labels of the columns of x (treatment), y (outcome) and z (instruments), see
+        :func:`iv_names`; they are informational (g is a function of x) and every node must
+        report the same ones.
     """
 
     phases = {"local": "local_step", "validate": "validate"}

@@ -43,41 +43,20 @@ DTYPE = torch.float64
 class FedIVSettings(RunSettings):
     """Every setting of FedIV / (Fed)DeepGMM, with the App's defaults (the one source of them).
 
-    The rates are Table 1's FedDeepGMM-GDA, chosen on development seeds by the validation
-    criterion: ``lr_g`` 0.02 and ``lr_f`` 0.2 (the max player ten times faster, two-timescale
-    GDA). The rates suit y of unit scale (the built-in data are standardized by the train y's
-    mean and sd); on y of sd 3 and more they diverge, so standardize y or lower the rates.
-    ``rounds`` T = 50 of ``local_epochs`` R = 40 full-batch steps: a deployment pays seconds per
-    exchange whatever its size, so the default does Table 1's local work (T = 200 rounds of
-    R = 10, 2000 steps per client, still reachable: ``iv-rounds = 200``,
-    ``iv-local-epochs = 10``) in a quarter of the exchanges (51 instead of 201), averaging
-    every 40 steps instead of every 10. On development seeds at 10 clients (and 2) the
-    selected-round test MSE was the same; at 5 clients on abs slightly worse, the cost of
-    client drift (``simulations/fediv_rounds.py``; ``simulations/RESULTS.md``, "FedIV in fewer
-    rounds"). Larger steps instead (lr 0.04 / 0.4) were worse on abs.
+    How the defaults were chosen: ``docs/algorithms/fediv.md``.
 
-    ``mode``: ``"gda"`` takes full local-batch steps, ``"sgda"`` minibatches of ``batch_size``.
-    ``local_epochs`` (R): local passes per round of FedGDA (Algorithm 1; GDA: R full-batch
-    steps). ``optimizer``: ``"sgd"`` (the paper), ``"sgdm"`` (``momentum``, the authors' code)
-    or ``"oadam"`` (optimistic Adam with ``betas``, DeepGMM); federated clients restart it
-    every round. ``weighting``: ``"uniform"`` (eq. 20) or ``"n"`` (n_i-weighted FedAvg, the
-    code). ``rounds`` (T): FedGDA rounds. ``seed``: network initialisation, minibatch order
-    and validation features. ``val_features``: random Fourier features of the validation
-    criterion (Lemma 1 on a fixed class). ``device``: where a client trains (``"auto"``: a
-    GPU when present).
-
-    ``grad_clip`` (default 5): the max player's (f's) gradient on a local step is scaled to L2
-    norm at most ``grad_clip`` (:func:`clip`); ``0`` is Algorithm 1's raw gradients (the
-    paper). Without it, f can overshoot within its R local steps and blow up: on a client with
-    a few rows (the Dirichlet split leaves clients of 5-50) in round 1, or later in a run; the
-    average carries the blow-up to the global players (under the 50 x 40 schedule, 2 of 60
-    dev runs stopped and 3 more dropped a client). 5 was chosen over 2 on those 60 dev runs
-    (abs, linear, step; seeds 100-119): neither stopped a run or dropped a client, and 5's
-    selected-round test MSE was lower (paired -0.0010 ± 0.0005 s.e.) and no worse than raw
-    gradients' where those did not diverge (``simulations/fediv_rounds.py``,
-    ``simulations/RESULTS.md``, "FedIV: gradient clip under the 50 x 40 schedule").
-    ``diverge_factor``: the detection rule of :func:`divergence`; a diverged run stops and
-    says so.
+    ``lr_g``, ``lr_f``: step sizes of the min player g and the max player f (for y of unit
+    scale). ``mode``: ``"gda"`` takes full local-batch steps, ``"sgda"`` minibatches of
+    ``batch_size``. ``local_epochs`` (R): local passes per round of FedGDA (Algorithm 1; GDA: R
+    full-batch steps). ``rounds`` (T): FedGDA rounds. ``optimizer``: ``"sgd"`` (the paper),
+    ``"sgdm"`` (``momentum``, the authors' code) or ``"oadam"`` (optimistic Adam with
+    ``betas``, DeepGMM); federated clients restart it every round. ``weighting``:
+    ``"uniform"`` (eq. 20) or ``"n"`` (n_i-weighted FedAvg, the code). ``grad_clip``: f's local
+    gradient is scaled to L2 norm at most this (:func:`clip`; 0: Algorithm 1's raw gradients).
+    ``diverge_factor``: the detection rule of :func:`divergence`; a diverged run stops and says
+    so. ``seed``: network initialisation, minibatch order and validation features.
+    ``val_features``: random Fourier features of the validation criterion (Lemma 1 on a fixed
+    class). ``device``: where a client trains (``"auto"``: a GPU when present).
     """
 
     lr_g: float = setting(0.02, "iv-lr-g", gt=0)
@@ -446,10 +425,8 @@ def divergence(theta: Params, tau: Params, state: FedState, factor: float) -> st
       round), floored at 1 (so networks of small weights never trip it).
 
     The rule is relative to the run's own history: a round multiplying the largest weight by
-    ``factor`` (``diverge_factor``, 10 by default) is the first round of a blow-up, not
-    learning (in the finished FedDeepGMM-GDA runs on dev seeds it grew by at most 1.07 in a
-    round; the step run of dev seed 113 went from 1.63 to 7.6e59). ``factor = 0`` keeps only
-    the non-finite rule.
+    ``factor`` (``diverge_factor``) is the first round of a blow-up, not learning.
+    ``factor = 0`` keeps only the non-finite rule.
     """
     p = peak(list(theta) + list(tau))
     if not math.isfinite(p):

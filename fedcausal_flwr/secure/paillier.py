@@ -6,7 +6,7 @@ integers (fixed point, see ``shares``) read centered: ``v > n/2`` means ``v - n`
 travel as fixed-width big-endian bytes, one row of a uint8 array per ciphertext. The default
 key has 2048 bits; anything smaller must be asked for explicitly (``n_length``), for tests.
 
-Speed-ups, each measured by ``simulations/vfedcd_paillier_benchmark.py``:
+Speed-ups, each measured by ``simulations/bench/vfedcd_paillier_benchmark.py``:
 
 - gmpy2 ``powmod`` for every exponentiation; decryption mod p^2 and q^2 recombined by CRT
   (Paillier, EUROCRYPT 1999, Sec. 7).

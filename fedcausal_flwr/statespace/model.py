@@ -49,8 +49,8 @@ def time_difference(X: np.ndarray) -> np.ndarray:
 
     Departure from both papers (FedGC eq 15, FedCF eq 13 are losses on levels): with
     ``difference`` the server's residuals are differenced in time before they are squared.
-    An unknown mean shift ``b^t`` on client m's states (spec fedgc.md 7.5: "the KFs do not
-    model b") sits in client m's residual as ``b^t``; it is piecewise constant, so its
+    An unknown mean shift ``b^t`` on client m's states (the Kalman filters do not
+    model b) sits in client m's residual as ``b^t``; it is piecewise constant, so its
     difference vanishes except at its few jumps, while ``A_mn`` still maps the differenced
     states of client n to the differenced residual of client m. On levels, ``b^t`` is
     explained by the other clients' states, which follow it through ``A_nm`` (spurious
@@ -167,7 +167,7 @@ CLIENT_FIELDS = ("lr_client", "eta1", "eta2", "lambda_l", "xi", "learn_phi", "ta
                  "alg1_literal", "difference", "dp", "dp_epsilon", "dp_delta", "dp_clip_msg",
                  "seed", "init_std")
 
-# The schedule before issue 12 (:meth:`StateSpaceSettings.paper_schedule`).
+# The former default schedule (:meth:`StateSpaceSettings.paper_schedule`).
 PAPER_SCHEDULE: dict[str, Any] = {"window": 1000, "epochs": 30, "lr_server": 0.3,
                                   "lr_client": 1.5}
 
@@ -180,10 +180,7 @@ class StateSpaceSettings(RunSettings):
     ``W = T - 1`` FedCF's full batch), ``epochs`` passes over t = 1..T-1. A run is
     ``epochs * ceil((T - 1) / W)`` windows, one exchange each (plus setup and a final
     gradient delivery), and windows are sequential, so the exchanges are set by W and epochs.
-    Default: one window per epoch at the default T = 10000 (``window`` 10000) and 20 epochs,
-    22 exchanges, with steps 1.0 (server) / 1.5 (client); on development seeds this equals
-    the accuracy of the schedule before issue 12 (W = 1000, 30 epochs, 0.3 / 1.5: 302
-    exchanges), which :meth:`paper_schedule` keeps (``simulations/statespace_windows.py``).
+    How the defaults were chosen: ``docs/algorithms/fedgc.md``, ``docs/algorithms/fedcf.md``.
     Steps are normalized: each block moves by ``lr / L`` along its gradient, with ``L`` the
     running maximum, over the windows seen so far, of a bound of the block's curvature on the
     window (kept in ``ClientParams.curv`` / ``ServerParams.curv_A, curv_B``), so the same
@@ -235,7 +232,7 @@ class StateSpaceSettings(RunSettings):
 
     @classmethod
     def paper_schedule(cls, **changes: Any) -> Self:
-        """The schedule before issue 12 (:data:`PAPER_SCHEDULE`: mini-batch windows of
+        """The former default schedule (:data:`PAPER_SCHEDULE`: mini-batch windows of
         W = 1000, 30 epochs, steps 0.3 / 1.5, i.e. 300 windows), nearer the papers' per-step
         updates; every other field keeps the default, ``changes`` override. Run config:
         ``ss-window=1000 ss-epochs=30 ss-lr-server=0.3 ss-lr-client=1.5``."""
@@ -290,13 +287,9 @@ class FedCFSettings(StateSpaceSettings):
     ``alg1_literal`` drops ``g~`` from the client step, as Algorithm 1 is printed.
     ``difference`` stays ``False`` (no key): differenced, ``u_n^{t-2}`` in the regressor
     ``Delta u_n^{t-1}`` meets client m's filter error at ``t - 1``, which carries
-    ``B_mn u_n^{t-2}``, and biases ``B_hat_mn`` (CF_y 0.39 instead of 0.03 on development
-    seeds 100-109 with the innovation target); unknown shifts barely move FedCF's levels
-    loss there (its inputs and noise dominate).
+    ``B_mn u_n^{t-2}``, and biases ``B_hat_mn``.
     The schedule (``window``, ``epochs``, ``lr_server``, ``lr_client``) shares its keys and
-    defaults with FedGC; FedCF was checked on its own (development seeds 100-109: A_21, A_12
-    and, with the innovation target, CF_y as with :meth:`paper_schedule`, 22 exchanges
-    instead of 302; ``simulations/statespace_windows.py``).
+    defaults with FedGC. How the defaults were chosen: ``docs/algorithms/fedcf.md``.
     ``cf_client``, ``cf_source``, ``cf_delta``: the counterfactual query answered after
     training, "what would ``y_m`` (m = ``cf_client``) change by if client n = ``cf_source``
     changed its input by ``delta_u``" with ``cf_delta`` comma-separated floats (empty: none).
@@ -729,7 +722,7 @@ def counterfactual(C_mm: np.ndarray, B_hat_mn: np.ndarray, delta_u: np.ndarray) 
 
 
 def counterfactual_error(C_mm: np.ndarray, B_hat_mn: np.ndarray, B_mn: np.ndarray) -> float:
-    """``||C_mm (B_hat_mn - B_mn)||_F / ||C_mm B_mn||_F`` (spec A6)."""
+    """``||C_mm (B_hat_mn - B_mn)||_F / ||C_mm B_mn||_F`` (FedCF's counterfactual error)."""
     return float(np.linalg.norm(C_mm @ (B_hat_mn - B_mn)) / np.linalg.norm(C_mm @ B_mn))
 
 

@@ -1,5 +1,6 @@
 """How a FedGC/FedCF result reads as a graph: ``A_hat`` (lag 1, transposed from the
-state-space convention ``x_t = A x_{t-1}``) and FedCF's ``B_hat`` (inputs -> states)."""
+state-space convention ``x_t = A x_{t-1}``) and FedCF's ``B_hat`` (inputs -> states). Their
+settings hold no graph threshold: every nonzero entry is an edge unless a ``tau`` is given."""
 
 from __future__ import annotations
 
@@ -26,3 +27,8 @@ def layers(r: RunResult, client: int | None = None) -> list[Layer]:
         rows, cols = labels_or_default(r, "B_hat", B.shape)
         out.append(Layer("B_hat", 1, B.T, cols, rows))
     return out
+
+
+def thresholds(r: RunResult) -> dict[str, float]:
+    """0 for every layer: FedGC/FedCF report dense estimates and no graph threshold."""
+    return {layer.name: 0.0 for layer in layers(r)}

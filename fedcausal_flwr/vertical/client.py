@@ -82,9 +82,11 @@ class VFedCDClient(CausalClient):
         ``node_config`` consent keys win over the arguments below.
     accept_backends, accept_modes : str or sequence of str, optional
         HE backends and modes this party accepts (default: "paillier,paillier-packed" and
-        "vfedcd", secure only).
+        "vfedcd", secure only); node config ``vfedcd-accept-backends`` and
+        ``vfedcd-accept-modes`` win.
     min_key_bits : int, optional
-        Smallest Paillier key this party accepts (default 2048).
+        Smallest Paillier key this party accepts (default 2048); node config
+        ``vfedcd-min-key-bits`` wins.
     consent_from : str
         Who gave the arguments above, for the log (the App's glue passes the run config).
     names : sequence of str, optional

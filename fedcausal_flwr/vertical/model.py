@@ -42,13 +42,11 @@ ADAM_BETAS = (0.9, 0.999)
 class VFedCDSettings(RunSettings):
     """Every setting of VFedCD, with the App's defaults (the one source of them).
 
-    The defaults are a few-step schedule that a deployment finishes in about 2 hours (Adam,
-    ``lr`` 0.1, ``batch`` 200, 30 epochs: 120 steps, 600 relayed exchanges; the packed
-    Paillier backend), chosen with the loss, penalties and ``tau`` on development data seeds
-    100-109 (``simulations/vfedcd_fast_schedule.py``, ``simulations/results/vfedcd.md``).
+    The defaults are a few-step schedule (Adam, ``lr`` 0.1, ``batch`` 200, 30 epochs: 120
+    steps, 600 relayed exchanges); how they were chosen: ``docs/algorithms/vfedcd.md``.
     :meth:`paper` gives the paper's values instead (SGD, ``lr`` 0.01, ``batch`` 16, Sec. 6.1)
-    and :meth:`slow` the previous defaults (the paper's SGD schedule over 700 epochs: 35,000
-    steps, ~15 days deployed). ``mode``: "vfedcd" (secure dispatch, Algs. 2-6), "ctv"
+    and :meth:`slow` the previous defaults (the paper's SGD schedule over 700 epochs).
+    ``mode``: "vfedcd" (secure dispatch, Algs. 2-6), "ctv"
     (plain framework plus the CTV penalty) or "framework" (plain framework, no penalty), the
     ablations of Table 3.
     ``loss``: "nll" (Gaussian NLL with a learned variance per attribute, as SDCD) or "mse".
@@ -254,7 +252,7 @@ PAPER: dict[str, Any] = {"epochs": 500, "batch": 16, "lr": 0.01, "optimizer": "s
 SLOW: dict[str, Any] = {"epochs": 700, "loss": "nll", "lambda1": 5e-4, "l2": 5e-3,
                         "gamma": 5e-4, "tau": 0.6}
 """Changes to :data:`PAPER` that gave the App's defaults before the few-step schedule
-(preset "slow", chosen on development seeds 100-109; :meth:`VFedCDSettings.slow`)."""
+(preset "slow", :meth:`VFedCDSettings.slow`)."""
 
 PARTY_KEYS: tuple[str, ...] = (
     "batch", "lr", "optimizer", "adam-eps", "lambda1", "hidden", "decoder-layers", "sigma-phi",

@@ -1,10 +1,11 @@
-"""How a VFedCD result reads as a graph: the weighted adjacency ``B`` (lag 0)."""
+"""How a VFedCD result reads as a graph: the weighted adjacency ``B`` (lag 0), thresholded
+by default at the run's ``tau`` (the threshold of its reported DAG)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from fedcausal_flwr.results import Layer, RunResult, labels_or_default
+from fedcausal_flwr.results import Layer, RunResult, labels_or_default, run_setting
 
 VARIANTS = ("dag",)
 
@@ -18,3 +19,8 @@ def layers(r: RunResult, client: int | None = None) -> list[Layer]:
     B = np.asarray(r.estimates["B"], dtype=float)
     v, _ = labels_or_default(r, "B", B.shape)
     return [Layer("B", 0, B, v, v)]
+
+
+def thresholds(r: RunResult) -> dict[str, float]:
+    """``tau`` for ``B`` (the run's settings)."""
+    return {"B": float(run_setting(r, "tau"))}

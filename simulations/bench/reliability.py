@@ -1,0 +1,146 @@
+"""Fault x algorithm reliability matrix (issue 11): what each algorithm does with each fault.
+
+Every case runs the App's ClientApp in process (``fedcausal_flwr.testing``: the same small
+configs, faults and oracle as ``tests/test_faults.py``) with one faulty node, next to its
+oracle: the run in which that node simply went silent (raised) at the same round. Outcomes:
+"dropped client k, equal to silent run" (named, bit-for-bit the silent run's result),
+"stopped, names party k" (a protocol that needs every party; it keeps exactly what the silent
+run keeps), "not handled: ..." (named failures of the run itself) and "SILENT WRONG RESULT"
+(status "completed" with a result that differs from the silent run). Writes
+``results/reliability.json``, then regenerates the table of ``results/reliability.md`` from it
+(``simulations/tables.py``, table ``reliability``).
+
+    python simulations/bench/reliability.py                 # all 6 algorithms x 14 faults (~25 s)
+    python simulations/bench/reliability.py --quick         # FDBNL and VFedCD only
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import _sims  # noqa: F401 - simulations/ on sys.path
+from harness import (
+    RESULTS_DIR,
+    Clock,
+    jsonable,
+    log,
+    markdown,
+    parser,
+    read_results,
+    settings,
+    write_results,
+)
+
+from fedcausal_flwr import testing as T
+
+MD = RESULTS_DIR / "reliability.md"
+MD_HEAD = """# Reliability: fault x algorithm (issue 11)
+
+Generated: `python simulations/bench/reliability.py` runs the matrix and writes `reliability.json`;
+the table below is regenerated from that JSON by `python simulations/tables.py` (table
+`reliability`). The faults, small run configs and the oracle are `fedcausal_flwr/testing.py`'s,
+shared with `tests/test_faults.py`, which asserts every case below.
+
+Each case: one faulty node (partition 1, faults from round 2; see the fault list), the App's
+ClientApp in process (`InProcessGrid`), reply timeout 0.5 s (a node that does not answer costs
+it once, then is skipped: issue 11 item 4). Oracle: the same node raising
+from the same round ("the silent run"); "equal" means bit-for-bit equal estimates, rounds,
+per-round participation and losses. "exception" is the oracle's own fault (equal by
+construction). Discovery faults (`info`, `duplicate`) are compared with the node failing its
+`query.info`: FedGC/FedCF then run without it, VFedCD stops (every party holds attributes).
+
+Screening (`federation/strategy.py`, `exchange` -> `reply_problem`, `screen`/`outliers`): float
+replies must be float64; then a reply is a magnitude outlier when one of its float arrays has
+max |x| over `MAX_ABS` = sqrt(float64 max) ~ 1.34e154 (or a strategy's `reply_bound(phase)`),
+or over 1e6 x max(1, median max |x| of the same array in the other replies of the exchange).
+
+<!-- table:reliability -->
+<!-- /table -->
+"""
+
+
+def main() -> None:
+    ap = parser(__doc__.splitlines()[0])
+    ap.add_argument("--algorithms", nargs="+", default=list(T.ALGORITHMS),
+                    choices=T.ALGORITHMS)
+    ap.add_argument("--faults", nargs="+", default=list(T.FAULTS), choices=list(T.FAULTS))
+    args = ap.parse_args()
+    if args.quick:
+        args.algorithms = ["fdbnl", "vfedcd"]
+    logging.getLogger("flwr").setLevel(logging.CRITICAL)  # every case logs its drops
+    warnings.simplefilter("ignore", RuntimeWarning)
+    clock = Clock()
+    cases = []
+    for algorithm in args.algorithms:
+        for fault in args.faults:
+            o = T.check_fault(algorithm, fault)
+            cases.append(o.asdict())
+            log(f"{algorithm:7s} {fault:15s} {o.outcome}")
+    margins = {}
+    for algorithm in args.algorithms:  # how near honest runs come to the magnitude screen
+        m = margins[algorithm] = T.honest_margin(algorithm)
+        log(f"{algorithm:7s} honest: {m['status']}, max peak / floored median of the others "
+            f"{m['max_ratio']:.3g} (screen at {m['screen_factor']:g}), screened "
+            f"{len(m['screened'])}")
+    handled = sum(c["handled"] for c in cases)
+    wrong = [f"{c['algorithm']}/{c['fault']}" for c in cases if c["silent_wrong"]]
+    not_handled = {f"{c['algorithm']}/{c['fault']}": c["outcome"] for c in cases
+                   if not c["handled"]}
+    summary = {"cases": len(cases), "handled": handled, "silent_wrong": len(wrong),
+               "silent_wrong_cases": wrong, "not_handled": not_handled}
+    log(f"\n{handled} of {len(cases)} cases handled; {len(wrong)} silent wrong results; "
+        f"elapsed {clock():.0f}s")
+    path = write_results("reliability", {
+        "settings": settings(args), "faults": T.FAULTS, "algorithms": args.algorithms,
+        "configs": {a: {"run_config": T.SMALL[a][0], "nodes": T.SMALL[a][1]}
+                    for a in args.algorithms},
+        "faulty_partition": T.FAULTY, "from_round": T.FROM_ROUND, "timeout_s": T.TIMEOUT_S,
+        "flaky_nodes": T.FLAKY_NODES, "cases": jsonable(cases), "honest": margins,
+        "summary": summary,
+        "elapsed_s": clock()}, args.out)
+    log(f"wrote {path}")
+    if args.out is None:  # the committed table follows the committed JSON
+        import tables
+
+        if not MD.exists():
+            MD.write_text(MD_HEAD)
+        MD.write_text(tables.render(MD.read_text(), {"reliability": tables.reliability}))
+        log(f"wrote {MD}")
+
+
+# ----------------------------------------------------------------------------- tables
+def table_reliability() -> str:
+    """Issue 11's fault x algorithm matrix (reliability.json): the count of handled cases,
+    the silent wrong results, and each case's outcome."""
+    r = read_results("reliability")
+    summ, algos = r["summary"], r["algorithms"]
+    cell = {(c["fault"], c["algorithm"]): c["outcome"] for c in r["cases"]}
+    faults = [f for f in r["faults"] if any((f, a) in cell for a in algos)]
+    rows = [[f"`{f}`: {r['faults'][f]}"] + [cell.get((f, a), "-") for a in algos]
+            for f in faults]
+    lines = [f"**{summ['handled']} of {summ['cases']} cases handled; "
+             f"{summ['silent_wrong']} silent wrong results"
+             + (f" ({', '.join(summ['silent_wrong_cases'])})" if summ["silent_wrong"] else "")
+             + f".** Made by `{r['meta']['script']}` on {r['meta']['finished']} "
+             f"({r['elapsed_s']:.0f} s).", ""]
+    if r.get("honest"):
+        lines += ["Honest runs of the same configs (no fault): largest max |x| of a reply's "
+                  "array over max(1, the other replies' median), the screen dropping above "
+                  f"{next(iter(r['honest'].values()))['screen_factor']:g}: "
+                  + ", ".join(f"{a} {m['max_ratio']:.3g}" + (" (SCREENED)" if m["screened"]
+                                                              else "")
+                              for a, m in r["honest"].items()) + ".", ""]
+    if summ["not_handled"]:
+        lines += ["Not handled:", ""] + [f"- {k}: {v}" for k, v in summ["not_handled"].items()]
+        lines.append("")
+    return "\n".join(lines) + "\n" + markdown(["fault"] + algos, rows)
+
+
+#: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
+#: ``simulations/tables.py`` renders from its results
+TABLES = {"reliability": table_reliability}
+
+
+if __name__ == "__main__":
+    main()
