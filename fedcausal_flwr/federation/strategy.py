@@ -57,7 +57,7 @@ class CausalStrategy(GridStrategy):
     runs the whole protocol on the Grid. Flower's per-round hooks (``configure_train``,
     ``aggregate_train``, ``configure_evaluate``, ``aggregate_evaluate``) raise
     ``NotImplementedError`` saying why: one configure/aggregate pair per round cannot express
-    discovery, several validated phases per round and server-held state by partition id.
+    discovery, validated phases (several per round in most protocols) and server-held state.
     :meth:`start` returns our :class:`~fedcausal_flwr.results.RunResult`, which offers
     Flower's ``Result`` attributes (``arrays``, ``train_metrics_clientapp``,
     ``evaluate_metrics_clientapp``, ``evaluate_metrics_serverapp``) and builds the real
@@ -82,6 +82,15 @@ class CausalStrategy(GridStrategy):
         summaries only (counts, bytes, shapes seen).
     **changes
         Settings fields to change, e.g. ``FDBNL(min_nodes=3)``.
+
+    Attributes
+    ----------
+    roster : Roster
+        The clients (:attr:`nodes`) and their nodes' health.
+    channel : Exchange
+        What :meth:`exchange` sends and validates through.
+    recorder : Recorder
+        The run's rounds, drops, bytes, history and checkpoints (``recorder.round``).
     """
 
     algorithm = "base"
