@@ -10,12 +10,11 @@ from flwr.app import ArrayRecord, ConfigRecord
 from flwr.serverapp.strategy import Result, Strategy
 
 from fedcausal_flwr import strategies
-from fedcausal_flwr.app import glue
 from fedcausal_flwr.client_app import app
 from fedcausal_flwr.federation import errors
 from fedcausal_flwr.federation import strategy as base
 from fedcausal_flwr.registry import ALGORITHMS
-from fedcausal_flwr.testing import SMALL, InProcessGrid
+from fedcausal_flwr.testing import SMALL, run_app
 
 HOOKS = {"configure_train": (1, ArrayRecord(), ConfigRecord(), None),
          "aggregate_train": (1, []),
@@ -37,8 +36,7 @@ def test_flower_round_hooks_say_why_and_point_to_start(algorithm, hook):
 
 
 def test_start_result_gives_flowers_result():
-    rc, k = SMALL["fdbnl"]
-    result = glue("fdbnl").strategy("fdbnl", rc).start(grid=InProcessGrid(app, k, rc))
+    result = run_app("fdbnl", app, SMALL["fdbnl"][1])
     flower = result.flower_result()
     assert isinstance(flower, Result) and result.status == "completed"
     assert sorted(flower.arrays) == sorted(result.arrays)
