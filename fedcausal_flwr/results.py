@@ -117,6 +117,15 @@ class RunResult:
         """The server-side evaluation (``evaluate_fn``) of each round as ``MetricRecord``."""
         return {r: _metric_record(m) for r, m in self.evaluations.items()}
 
+    def flower_result(self) -> Any:
+        """This run as Flower's ``flwr.serverapp.strategy.Result`` (what Flower's own
+        ``Strategy.start`` returns), built from :attr:`arrays` and the metrics records above."""
+        from flwr.serverapp.strategy import Result
+
+        return Result(arrays=self.arrays, train_metrics_clientapp=self.train_metrics_clientapp,
+                      evaluate_metrics_clientapp=self.evaluate_metrics_clientapp,
+                      evaluate_metrics_serverapp=self.evaluate_metrics_serverapp)
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON document of the result contract."""
         return jsonable({

@@ -383,7 +383,7 @@ def run_app(algorithm: str, app: ClientCallable, k: int,
         return strategy.start(grid=InProcessGrid(app, k, rc, node_configs))
     except Exception as e:  # noqa: BLE001 - the matrix reports it as not handled
         res = RunResult(algorithm, {}, status=f"failed: {type(e).__name__}: {e}")
-        res.metrics["dropped"] = list(strategy._dropped)
+        res.metrics["dropped"] = list(strategy.recorder.dropped)
         return res
 
 

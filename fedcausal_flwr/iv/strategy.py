@@ -140,9 +140,9 @@ class FedIV(CausalStrategy):
             loss = float(np.mean([r[-1][0] for r in replies.values()]))
             why = dg.divergence(theta, tau, st, self.settings.diverge_factor)
             if why is not None:
-                self._diverged(f"round {self._round}: diverged, {why}; keeping round "
+                self._diverged(f"round {self.recorder.round}: diverged, {why}; keeping round "
                                f"{st.best_round}")
-            st.theta, st.tau, st.round = theta, tau, self._round
+            st.theta, st.tau, st.round = theta, tau, self.recorder.round
             st.peak = max(st.peak, dg.peak(theta + tau))
             rec.update({"loss": loss, "val_criterion": score, "val_round": st.round - 1,
                         "selected_round": st.best_round, "peak": st.peak})
@@ -155,19 +155,19 @@ class FedIV(CausalStrategy):
     def _exchange_or_stop(self, grid: Any, phase: str, payloads: Mapping[int, Any],
                           shapes: list[tuple[int, ...]]) -> dict[int, list[np.ndarray]]:
         """:meth:`exchange`; when every client diverged, stop saying so."""
-        n = len(self._dropped)
+        n = len(self.recorder.dropped)
         try:
             return self.exchange(grid, phase, payloads, shapes)
         except TooFewReplies as e:
-            if any("diverged" in d for d in self._dropped[n:]):
-                self._diverged(f"round {self._round}: the local games diverged "
+            if any("diverged" in d for d in self.recorder.dropped[n:]):
+                self._diverged(f"round {self.recorder.round}: the local games diverged "
                                f"(non-finite loss); keeping round {self.state.best_round}",
                                cause=e)
             raise
 
     def _diverged(self, why: str, cause: BaseException | None = None) -> None:
         """End the run: ``state.stopped`` and the status say ``why`` (a :class:`Diverged`)."""
-        self.state.stopped, self.state.diverged_round = why, self._round
+        self.state.stopped, self.state.diverged_round = why, self.recorder.round
         raise Diverged(why) from cause
 
     def _finish(self, result: RunResult, t0: float) -> None:

@@ -172,12 +172,12 @@ class FedGC(CausalStrategy):
 
     def done(self) -> bool:
         """Every planned window is recorded."""
-        return self._round >= len(self.plan)
+        return self.recorder.round >= len(self.plan)
 
     def show(self, rec: Mapping[str, Any]) -> bool:
         """About 20 progress lines per run, and the last window."""
-        n = len(self.plan) if self._max_rounds is None else min(len(self.plan),
-                                                                 self._max_rounds)
+        budget = self.recorder.max_rounds
+        n = len(self.plan) if budget is None else min(len(self.plan), budget)
         k = int(rec["round"]) - 1
         return k % max(1, len(self.plan) // 20) == 0 or k == n - 1
 
@@ -195,7 +195,7 @@ class FedGC(CausalStrategy):
                 raise ProtocolStopped(f"client {c}: A_mm is unstable")
         prev, win = np.arange(0), None
         for rec in self.rounds(result):
-            k = self._round
+            k = self.recorder.round
             ts = self.plan[k - 1]
             replies = self.window(grid, ts, prev, win, k)
             msgs = [replies[c][:-1] for c in self.cids]
@@ -203,8 +203,8 @@ class FedGC(CausalStrategy):
             prev = ts
             rec.update(ss.history_row(k, win, [float(replies[c][-1]) for c in self.cids]))
         if win is not None:  # deliver the last window's gradients (unrecorded)
-            self._round += 1
-            self.window(grid, np.arange(0), prev, win, self._round)
+            self.recorder.round += 1
+            self.window(grid, np.arange(0), prev, win, self.recorder.round)
         self.after_training(grid, result)
 
     def after_training(self, grid, result: RunResult) -> None:
@@ -338,7 +338,7 @@ class FedCF(FedGC):
             self.drop(f"query ({m}, {n})", f"delta_u has {du.size} values, client {n} has "
                       f"{self.U[j]} inputs")
             return
-        self._round += 1
+        self.recorder.round += 1
         dh = ss.block(self.server.B_hat, self.P, self.U, i, j) @ du
         reply = self.exchange(grid, "ss_query", {m: ([dh], {})},
                               self.reply_layout("ss_query", i), need=1)

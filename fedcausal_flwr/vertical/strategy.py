@@ -103,12 +103,13 @@ class VFedCD(CausalStrategy):
         try:
             nodes = super().discover(grid)
         except TooFewReplies as e:
-            raise ProtocolStopped(f"{e}; {'; '.join(self._dropped)}") from e
+            raise ProtocolStopped(f"{e}; {'; '.join(self.recorder.dropped)}") from e
         k = max(i.num_partitions for i in nodes.values())
         missing, extra = sorted(set(range(k)) - set(nodes)), sorted(set(nodes) - set(range(k)))
         if missing:
+            dropped = "; ".join(self.recorder.dropped)
             raise ProtocolStopped(f"parties {missing} missing or rejected (every party holds "
-                                  f"attributes, all {k} are needed): {'; '.join(self._dropped)}")
+                                  f"attributes, all {k} are needed): {dropped}")
         if extra:
             raise ProtocolStopped(f"partition ids {extra} are not below num-partitions={k}")
         seen: dict[int, int] = {}
@@ -179,7 +180,7 @@ class VFedCD(CausalStrategy):
 
     def done(self) -> bool:
         """The settings' epochs are done."""
-        return self._round >= self.settings.epochs
+        return self.recorder.round >= self.settings.epochs
 
     # ---- routing between parties ---------------------------------------------------------
     def _cipher(self, owner: int, rows: int, cols: int) -> Spec:
@@ -244,7 +245,7 @@ class VFedCD(CausalStrategy):
         clients, evaluation, seconds)."""
         step = 0
         for rec in self.rounds(result):
-            epoch = self._round - 1
+            epoch = self.recorder.round - 1
             losses: list[float] = []
             batches = core.batches(self.n, self.settings.batch, self.settings.seed, epoch)
             for b, idx in enumerate(batches):

@@ -1,0 +1,225 @@
+"""The exchange: send a phase's messages, wait for the replies, keep only the valid ones.
+
+One :meth:`Exchange.run` sends ``train.<phase>`` to some clients, drops (named, with the
+reason) every error reply, missing reply and reply whose arrays break the declared shapes
+(:func:`~fedcausal_flwr.federation.replies.reply_problem`), screens the rest for magnitude
+outliers, and counts bytes and round trips; :meth:`Exchange.send` is the transport under it
+(also used by discovery), which knows the roster's node health.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from logging import INFO, WARNING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Error, Message, RecordDict
+from flwr.common.constant import ErrorCode
+from flwr.common.logger import log
+from flwr.serverapp import Grid
+
+from fedcausal_flwr.federation.errors import ProtocolStopped, TooFewReplies
+from fedcausal_flwr.federation.replies import Expected, array_bytes, reply_problem
+from fedcausal_flwr.federation.roster import Roster, last_line
+
+if TYPE_CHECKING:
+    from fedcausal_flwr.federation.recorder import Recorder
+    from fedcausal_flwr.federation.strategy import CausalStrategy
+
+Payload = tuple[list[np.ndarray], dict[str, Any]]
+
+
+class Exchange:
+    """Messages to the roster's nodes and their validated replies.
+
+    Parameters
+    ----------
+    strategy : CausalStrategy
+        Whose settings and hooks it reads (``timeout_s``, ``grace_s``, ``min_nodes``,
+        ``screen``, ``wire_log``).
+    roster : Roster
+        The clients' nodes and their health (what is sent, and how long it is waited for).
+    recorder : Recorder
+        Where rounds, bytes, round trips, drops and participation are counted.
+    """
+
+    def __init__(self, strategy: CausalStrategy, roster: Roster, recorder: Recorder) -> None:
+        self.strategy = strategy
+        self.roster = roster
+        self.recorder = recorder
+        self.reply_metrics: dict[int, dict[str, Any]] = {}
+
+    def run(self, grid: Grid, phase: str, payloads: Mapping[int, Payload],
+            expected: Expected | Mapping[int, Expected], *, need: int | None = None,
+            every: bool = False) -> dict[int, list[np.ndarray]]:
+        """Send ``train.<phase>`` to each client id; return the valid replies by client id.
+
+        Error replies, missing replies and replies with the wrong count, shapes or dtypes
+        (floats must be float64) or with non-finite floats are dropped and logged
+        (``expected``: one list for all, or one per client id; see :func:`reply_problem`);
+        then the well-formed replies are screened for magnitude (``strategy.screen``) before
+        any is returned, so nothing a protocol aggregates or sends on holds an outlier. Fewer
+        than ``need`` valid replies (default: ``min_nodes``; 1 for a query to one client)
+        raise :class:`TooFewReplies`; with ``every``, any dropped reply raises
+        :class:`ProtocolStopped` naming that client. The accepted replies' metrics are left in
+        :attr:`reply_metrics`.
+        """
+        rec, nodes = self.recorder, self.roster.nodes
+        need = self.strategy.min_nodes if need is None else int(need)
+        rec.exchanges["round"] += 1
+        rec.exchanges["total"] += 1
+        contents = {}
+        for cid, (arrays, cfg) in payloads.items():
+            rec.bytes["down"] += array_bytes(arrays)
+            contents[nodes[cid].node_id] = RecordDict({
+                "arrays": ArrayRecord([np.asarray(a) for a in arrays]),
+                "config": ConfigRecord({"algorithm": self.strategy.algorithm, **cfg,
+                                        "server-round": rec.round}),
+            })
+        replies = self.send(grid, contents, f"train.{phase}")
+        ok: dict[int, list[np.ndarray]] = {}
+        self.reply_metrics = {}
+        for cid in payloads:
+            node = nodes[cid].node_id
+            r = replies.get(node)
+            want = expected[cid] if isinstance(expected, Mapping) else expected
+            problem, arrays = None, []
+            if r is None:
+                problem = f"no reply to train.{phase} in {self.strategy.timeout_s:.3g} s"
+            elif r.has_error():
+                problem = last_line(r.error.reason)
+            elif "arrays" not in r.content.array_records:
+                problem = "reply without arrays"
+            else:
+                arrays = r.content["arrays"].to_numpy_ndarrays()
+                rec.bytes["up"] += array_bytes(arrays)
+                self.strategy.wire_log.add(rec.round, f"train.{phase}", "up", node, arrays)
+                problem = reply_problem(arrays, want)
+            if problem:
+                rec.drop(f"client {cid}", f"{phase}: {problem}")
+                if every:
+                    raise ProtocolStopped(f"client {cid} failed in phase {phase}: {problem}")
+                continue
+            ok[cid] = arrays
+            self.reply_metrics[cid] = (dict(r.content["metrics"])
+                                       if "metrics" in r.content.metric_records else {})
+        for cid, why in sorted(self.strategy.screen(phase, ok).items()):
+            rec.drop(f"client {cid}", f"{phase}: {why}")
+            del ok[cid]
+            self.reply_metrics.pop(cid, None)
+            if every:
+                raise ProtocolStopped(f"client {cid} failed in phase {phase}: {why}")
+        rec.accepted = len(ok)
+        rec.took_part |= set(ok)
+        if len(ok) < need:
+            raise TooFewReplies(f"round {rec.round}: {len(ok)} valid replies to "
+                                f"train.{phase}, min-nodes={need}")
+        return ok
+
+    # ---- transport -------------------------------------------------------------------
+    def send(self, grid: Grid, node_cfg: Mapping[int, RecordDict], message_type: str
+             ) -> dict[int, Message]:
+        """Send each node its content as ``message_type``; the replies by node id."""
+        messages = []
+        rnd, wire_log = self.recorder.round, self.strategy.wire_log
+        for node, content in node_cfg.items():
+            messages.append(Message(content, dst_node_id=node, message_type=message_type,
+                                    group_id=str(rnd)))
+            arrays = content.array_records.get("arrays")
+            wire_log.add(rnd, message_type, "down", node,
+                         list(arrays.values()) if arrays else [],
+                         content.config_records.get("config", {}).keys())
+        return {r.metadata.src_node_id: r for r in self.send_and_receive(grid, messages)}
+
+    def send_and_receive(self, grid: Grid, messages: list[Message]) -> list[Message]:
+        """Push, then pull with a short, growing interval (Flower's own loop sleeps 3 s).
+
+        Node health (see :mod:`~fedcausal_flwr.federation.roster`): a message to an
+        unresponsive node is not pushed and gets an error reply saying so; a node on probation
+        (and a new node asked ``query.info``) is waited for ``grace_s``, every other node
+        ``timeout_s``. A node whose wait runs out becomes unresponsive and the message stays
+        in ``roster.late``, so a late answer is noticed between rounds. The SuperLink's own
+        error replies (node unavailable) come back as replies of the node they were meant
+        for.
+        """
+        roster = self.roster
+        out: list[Message] = []
+        send: list[Message] = []
+        for m in messages:
+            node = m.metadata.dst_node_id
+            if node in roster.unresponsive and node not in roster.probation:
+                out.append(_error_reply(m, f"not sent: {roster.unresponsive[node]}; "
+                                           "waiting for it to answer or rejoin"))
+                arrays = m.content.array_records.get("arrays")
+                self.recorder.bytes["down"] -= array_bytes(arrays.to_numpy_ndarrays()
+                                                           if arrays else [])
+            else:
+                send.append(m)
+        if not send:
+            return out
+        ids = list(grid.push_messages(send))
+        if len(ids) != len(send):  # e.g. HttpGrid: payload too large, nothing pushed
+            ids = [None] * len(send)
+        t0 = time.time()
+        sent: dict[str, Message] = {}
+        deadline: dict[str, float] = {}
+        grace_s, timeout_s = self.strategy.grace_s, self.strategy.timeout_s
+        for m, mid in zip(send, ids, strict=True):
+            node = m.metadata.dst_node_id
+            if not mid:  # a node that left is noticed by Roster.refresh; retried otherwise
+                out.append(_error_reply(m, "the SuperLink did not take the message "
+                                           f"(node {node} not registered?)"))
+                continue
+            sent[mid] = m
+            deadline[mid] = t0 + (grace_s if node in roster.probation else timeout_s)
+        wait = 0.002
+        while deadline:
+            for r in grid.pull_messages(list(deadline)):
+                mid = r.metadata.reply_to_message_id
+                if mid in deadline:
+                    del deadline[mid]
+                    out.append(self._take_reply(sent[mid], r))
+            now = time.time()
+            for mid in [i for i, t in deadline.items() if t <= now]:
+                del deadline[mid]
+                self._timed_out(sent[mid], now - t0)
+            if deadline:
+                time.sleep(max(0.0, min(wait, min(deadline.values()) - now)))
+                wait = min(1.5 * wait, 0.2)
+        return out
+
+    def _take_reply(self, msg: Message, r: Message) -> Message:
+        """A reply to ``msg``: the node is live again, or the SuperLink says it is gone."""
+        roster, node = self.roster, msg.metadata.dst_node_id
+        if r.metadata.src_node_id == node:  # the node itself answered (content or error)
+            if node in roster.unresponsive:
+                log(INFO, "%s answers again", roster.who(node))
+            roster.unresponsive.pop(node, None)
+            roster.probation.discard(node)
+            return r
+        reason = last_line(r.error.reason) if r.has_error() else "reply from another node"
+        roster.unresponsive[node] = (f"unavailable since round {self.recorder.round} "
+                                     f"({reason.rstrip('.')})")
+        roster.probation.discard(node)
+        return _error_reply(msg, f"node {node}: {reason}")
+
+    def _timed_out(self, msg: Message, waited: float) -> None:
+        """No reply to ``msg`` in time: its node is unresponsive; the reply may come late."""
+        roster = self.roster
+        node, kind = msg.metadata.dst_node_id, msg.metadata.message_type
+        roster.late[msg.metadata.message_id] = (node, kind)
+        roster.probation.discard(node)
+        if node not in roster.unresponsive:
+            roster.unresponsive[node] = f"no reply to {kind} since round {self.recorder.round}"
+            log(WARNING, "%s did not answer %s within %.3gs: later exchanges go on without "
+                "it until it answers or rejoins (then it is waited for %.3gs)",
+                roster.who(node), kind, waited, self.strategy.grace_s)
+
+
+def _error_reply(msg: Message, reason: str) -> Message:
+    """An error reply to ``msg`` as if from its node (what the exchange drops, named)."""
+    if not msg.metadata.message_id:
+        msg.metadata.__dict__["_message_id"] = msg.object_id
+    return Message(Error(code=int(ErrorCode.NODE_UNAVAILABLE), reason=reason), reply_to=msg)

@@ -1,0 +1,185 @@
+"""The run recorder: rounds, drops, bytes, round trips, timing, history and checkpoints.
+
+It owns the numbers a run is accounted by and the :class:`~fedcausal_flwr.results.RunResult`
+they end up in: each round's record (clients, drops, bytes, evaluation, seconds), its progress
+line and checkpoint, and the final estimates, metrics and timing.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from logging import ERROR, INFO, WARNING
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from flwr.common.logger import log
+
+from fedcausal_flwr.federation.errors import TooFewReplies
+from fedcausal_flwr.results import RunResult
+
+if TYPE_CHECKING:
+    from fedcausal_flwr.federation.strategy import CausalStrategy
+
+
+class Recorder:
+    """The bookkeeping of one run, with the strategy's hooks for what it records.
+
+    Parameters
+    ----------
+    strategy : CausalStrategy
+        Whose hooks fill the records (``estimates``, ``round_estimates``, ``result_names``,
+        ``show``, ``evaluate_fn``), name the progress line (``algorithm``, ``round_label``,
+        ``progress_keys``) and keep them (``checkpoint``).
+
+    Attributes
+    ----------
+    round : int
+        The current round (protocols may number extra exchanges past the recorded rounds).
+    dropped : list of str
+        Every drop of the run, ``"<who>: <why>"``.
+    max_rounds : int or None
+        ``start(num_rounds=...)``: most rounds recorded.
+    """
+
+    def __init__(self, strategy: CausalStrategy) -> None:
+        self.strategy = strategy
+        self.reset()
+
+    def reset(self) -> None:
+        """Zero every counter for a new run."""
+        self.round = 0
+        self.bytes = {"up": 0, "down": 0}
+        self.exchanges = {"round": 0, "total": 0}  # round trips: a deployment's unit of cost
+        self.dropped: list[str] = []
+        self.accepted = 0  # valid replies of the last exchange
+        self.took_part: set[int] = set()  # client ids with at least one valid reply
+        self.max_rounds: int | None = None
+        self._t_round, self._n_dropped = time.time(), 0
+
+    def drop(self, who: str, why: str) -> None:
+        """Log and count a dropped node or reply."""
+        self.dropped.append(f"{who}: {why}")
+        log(WARNING, "dropped %s: %s", who, why)
+
+    def budget_spent(self, result: RunResult) -> bool:
+        """``start(num_rounds=...)`` rounds are recorded."""
+        return self.max_rounds is not None and len(result.history) >= self.max_rounds
+
+    def open_round(self) -> dict[str, Any]:
+        """Start a round: its number, byte counters, timer, drop count."""
+        self.round += 1
+        self.bytes = {"up": 0, "down": 0}
+        self.exchanges["round"] = 0
+        self._t_round, self._n_dropped = time.time(), len(self.dropped)
+        return {"round": self.round}
+
+    def close_round(self, result: RunResult, rec: dict[str, Any]) -> None:
+        """Finish a round's record (clients, drops, bytes, evaluation, seconds) and keep it."""
+        s = self.strategy
+        rec.setdefault("round", self.round)
+        rec.update({"n_clients": self.accepted,
+                    "dropped": len(self.dropped) - self._n_dropped,
+                    "bytes_up": self.bytes["up"], "bytes_down": self.bytes["down"],
+                    "exchanges": self.exchanges["round"]})
+        if s.evaluate_fn is not None:
+            ev = s.evaluate_fn(s.round_estimates(), sorted(s.nodes))
+            rec.update(ev)
+            result.evaluations[int(rec["round"])] = dict(ev)
+        rec["seconds"] = time.time() - self._t_round
+        self.record_round(result, rec, show=s.show(rec))
+
+    def record_round(self, result: RunResult, rec: dict[str, Any], *,
+                     show: bool = True, label: str | None = None) -> None:
+        """Append a finished round to the history, log its progress line, checkpoint."""
+        s = self.strategy
+        result.history.append(rec)
+        if show:
+            label = label or s.round_label
+            log(INFO, "[%s %s %s] %s", s.algorithm, label, rec.get(label, self.round),
+                progress(rec, s.progress_keys))
+        if s.checkpoint is not None:
+            result.estimates = s.estimates()
+            result.names = s.result_names()
+            result.status = "running"
+            s.checkpoint(result)
+
+    def finish(self, result: RunResult, t0: float) -> None:
+        """Final estimates and metrics.
+
+        ``metrics["clients"]`` counts the clients that took part (a valid reply at least
+        once), ``metrics["clients_discovered"]`` those discovery kept. An error while scoring
+        the final estimates is recorded in ``result.errors``, never replaces the status.
+        """
+        s = self.strategy
+        try:
+            if s.nodes and self.round:
+                result.estimates = s.estimates()
+                result.names = s.result_names()
+                if s.evaluate_fn is not None:
+                    result.metrics.update(s.evaluate_fn(result.estimates, sorted(s.nodes)))
+        except Exception as e:  # noqa: BLE001 - the run's outcome stands; say what failed
+            result.errors.append(f"final evaluation: {type(e).__name__}: {e}")
+            log(ERROR, "%s: final evaluation failed: %s", s.algorithm, traceback.format_exc())
+        result.metrics.update({"rounds": self.round, "clients": len(self.took_part),
+                               "clients_discovered": len(s.nodes),
+                               "dropped": list(self.dropped)})
+        result.timing = {"wall_s": time.time() - t0, "rounds": self.round,
+                         "exchanges": self.exchanges["total"]}
+
+    def outcome(self, result: RunResult, finish: Callable[[], None]) -> Outcome:
+        """Around a run: its status, then ``finish()`` and the final checkpoint (see
+        :class:`Outcome`)."""
+        return Outcome(self, result, finish)
+
+    def checkpoint(self, result: RunResult) -> None:
+        """Hand ``result`` to the strategy's ``checkpoint``, if it has one."""
+        if self.strategy.checkpoint is not None:
+            self.strategy.checkpoint(result)
+
+    def final_checkpoint(self, result: RunResult) -> None:
+        """Checkpoint the final status (a failing checkpoint never masks the outcome)."""
+        try:
+            self.checkpoint(result)
+        except Exception:  # noqa: BLE001
+            log(ERROR, "%s: final checkpoint failed: %s", self.strategy.algorithm,
+                traceback.format_exc())
+
+
+
+class Outcome:
+    """The status of a run, set when its ``with`` block ends.
+
+    ``"completed"`` is the block's to set; a :class:`TooFewReplies` (or subclass) becomes
+    ``"stopped: <why>"`` and is not raised; any other exception becomes ``"failed: ..."``
+    (``"interrupted: ..."`` for a ``BaseException`` such as ``KeyboardInterrupt``), is logged
+    with its traceback and raised once the finished rounds are kept. Every way out calls
+    ``finish()`` and then the final checkpoint.
+    """
+
+    def __init__(self, recorder: Recorder, result: RunResult, finish: Callable[[], None]
+                 ) -> None:
+        self.recorder, self.result, self.finish = recorder, result, finish
+
+    def __enter__(self) -> RunResult:
+        return self.result
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        algorithm, result = self.recorder.strategy.algorithm, self.result
+        if isinstance(e, TooFewReplies):
+            result.status = f"stopped: {e}"
+            log(ERROR, "%s stopped early: %s", algorithm, e)
+        elif e is not None:  # keep finished rounds with the error, then re-raise
+            result.status = (f"failed: {type(e).__name__}: {e}" if isinstance(e, Exception)
+                             else f"interrupted: {type(e).__name__}")
+            log(ERROR, "%s", "".join(traceback.format_exception(kind, e, tb)))
+        self.finish()
+        self.recorder.final_checkpoint(result)
+        return isinstance(e, TooFewReplies)
+
+def progress(rec: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """A round's progress line: ``key=value`` for each of ``keys`` the record has."""
+    return " ".join(f"{k}={rec[k]:.4g}" if isinstance(rec[k], float) else f"{k}={rec[k]}"
+                    for k in keys if k in rec)
