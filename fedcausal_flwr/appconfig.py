@@ -5,7 +5,8 @@
 table (``[tool.flwr.app.config.dbn]``), which Flower flattens to ``dbn.lambda-w``. The App
 checks a run config once (:func:`check`) and hands the family's glue the view of its section
 (:func:`view`). The classes whose keys an algorithm reads (:func:`readers`) come from the
-registry and the family's glue, so this module names no algorithm.
+registry, so this module names no algorithm, and checking a section imports only that family's
+settings (no torch for FedIV's, no phe for VFedCD's).
 """
 
 from __future__ import annotations
@@ -49,14 +50,12 @@ def settings_class(algorithm: str) -> type:
 
 def readers(algorithm: str) -> list[type]:
     """Every class whose run-config keys ``algorithm``'s run reads."""
-    alg = registry.get(algorithm)
-    extra = getattr(alg.app(), "CLIENT_CLASSES", {}).get(algorithm)
-    return [AppConfig, alg.settings_class(), alg.data_class(), *([extra] if extra else [])]
+    return [AppConfig, *registry.get(algorithm).reader_classes()]
 
 
 def section_keys(algorithm: str) -> set[str]:
     """The keys of its section that ``algorithm`` reads, without the section prefix."""
-    raw = getattr(glue(algorithm), "RAW_KEYS", {}).get(algorithm, ())
+    raw = registry.get(algorithm).raw_keys
     return {k for c in readers(algorithm) for k in c.keys() if k not in SHARED_KEYS} | set(raw)
 
 
@@ -65,7 +64,7 @@ def defaults(algorithm: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for cls in readers(algorithm):
         out.update(cls().app_config())
-    for raw in getattr(glue(algorithm), "RAW_KEYS", {}).get(algorithm, ()):
+    for raw in registry.get(algorithm).raw_keys:
         out.setdefault(f"{section(algorithm)}.{raw}", "")  # a file path: none by default
     return out
 

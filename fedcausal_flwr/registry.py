@@ -42,6 +42,8 @@ class Algorithm:
     extra : the pip extra that installs what it needs beyond the core.
     graphs : the estimates that are graphs (drawn, thresholded, viewed as layers).
     every_party : whether every node must answer every exchange (a lost party stops it).
+    readers : further classes of run-config keys it reads, ``"module:Class"`` in the family.
+    raw_keys : keys of its section read outside any settings class (a file of more keys).
     """
 
     name: str
@@ -55,6 +57,8 @@ class Algorithm:
     graphs: tuple[str, ...] = ()
     every_party: bool = False
     settings_module: str = "model"
+    readers: tuple[str, ...] = ()
+    raw_keys: tuple[str, ...] = ()
 
     @property
     def section(self) -> str:
@@ -87,6 +91,11 @@ class Algorithm:
         """The class of its built-in data keys."""
         return getattr(self.module("data"), self.data)
 
+    def reader_classes(self) -> list[type]:
+        """Every class of its section's keys: settings, data, and :attr:`readers`."""
+        extra = [getattr(self.module(m), c) for m, _, c in (r.partition(":") for r in self.readers)]
+        return [self.settings_class(), self.data_class(), *extra]
+
     def app(self) -> ModuleType:
         """The family's App glue."""
         return self.module("app")
@@ -99,15 +108,15 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
               "PFDBNLSettings", "DBNData", "pfdbnl", graphs=("W", "A")),
     Algorithm("fedgc", "FedGC", "fedcausal_flwr.statespace", "FedGC",
               "FedGCClient", "FedGCSettings", "FedGCData", "fedgc", graphs=("A_hat",),
-              every_party=True),
+              every_party=True, raw_keys=("data-path",)),
     Algorithm("fedcf", "FedCF", "fedcausal_flwr.statespace", "FedCF",
               "FedCFClient", "FedCFSettings", "FedCFData", "fedcf",
-              graphs=("A_hat", "B_hat"), every_party=True),
+              graphs=("A_hat", "B_hat"), every_party=True, raw_keys=("data-path",)),
     Algorithm("fediv", "FedIV", "fedcausal_flwr.iv", "FedIV", "FedIVClient",
-              "FedIVSettings", "IVDataConfig", "fediv"),
+              "FedIVSettings", "IVDataConfig", "fediv", settings_module="settings"),
     Algorithm("vfedcd", "VFedCD", "fedcausal_flwr.vertical", "VFedCD",
               "VFedCDClient", "VFedCDSettings", "VerticalData", "vfedcd", graphs=("B",),
-              every_party=True),
+              every_party=True, readers=("model:PartyConsent",)),
 )}
 """Every algorithm, by run-config name."""
 

@@ -18,7 +18,7 @@ from flwr.app import Context
 
 from fedcausal_flwr.federation.client import client_class, section_context
 from fedcausal_flwr.iv.data import IVDataConfig
-from fedcausal_flwr.iv.model import FedIVSettings
+from fedcausal_flwr.iv.settings import FedIVSettings
 from fedcausal_flwr.settings import section_view
 
 SECTION = "iv"

@@ -16,7 +16,7 @@ import numpy as np
 from fedcausal_flwr.extras import missing_extra
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes
 from fedcausal_flwr.iv import model as dg
-from fedcausal_flwr.iv.model import FedIVSettings
+from fedcausal_flwr.iv.settings import FedIVSettings
 from fedcausal_flwr.iv.wire import PHASES, layout
 
 try:

@@ -27,7 +27,7 @@ import numpy as np
 
 from fedcausal_flwr.federation.strategy import CausalStrategy, Diverged, NodeInfo, TooFewReplies
 from fedcausal_flwr.iv import model as dg
-from fedcausal_flwr.iv.model import FedIVSettings
+from fedcausal_flwr.iv.settings import FedIVSettings
 from fedcausal_flwr.iv.wire import PHASES, shapes
 from fedcausal_flwr.names import default_names, split
 from fedcausal_flwr.results import RunResult

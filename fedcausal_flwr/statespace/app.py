@@ -28,7 +28,6 @@ SECTION = "statespace"
 __all__ = ["client", "evaluator", "settings", "strategy"]
 
 DATA_CLASSES = {"fedgc": FedGCData, "fedcf": FedCFData}
-RAW_KEYS = {"fedgc": ("data-path",), "fedcf": ("data-path",)}  # a JSON file of data keys
 INPUT_COLUMNS = "input-columns"  # node config: the CSV's known-input columns
 
 

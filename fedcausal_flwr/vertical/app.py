@@ -32,8 +32,6 @@ SECTION = "vertical"
 __all__ = ["client", "evaluator", "strategy", "truth"]
 
 DATA_CLASSES = {"vfedcd": VerticalData}
-CLIENT_CLASSES = {"vfedcd": PartyConsent}
-"""``{algorithm: the Settings class of the run-config keys this glue's client reads}``."""
 
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001

@@ -1,0 +1,78 @@
+"""FedIV's settings, apart from the equations so that reading them needs no torch: the App
+checks every family's section of a run config, and an FDBNL-only install has no torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from fedcausal_flwr.settings import RunSettings, setting
+
+__all__ = ["FedIVSettings"]
+
+
+@dataclass(frozen=True)
+class FedIVSettings(RunSettings):
+    """Every setting of FedIV / (Fed)DeepGMM, with the App's defaults (the one source of them).
+
+    How the defaults were chosen: ``docs/algorithms/fediv.md``.
+
+    ``lr_g``, ``lr_f``: step sizes of the min player g and the max player f (for y of unit
+    scale). ``mode``: ``"gda"`` takes full local-batch steps, ``"sgda"`` minibatches of
+    ``batch_size``. ``local_epochs`` (R): local passes per round of FedGDA (Algorithm 1; GDA: R
+    full-batch steps). ``rounds`` (T): FedGDA rounds. ``optimizer``: ``"sgd"`` (the paper),
+    ``"sgdm"`` (``momentum``, the authors' code) or ``"oadam"`` (optimistic Adam with
+    ``betas``, DeepGMM); federated clients restart it every round. ``weighting``:
+    ``"uniform"`` (eq. 20) or ``"n"`` (n_i-weighted FedAvg, the code). ``grad_clip``: f's local
+    gradient is scaled to L2 norm at most this (``model.clip``; 0: Algorithm 1's raw
+    gradients). ``diverge_factor``: the detection rule of ``model.divergence``; a diverged run
+    stops and says so. ``seed``: network initialisation, minibatch order and validation features.
+    ``val_features``: random Fourier features of the validation criterion (Lemma 1 on a fixed
+    class). ``device``: where a client trains (``"auto"``: a GPU when present). The ``wire``
+    fields are what a client's local step and validation use; the server sends them with
+    every message, so every client runs the server's settings.
+    """
+
+    section: ClassVar[str] = "iv"
+
+    lr_g: float = setting(0.02, "iv-lr-g", gt=0, wire=True)
+    lr_f: float = setting(0.2, "iv-lr-f", gt=0, wire=True)
+    mode: str = setting("gda", "iv-mode", choices=("gda", "sgda"), wire=True)
+    batch_size: int = setting(256, "iv-batch-size", ge=1, wire=True)
+    local_epochs: int = setting(40, "iv-local-epochs", ge=1, wire=True)
+    optimizer: str = setting("sgd", "iv-optimizer", choices=("sgd", "sgdm", "oadam"), wire=True)
+    momentum: float = setting(0.9, "iv-momentum", ge=0, lt=1, wire=True)
+    grad_clip: float = setting(
+        5.0, "iv-grad-clip", ge=0, wire=True,
+        doc="the max player's (f's) local gradient is scaled to L2 norm at most this before "
+            "its step (0: Algorithm 1's raw gradients, the paper)")
+    betas: tuple[float, float] = setting((0.5, 0.9), wire=True)
+    weighting: str = setting("uniform", "iv-weighting", choices=("uniform", "n"))
+    rounds: int = setting(
+        50, "iv-rounds", ge=1,
+        doc="FedGDA rounds T; a run is T + 1 exchanges (T rounds, then the last global's "
+            "validation). Its own key: `num-rounds` is FDBNL/PFDBNL's ADMM cap")
+    diverge_factor: float = setting(
+        10.0, "iv-diverge-factor", ge=0,
+        doc="a round whose global max |parameter| exceeds this times the run's largest so far "
+            "(at least 1) ends the run as diverged; non-finite parameters always do (0: only "
+            "non-finite)")
+    seed: int = setting(0, "seed", ge=0, wire=True)
+    val_features: int = setting(32, "iv-val-features", ge=1, wire=True)
+    device: str = setting("auto", "iv-device", choices=("auto", "cpu", "cuda"))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        betas = tuple(float(b) for b in self.betas)
+        if len(betas) != 2 or not all(0 <= b < 1 for b in betas):
+            raise ValueError(f"FedIVSettings.betas = {self.betas!r}: need two numbers in [0, 1)")
+        object.__setattr__(self, "betas", betas)
+
+    def game_args(self) -> dict[str, Any]:
+        """The numbers of the local game's epochs (``model.train_epochs``)."""
+        return {n: getattr(self, n) for n in ("lr_g", "lr_f", "grad_clip", "optimizer",
+                                               "momentum", "betas", "mode", "batch_size")}
+
+    def local_args(self) -> dict[str, Any]:
+        """The numbers of a client's step (``model.local_update``)."""
+        return {"local_epochs": self.local_epochs, **self.game_args()}
