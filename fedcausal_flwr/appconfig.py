@@ -106,7 +106,7 @@ def problems(algorithm: str, rc: Mapping[str, Any]) -> list[str]:
                 out.append(f"{key!r} is not a key of section {sec!r}" + (
                     f" (did you mean {' or '.join(repr(f'{own}.{n}') for n in near)}?)"
                     if near else ""))
-            elif any(rc[key] != defaults(a).get(key) for a in readers_of):
+            elif all(rc[key] != defaults(a).get(key) for a in readers_of):
                 out.append(f"{key!r} = {rc[key]!r} is read by {', '.join(readers_of)}, not by "
                            f"{algorithm} (whose keys are in section {own!r})")
     return out

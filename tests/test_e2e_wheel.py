@@ -3,9 +3,11 @@
 Builds the wheel from this checkout, installs ``<wheel>[fdbnl]`` into a fresh venv (no
 ``--system-site-packages``: pip resolves flwr, numpy, ... itself, so the wheel's metadata is what
 is tested) and, from a folder outside the checkout, runs FDBNL with the public API only
-(``register`` + ``FDBNL(...).start`` on :class:`~fedcausal_flwr.testing.InProcessGrid`). torch,
-phe and gmpy2 must not be installed, and FedIV / VFedCD with real Paillier keys must fail with
-the ImportError naming their extra. 90 to 130 s on the shared 2-core machine, most of it
+(``register`` + ``FDBNL(...).start`` on :class:`~fedcausal_flwr.testing.InProcessGrid`), then
+through the App's own ServerApp and ClientApp with the App's whole declared run config (every
+family's section, as ``flwr run`` hands it over). torch, phe and gmpy2 must not be installed
+(nor loaded by either run), and FedIV / VFedCD with real Paillier keys must fail with the
+ImportError naming their extra. 90 to 130 s on the shared 2-core machine, most of it
 ``pip install`` (37 s alone against the local package mirror).
 """
 
@@ -15,10 +17,12 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+from flwr.common.config import flatten_dict
 
 import fedcausal_flwr
 
@@ -68,6 +72,14 @@ def main(grid, context):
 server_app(InProcessGrid(client_app, 3), Context(1, 0, {}, RecordDict(), {}))
 result = out["result"]
 
+# The App's own run: its whole declared config (all sections), FDBNL selected.
+from fedcausal_flwr import client_app as app_client, server_app as app_server
+
+rc = {**json.loads(Path("app_config.json").read_text()), "algorithm": "fdbnl",
+      "dbn.d": 4, "dbn.samples-per-client": 40, "dbn.num-rounds": 3, "min-nodes": 2,
+      "node-wait-s": 5.0, "outputs": str(Path.cwd() / "outputs"), "run-name": "app"}
+app_result = app_server.run(InProcessGrid(app_client.app, 2, rc), rc)
+
 errors = {}
 for name in ("FedIV", "VFedCD"):  # VFedCD: real keys (its default) need the extra, mock not
     try:
@@ -87,6 +99,8 @@ print(json.dumps({
     "status": result.status,
     "rounds": len(result.history),
     "W": np.asarray(result.estimates["W"]).tolist(),
+    "app_status": app_result.status,
+    "app_saved": json.loads((Path("outputs") / "app" / "result.json").read_text())["status"],
     "loaded": [m for m in ("torch", "phe", "gmpy2") if m in sys.modules],
     "installed": [m for m in ("torch", "phe", "gmpy2") if importlib.util.find_spec(m)],
     "errors": errors,
@@ -102,7 +116,7 @@ def _run(cmd: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProce
     return proc
 
 
-def test_wheel_with_fdbnl_extra_runs_fdbnl_without_torch(tmp_path: Path):
+def test_wheel_with_fdbnl_extra_runs_fdbnl_and_the_apps_fdbnl_without_torch(tmp_path: Path):
     dist = tmp_path / "dist"
     # pip builds with hatchling (pyproject's build backend) in an isolated environment;
     # `python -m build --wheel` does the same where the `build` package is installed.
@@ -118,6 +132,9 @@ def test_wheel_with_fdbnl_extra_runs_fdbnl_without_torch(tmp_path: Path):
 
     work = tmp_path / "user"
     work.mkdir()
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (work / "app_config.json").write_text(
+        json.dumps(flatten_dict(doc["tool"]["flwr"]["app"]["config"])))
     proc = _run([str(python), "-c", SMOKE], work, 300)
     report = json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -126,6 +143,7 @@ def test_wheel_with_fdbnl_extra_runs_fdbnl_without_torch(tmp_path: Path):
     assert report["py_typed"] and report["license"]
     assert report["installed"] == [] and report["loaded"] == []
     assert report["status"] == "completed" and report["rounds"] == 5
+    assert report["app_status"] == report["app_saved"] == "completed"
     W = np.asarray(report["W"])
     assert W.shape == (4, 4) and np.isfinite(W).all() and np.abs(W).max() > 0.1
     assert report["errors"] == {

@@ -25,7 +25,7 @@ DATA_CLASSES = {"fdbnl": DBNData, "pfdbnl": DBNData}
 def strategy(algorithm: str, rc: Mapping[str, Any]):
     """FDBNL or PFDBNL with the run config's settings, scored against the built-in truth."""
     rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
-    from fedcausal_flwr.strategies import FDBNL, PFDBNL
+    from fedcausal_flwr.dbn.strategy import FDBNL, PFDBNL
 
     cls = PFDBNL if algorithm == "pfdbnl" else FDBNL
     s = cls.settings_class.from_run_config(rc)

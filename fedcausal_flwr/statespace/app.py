@@ -44,7 +44,7 @@ def strategy(algorithm: str, rc: Mapping[str, Any]):
     """FedGC or FedCF with the run config's settings; scored only on synthetic data."""
     rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
     from fedcausal_flwr.statespace.data import merged_config
-    from fedcausal_flwr.strategies import FedCF, FedGC
+    from fedcausal_flwr.statespace.strategy import FedCF, FedGC
 
     s = settings(algorithm, rc)  # validates before anything else
     if algorithm == "fedcf" and s.delta_u().size and s.target == "predicted":
