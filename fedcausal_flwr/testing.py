@@ -342,8 +342,8 @@ def blamed(algorithm: str, fault: str, k: int) -> list[str]:
     if fault == "duplicate":
         return [f"node {1000 + k - 1}"]
     if fault == "flaky-30%":
-        rc = SMALL[algorithm][0]
-        rounds = range(1, rc.get("iv-rounds" if algorithm == "fediv" else "num-rounds", 1) + 1)
+        rc = registry.get(algorithm).settings_class().from_run_config(SMALL[algorithm][0])
+        rounds = range(1, getattr(rc, "rounds", getattr(rc, "max_rounds", 1)) + 1)
         if algorithm in EVERY_PARTY:
             return [f"client {c}" for c in flaky_set(k, 1)]
         return sorted({f"client {c}" for r in rounds for c in flaky_set(k, r)})
