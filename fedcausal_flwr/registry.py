@@ -11,10 +11,11 @@ A family package ``<package>`` holds
 - ``model.py``: equations and the settings class (no flwr);
 - ``strategy.py``, ``client.py``: the Flower strategy and NumPyClient;
 - ``data.py``: the class of its built-in data keys;
-- ``app.py``: ``strategy(algorithm, run_config)``, ``client(algorithm, context)``,
-  ``own_data(algorithm, context)`` and optionally ``truth``/``save_plots``;
-- ``view.py`` (optional): ``layers(result, client)`` and ``predict(result, x, selected)``
-  for :class:`~fedcausal_flwr.results.RunResult`.
+- ``app.py``: ``strategy(algorithm, run_config)``, ``client(algorithm, context)``, and
+  optionally ``node_data(algorithm, context, path, who)`` (a node's own CSV) and
+  ``truth``/``save_plots``; each takes the whole run config or its section;
+- ``view.py`` (optional): ``layers(result, client)``, ``thresholds(result)`` and
+  ``predict(result, x, selected)`` for :class:`~fedcausal_flwr.results.RunResult`.
 
 Adding an algorithm = one family package + one :func:`add` (or one line in
 :data:`ALGORITHMS`).

@@ -19,7 +19,6 @@ SECTION = "dbn"
 
 __all__ = ["client", "evaluator", "strategy", "truth"]
 
-DATA_CLASSES = {"fdbnl": DBNData, "pfdbnl": DBNData}
 
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):

@@ -25,7 +25,6 @@ SECTION = "iv"
 
 __all__ = ["client", "evaluator", "plot_g", "save_plots", "strategy"]
 
-DATA_CLASSES = {"fediv": IVDataConfig}
 
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001

@@ -21,13 +21,11 @@ from fedcausal_flwr.federation.client import client_class, section_context
 from fedcausal_flwr.settings import section_view
 from fedcausal_flwr.statespace import kalman
 from fedcausal_flwr.statespace import model as ss
-from fedcausal_flwr.statespace.data import FedCFData, FedGCData
 
 SECTION = "statespace"
 
 __all__ = ["client", "evaluator", "settings", "strategy"]
 
-DATA_CLASSES = {"fedgc": FedGCData, "fedcf": FedCFData}
 INPUT_COLUMNS = "input-columns"  # node config: the CSV's known-input columns
 
 

@@ -31,7 +31,6 @@ SECTION = "vertical"
 
 __all__ = ["client", "evaluator", "strategy", "truth"]
 
-DATA_CLASSES = {"vfedcd": VerticalData}
 
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
