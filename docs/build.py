@@ -37,8 +37,9 @@ from fedcausal_flwr.registry import ALGORITHMS  # noqa: E402 - after the sys.pat
 # docs/api/<file>.md -> modules it documents
 API_MODULES = {
     "strategies": ["fedcausal_flwr.strategies", "fedcausal_flwr.federation.strategy",
-                   "fedcausal_flwr.federation.roster", "fedcausal_flwr.federation.exchange",
-                   "fedcausal_flwr.federation.recorder", "fedcausal_flwr.federation.flower"],
+                   "fedcausal_flwr.federation.protocol", "fedcausal_flwr.federation.roster",
+                   "fedcausal_flwr.federation.exchange", "fedcausal_flwr.federation.recorder",
+                   "fedcausal_flwr.federation.flower"],
     "clients": ["fedcausal_flwr.clients", "fedcausal_flwr.federation.client"],
     "settings": ["fedcausal_flwr.settings"],
     "results": ["fedcausal_flwr.results"],

@@ -1,9 +1,10 @@
-"""Base of the package's Message-API strategies: the protocol hooks and ``start()``.
+"""Base of the package's Message-API strategies: the run of a protocol, and ``start()``.
 
 Our protocols are iterative multi-party algorithms, not FedAvg rounds, so each strategy drives
 the Grid from :meth:`CausalStrategy.start`: discover the nodes (phase ``query.info``), then
 validated :meth:`CausalStrategy.exchange` calls inside :meth:`CausalStrategy.rounds`. A
-protocol with one exchange per round only fills in the round hooks (``setup``, ``payload``,
+protocol with one exchange per round only fills in the round hooks of
+:class:`~fedcausal_flwr.federation.protocol.ProtocolHooks` (``setup``, ``payload``,
 ``reply_shapes``, ``aggregate``, ``record``, ``estimates``, ``done``); a multi-phase protocol
 overrides :meth:`~CausalStrategy.run_rounds` and calls ``exchange`` once per phase inside
 ``rounds()``. The machinery is composed from three pieces: the node roster (discovery, node
@@ -11,11 +12,10 @@ health, rejoin: :mod:`~fedcausal_flwr.federation.roster`), the exchange (transpo
 validation and screening: :mod:`~fedcausal_flwr.federation.exchange`) and the run recorder
 (rounds, bytes, history, checkpoints, the result: :mod:`~fedcausal_flwr.federation.recorder`).
 """
-
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from logging import INFO
 from typing import Any, ClassVar
 
@@ -26,6 +26,7 @@ from flwr.serverapp import Grid
 from fedcausal_flwr.federation.errors import Diverged, ProtocolStopped, TooFewReplies  # noqa: F401
 from fedcausal_flwr.federation.exchange import Exchange, Payload
 from fedcausal_flwr.federation.flower import GridStrategy, as_arrays, check_start
+from fedcausal_flwr.federation.protocol import ProtocolHooks
 from fedcausal_flwr.federation.recorder import Recorder
 from fedcausal_flwr.federation.replies import (  # noqa: F401 - re-exported for strategies
     MAX_ABS,
@@ -50,8 +51,9 @@ from fedcausal_flwr.settings import RunSettings
 EvaluateFn = Callable[[Mapping[str, Any], list[int]], dict[str, Any]]
 
 
-class CausalStrategy(GridStrategy):
-    """A federated causal-learning protocol: its hooks, and :meth:`start` to run it.
+class CausalStrategy(ProtocolHooks, GridStrategy):
+    """A federated causal-learning protocol: its hooks (:class:`ProtocolHooks`), and
+    :meth:`start` to run it.
 
     Flower's contract: this is a ``flwr.serverapp.strategy.Strategy`` whose :meth:`start`
     runs the whole protocol on the Grid. Flower's per-round hooks (``configure_train``,
@@ -93,21 +95,7 @@ class CausalStrategy(GridStrategy):
         The run's rounds, drops, bytes, history and checkpoints (``recorder.round``).
     """
 
-    algorithm = "base"
     settings_class: ClassVar[type[RunSettings]] = RunSettings
-    #: Whether a restarted SuperNode may take its client's place mid-run: True when every
-    #: piece of protocol state lives on the server (by partition id), so the new node loses
-    #: nothing; False when clients keep state in ``context.state`` (the run then stops,
-    #: naming the client, when one leaves).
-    rejoinable: ClassVar[bool] = True
-    progress_keys: tuple[str, ...] = ("n_clients", "dropped", "seconds")
-    round_label = "round"
-    screen_factor: ClassVar[float] = SCREEN_FACTOR
-    screen_floor: ClassVar[float] = SCREEN_FLOOR
-    #: Properties a node may leave out (e.g. a user's own NumPyClient that states no variable
-    #: names); a node that reports one must report the federation's value.
-    optional_props: ClassVar[tuple[str, ...]] = ("names", "y-name")
-    phase = "local"
 
     def __init__(self, settings: RunSettings | None = None, *,
                  evaluate_fn: EvaluateFn | None = None,
@@ -179,85 +167,6 @@ class CausalStrategy(GridStrategy):
         """Settings that go into ``result.json``."""
         return self.settings.asdict()
 
-    # ---- protocol hooks ------------------------------------------------------------------
-    def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
-        """Initialise server state once the nodes are known."""
-        raise NotImplementedError
-
-    def warm_start(self, arrays: list[np.ndarray]) -> None:
-        """Replace the initial model by ``arrays`` (after :meth:`setup`)."""
-        raise ValueError(f"{type(self).__name__} has no model to warm-start: pass no "
-                         "initial_arrays")
-
-    def select(self) -> list[int]:
-        """Client ids taking part in this round."""
-        return sorted(self.nodes)
-
-    def payload(self, cid: int) -> Payload:
-        """Arrays and config sent to client ``cid`` this round."""
-        raise NotImplementedError
-
-    def reply_shapes(self) -> list[Shape]:
-        """Shapes of the arrays every client must return."""
-        raise NotImplementedError
-
-    def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
-        """Update server state from the accepted replies {cid: arrays}."""
-        raise NotImplementedError
-
-    def record(self) -> dict[str, Any]:
-        """Per-round numbers for the history (losses, residuals, penalties)."""
-        return {}
-
-    def estimates(self) -> dict[str, Any]:
-        """Current learned matrices."""
-        return {}
-
-    def round_estimates(self) -> dict[str, Any]:
-        """What ``evaluate_fn`` scores after each round (default: :meth:`estimates`); differs
-        where a protocol reports nothing until it completes (checkpoints hold no estimate)."""
-        return self.estimates()
-
-    def done(self) -> bool:
-        """Stop rule of the algorithm (the round budget is the base's)."""
-        return False
-
-    def show(self, rec: Mapping[str, Any]) -> bool:
-        """Whether round ``rec`` gets a progress line (default: every round)."""
-        return True
-
-    def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
-        """Properties every node must agree on (default: majority of d and p, then the
-        majority of the variable names among the nodes with that d and p)."""
-        return agreed_props(infos)
-
-    def agreed_names(self, d: int, prefix: str = "x") -> list[str]:
-        """The variable names the kept nodes reported (they agree), else ``x0, x1, ...``."""
-        return self.roster.names(d, prefix)
-
-    def result_names(self) -> dict[str, Any]:
-        """Labels of the estimates for ``RunResult.names``: ``{estimate: labels}``, where
-        labels is one list (rows and columns) or ``{"rows": [...], "cols": [...]}``; other
-        keys (``variables``, ...) describe the data. Default: none."""
-        return {}
-
-    def info_config(self) -> dict[str, Any]:
-        """Config sent with ``query.info`` (settings every client must share, if any)."""
-        return {}
-
-    def reply_bound(self, phase: str) -> float | None:
-        """Largest |x| a float reply to ``train.<phase>`` may hold (None: only
-        :data:`MAX_ABS`). A protocol that knows a bound from what it sent declares it here; it
-        is what protects an exchange with a single reply, where there is nothing to compare."""
-        return None
-
-    def screen(self, phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
-        """Magnitude outliers among the well-formed replies of one exchange, {cid: why}
-        (:func:`outliers` with :meth:`reply_bound`, :attr:`screen_factor` and
-        :attr:`screen_floor`)."""
-        return outliers(replies, bound=self.reply_bound(phase), factor=self.screen_factor,
-                        floor=self.screen_floor)
-
     # ---- the run ---------------------------------------------------------------------------
     def discover(self, grid: Grid) -> dict[int, NodeInfo]:
         """The consistent clients by partition id (see :meth:`Roster.discover`)."""
@@ -316,7 +225,7 @@ class CausalStrategy(GridStrategy):
                     train_config, evaluate_config)
         warm = None
         if initial_arrays is not None:
-            if type(self).warm_start is CausalStrategy.warm_start:
+            if type(self).warm_start is ProtocolHooks.warm_start:
                 self.warm_start([])  # raises: no model
             warm = as_arrays(initial_arrays)
         if evaluate_fn is not None:

@@ -1,0 +1,128 @@
+"""The protocol hooks a :class:`~fedcausal_flwr.federation.strategy.CausalStrategy` fills in.
+
+:class:`ProtocolHooks` is what an algorithm declares (its class attributes) and overrides
+(its round hooks, node checks and reply screening), with the defaults; the run that calls
+them (discovery, exchanges, rounds, ``start()``) is
+:class:`~fedcausal_flwr.federation.strategy.CausalStrategy`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fedcausal_flwr.federation.exchange import Payload
+from fedcausal_flwr.federation.replies import SCREEN_FACTOR, SCREEN_FLOOR, Shape, outliers
+from fedcausal_flwr.federation.roster import NodeInfo, Roster, agreed_props
+
+
+class ProtocolHooks:
+    """The hooks of a federated causal-learning protocol, and their defaults.
+
+    A mixin of :class:`~fedcausal_flwr.federation.strategy.CausalStrategy`, which supplies
+    :attr:`nodes` and :attr:`roster` and calls the hooks from its run: ``setup`` once the
+    nodes are known, then per round ``select``, ``payload``, ``reply_shapes``,
+    ``aggregate``, ``record`` and ``done`` (``run_rounds``); ``expected_props`` and
+    ``info_config`` at discovery; ``reply_bound`` and ``screen`` on every exchange.
+    ``setup``, ``payload``, ``reply_shapes`` and ``aggregate`` raise ``NotImplementedError``
+    until a protocol defines them.
+    """
+
+    algorithm = "base"
+    #: Whether a restarted SuperNode may take its client's place mid-run: True when every
+    #: piece of protocol state lives on the server (by partition id), so the new node loses
+    #: nothing; False when clients keep state in ``context.state`` (the run then stops,
+    #: naming the client, when one leaves).
+    rejoinable: ClassVar[bool] = True
+    progress_keys: tuple[str, ...] = ("n_clients", "dropped", "seconds")
+    round_label = "round"
+    screen_factor: ClassVar[float] = SCREEN_FACTOR
+    screen_floor: ClassVar[float] = SCREEN_FLOOR
+    #: Properties a node may leave out (e.g. a user's own NumPyClient that states no variable
+    #: names); a node that reports one must report the federation's value.
+    optional_props: ClassVar[tuple[str, ...]] = ("names", "y-name")
+    phase = "local"
+
+    # supplied by CausalStrategy
+    nodes: dict[int, NodeInfo]
+    roster: Roster
+
+    def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
+        """Initialise server state once the nodes are known."""
+        raise NotImplementedError
+
+    def warm_start(self, arrays: list[np.ndarray]) -> None:
+        """Replace the initial model by ``arrays`` (after :meth:`setup`)."""
+        raise ValueError(f"{type(self).__name__} has no model to warm-start: pass no "
+                         "initial_arrays")
+
+    def select(self) -> list[int]:
+        """Client ids taking part in this round."""
+        return sorted(self.nodes)
+
+    def payload(self, cid: int) -> Payload:
+        """Arrays and config sent to client ``cid`` this round."""
+        raise NotImplementedError
+
+    def reply_shapes(self) -> list[Shape]:
+        """Shapes of the arrays every client must return."""
+        raise NotImplementedError
+
+    def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
+        """Update server state from the accepted replies {cid: arrays}."""
+        raise NotImplementedError
+
+    def record(self) -> dict[str, Any]:
+        """Per-round numbers for the history (losses, residuals, penalties)."""
+        return {}
+
+    def estimates(self) -> dict[str, Any]:
+        """Current learned matrices."""
+        return {}
+
+    def round_estimates(self) -> dict[str, Any]:
+        """What ``evaluate_fn`` scores after each round (default: :meth:`estimates`); differs
+        where a protocol reports nothing until it completes (checkpoints hold no estimate)."""
+        return self.estimates()
+
+    def done(self) -> bool:
+        """Stop rule of the algorithm (the round budget is the base's)."""
+        return False
+
+    def show(self, rec: Mapping[str, Any]) -> bool:
+        """Whether round ``rec`` gets a progress line (default: every round)."""
+        return True
+
+    def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
+        """Properties every node must agree on (default: majority of d and p, then the
+        majority of the variable names among the nodes with that d and p)."""
+        return agreed_props(infos)
+
+    def agreed_names(self, d: int, prefix: str = "x") -> list[str]:
+        """The variable names the kept nodes reported (they agree), else ``x0, x1, ...``."""
+        return self.roster.names(d, prefix)
+
+    def result_names(self) -> dict[str, Any]:
+        """Labels of the estimates for ``RunResult.names``: ``{estimate: labels}``, where
+        labels is one list (rows and columns) or ``{"rows": [...], "cols": [...]}``; other
+        keys (``variables``, ...) describe the data. Default: none."""
+        return {}
+
+    def info_config(self) -> dict[str, Any]:
+        """Config sent with ``query.info`` (settings every client must share, if any)."""
+        return {}
+
+    def reply_bound(self, phase: str) -> float | None:
+        """Largest |x| a float reply to ``train.<phase>`` may hold (None: only
+        :data:`MAX_ABS`). A protocol that knows a bound from what it sent declares it here; it
+        is what protects an exchange with a single reply, where there is nothing to compare."""
+        return None
+
+    def screen(self, phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
+        """Magnitude outliers among the well-formed replies of one exchange, {cid: why}
+        (:func:`outliers` with :meth:`reply_bound`, :attr:`screen_factor` and
+        :attr:`screen_floor`)."""
+        return outliers(replies, bound=self.reply_bound(phase), factor=self.screen_factor,
+                        floor=self.screen_floor)
