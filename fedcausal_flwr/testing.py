@@ -12,7 +12,7 @@ partition's node by a new node id with a fresh ``state`` (a restarted SuperNode)
 is refused (``None`` in place of its message id). A node whose ``client_app`` returns None
 for a message never answers that message (a node that hangs on one phase).
 
-The second half is the fault-injection kit, shared by ``tests/test_faults.py`` and
+The second half is the fault-injection kit, shared by ``tests/federation/test_faults.py`` and
 ``simulations/bench/reliability.py``: :data:`FAULTS` (what a faulty node does), :func:`faulty_app`
 (wraps any ClientApp callable and tampers one partition's replies from a given round),
 :func:`silent_app` (the oracle: the same node simply failing from the same round) and
@@ -180,7 +180,7 @@ FAULTY, FROM_ROUND = 1, 2
 TIMEOUT_S = 0.5
 
 _COMMON = {"min-nodes": 2, "node-wait-s": 5.0, "round-timeout-s": TIMEOUT_S}
-#: Small, fast run configs (those of tests/test_app_*.py, fewer rounds) and their node counts.
+#: Small, fast run configs (those of tests/*/test_app_*.py, fewer rounds) and their node counts.
 SMALL: dict[str, tuple[dict[str, Any], int]] = {
     "fdbnl": ({"algorithm": "fdbnl", "seed": 3, "dbn.d": 5, "dbn.lags": 1,
                "dbn.samples-per-client": 40, "dbn.generator": "svar", "dbn.num-rounds": 3,

@@ -2,7 +2,7 @@
 
 The Flower path runs the real strategy and ClientApp on the in-process Grid (messages built,
 validated and dispatched as under a SuperLink, without sockets or Ray); a ``flwr run`` adds
-a roughly constant per-message latency on top (see tests/test_e2e_statespace.py).
+a roughly constant per-message latency on top (see tests/e2e/test_e2e_statespace.py).
 
     python simulations/bench/fedgc_benchmark.py [--clients 2 8 32] [--t 1000] [--window 100]
 """

@@ -1,7 +1,7 @@
 """Fault x algorithm reliability matrix (issue 11): what each algorithm does with each fault.
 
 Every case runs the App's ClientApp in process (``fedcausal_flwr.testing``: the same small
-configs, faults and oracle as ``tests/test_faults.py``) with one faulty node, next to its
+configs, faults and oracle as ``tests/federation/test_faults.py``) with one faulty node, next to its
 oracle: the run in which that node simply went silent (raised) at the same round. Outcomes:
 "dropped client k, equal to silent run" (named, bit-for-bit the silent run's result),
 "stopped, names party k" (a protocol that needs every party; it keeps exactly what the silent
@@ -40,7 +40,7 @@ MD_HEAD = """# Reliability: fault x algorithm (issue 11)
 Generated: `python simulations/bench/reliability.py` runs the matrix and writes `reliability.json`;
 the table below is regenerated from that JSON by `python simulations/tables.py` (table
 `reliability`). The faults, small run configs and the oracle are `fedcausal_flwr/testing.py`'s,
-shared with `tests/test_faults.py`, which asserts every case below.
+shared with `tests/federation/test_faults.py`, which asserts every case below.
 
 Each case: one faulty node (partition 1, faults from round 2; see the fault list), the App's
 ClientApp in process (`InProcessGrid`), reply timeout 0.5 s (a node that does not answer costs

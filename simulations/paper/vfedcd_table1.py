@@ -1,8 +1,9 @@
 """VFedCD paper Table 1 / Table 3 / Sachs setting: K=3 parties, ours beside the paper.
 
 Runs the core reference loop, which equals the mock and Paillier protocols exactly
-(tests/test_secure.py, tests/test_app_vfedcd.py), so it stands for the mock backend. One
-synthetic data set per seed (data-seed = training seed = s; ``--data-seed`` fixes it instead);
+(tests/vertical/test_secure.py, tests/vertical/test_app_vfedcd.py), so it stands for the mock
+backend. One synthetic data set per seed (data-seed = training seed = s; ``--data-seed`` fixes
+it instead);
 Sachs is one data set, so there only the training seed varies. SHD counts a reversal once
 (the paper's text). ``--set k=v`` overrides a ``VFedCDSettings`` field (e.g. ``l2=0.005``);
 ``--preset tuned`` / ``slow`` apply the settings chosen on development data seeds 100-102 /

@@ -30,7 +30,7 @@ from fedcausal_flwr.vertical.client import VFedCDClient
 from fedcausal_flwr.vertical.data import party_data
 from fedcausal_flwr.vertical.model import MIN_KEY_BITS, PartyConsent, VFedCDSettings
 
-APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"])
 DATA = {"algorithm": "vfedcd", "vertical.d": 6, "vertical.edges": 8, "vertical.n": 20,
         "vertical.batch": 8, "node-wait-s": 5.0,

@@ -30,7 +30,7 @@ from fedcausal_flwr.vertical.data import (
 )
 from fedcausal_flwr.vertical.model import VFedCDSettings
 
-APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"])
 # Test-only opt-ins: small keys (the server's insecure-test-keys) and the built-in parties'
 # consent to every backend, mode and key size (run config: the parties of an in-process grid,

@@ -18,7 +18,7 @@ from fedcausal_flwr import registry
 from fedcausal_flwr.appconfig import glue
 from fedcausal_flwr.settings import SHARED_KEYS
 
-APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"])
 ALL = ("fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd")
 DBN = ("fdbnl", "pfdbnl")

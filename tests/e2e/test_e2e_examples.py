@@ -31,7 +31,7 @@ from fedcausal_flwr.testing import InProcessGrid
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "fdbnl"
 
 

@@ -3,7 +3,7 @@
 Each check that an import does (not) happen runs in a fresh interpreter, so modules other tests
 loaded do not hide it. A missing package is simulated with ``sys.modules[name] = None``, which
 makes ``import name`` raise ModuleNotFoundError as if it were not installed. The wheel itself is
-built, installed and run in ``tests/test_e2e_wheel.py``.
+built, installed and run in ``tests/e2e/test_e2e_wheel.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 import fedcausal_flwr
 from fedcausal_flwr.extras import EXTRAS, missing_extra
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 HEAVY = ("torch", "phe", "gmpy2", "pandas", "networkx")
 

@@ -246,7 +246,7 @@ def test_sachs_study_chose_by_its_criterion_from_its_runs():
     import sys
     from pathlib import Path
 
-    sim = Path(__file__).parents[1] / "simulations"
+    sim = Path(__file__).parents[2] / "simulations"
     sys.path.insert(0, str(sim / "studies"))
     try:
         import vfedcd_sachs_settings as study  # its first import puts simulations/ on sys.path

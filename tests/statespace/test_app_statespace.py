@@ -224,7 +224,7 @@ def test_data_defaults_agree_with_the_app_config():
 
     from fedcausal_flwr.statespace.data import DEFAULTS, FEDCF_DEFAULTS
 
-    doc = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    doc = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     app = flatten_dict(doc["tool"]["flwr"]["app"]["config"])
     declared = {k for k in app if k.startswith("ss-")}
     settings = set(ss.FedGCSettings.keys()) | set(ss.FedCFSettings.keys())

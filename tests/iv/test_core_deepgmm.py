@@ -213,7 +213,7 @@ def test_data_defaults_live_in_one_place_and_the_app_declares_them():
     import tomllib
     from pathlib import Path
 
-    doc = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    doc = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     app = flatten_dict(doc["tool"]["flwr"]["app"]["config"])
     want = iv.IVDataConfig().run_config()
     assert set(want) == {"iv-scenario", "iv-dgp", "iv-n", "iv-n-test", "iv-alpha", "seed",

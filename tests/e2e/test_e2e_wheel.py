@@ -27,7 +27,7 @@ from flwr.common.config import flatten_dict
 import fedcausal_flwr
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Run with the fresh venv's python, from a folder outside the checkout.
 SMOKE = r'''

@@ -14,7 +14,7 @@ from flwr.common.config import flatten_dict
 from fedcausal_flwr import registry
 from fedcausal_flwr.appconfig import declared, drift, glue, problems, settings_class, view
 
-APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml")
                                         .read_text())["tool"]["flwr"]["app"]["config"])
 ALGORITHMS = list(registry.ALGORITHMS)
 

@@ -16,7 +16,7 @@ import pytest
 
 from fedcausal_flwr import registry
 
-PACKAGE = Path(__file__).resolve().parents[1] / "fedcausal_flwr"
+PACKAGE = Path(__file__).resolve().parents[2] / "fedcausal_flwr"
 FAMILIES = sorted({a.package.rpartition(".")[2] for a in registry.ALGORITHMS.values()})
 EQUATIONS = ("model", "settings", "kalman", "loop", "decoder", "lti", "dream4", "synthetic",
              "evaluation")

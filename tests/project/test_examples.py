@@ -21,7 +21,7 @@ from flwr.common.config import flatten_dict
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.testing import InProcessGrid
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ALGORITHMS = ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"]
 
 

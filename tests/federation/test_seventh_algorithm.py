@@ -1,4 +1,4 @@
-"""Adding an algorithm is one family package plus one registry line: ``tests/toymean`` (a
+"""Adding an algorithm is one family package plus one registry line: ``tests/federation/toymean`` (a
 federated mean) runs through the App's own ServerApp and ClientApp, with its own run-config
 section, and the public exports find it; no other file is edited."""
 

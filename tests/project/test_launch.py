@@ -1,7 +1,7 @@
 """The launcher without starting Flower: App directory, FLWR_HOME, ports, TLS files, flags.
 
 The e2e side (a TLS + node-auth deployment, an unregistered node refused, runs beside another
-SuperLink) is tests/test_e2e_deploy_secure.py.
+SuperLink) is tests/e2e/test_e2e_deploy_secure.py.
 """
 
 from __future__ import annotations
