@@ -5,7 +5,7 @@ What it writes, using only the standard library:
 * ``docs/algorithms/<algorithm>.md``: the hand-written prose of each page stays; the parts
   between ``<!-- BEGIN GENERATED: <part> -->`` and ``<!-- END GENERATED: <part> -->`` are
   rendered from the code: ``settings`` (every field of the algorithm's settings class: its
-  run-config key, type, default, what it allows) and ``phases`` (the client's phase table:
+  sectioned run-config key, type, default, what it allows) and ``phases`` (the client's phase table:
   each ``train.<phase>`` message, the method that answers it and its docstring).
 * ``docs/api/<module>.md``: the docstrings of the public modules, pydoc-like, as markdown.
 * ``docs/api/make.md``: per algorithm, the keys a user's ``make(context)`` returns to
@@ -88,12 +88,14 @@ def _allowed(meta: dict[str, Any]) -> str:
 
 
 def settings_rows(cls: type) -> list[dict[str, Any]]:
-    """One row per field of a settings class: name, key, type, default, allowed, doc."""
+    """One row per field of a settings class: name, key (as the App's run config spells it,
+    ``dbn.lambda-w``), type, default, allowed, doc."""
     hints = typing.get_type_hints(cls)
     rows = []
     for f in dataclasses.fields(cls):
         meta = f.metadata.get("fedcausal", {"key": None})
-        rows.append({"field": f.name, "key": meta.get("key"),
+        key = meta.get("key")
+        rows.append({"field": f.name, "key": cls.app_key(key) if key else None,
                      "type": _type_name(hints.get(f.name, f.type)),
                      "default": _default(f), "allowed": _allowed(meta),
                      "doc": meta.get("doc", "")})

@@ -29,7 +29,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,17 @@ for _dir in (SIM_DIR, *(SIM_DIR / g for g in GROUPS)):  # scripts import each ot
 
 
 # ----------------------------------------------------------------------------- CLI
+def app_config(algorithm: str, flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The App's run config for ``flat`` keys of ``algorithm``: shared keys as they are, the
+    others under the algorithm's section (``lambda-w`` -> ``dbn.lambda-w``). What a script hands
+    to ``launch.simulate``/``deploy``; library functions keep taking the flat keys."""
+    from fedcausal_flwr.registry import get
+    from fedcausal_flwr.settings import SHARED_KEYS
+
+    section = get(algorithm).section
+    return {k if k in SHARED_KEYS else f"{section}.{k}": v for k, v in flat.items()}
+
+
 def seed_list(values: Sequence[str] | int | None) -> list[int]:
     """Seeds from the command line: one number N is a count (0..N-1), several are the list.
 

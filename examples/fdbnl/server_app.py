@@ -13,8 +13,9 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
-    settings = FDBNLSettings(lambda_w=float(rc["lambda-w"]), lambda_a=float(rc["lambda-a"]),
+    settings = FDBNLSettings(lambda_w=float(rc["dbn.lambda-w"]),
+                             lambda_a=float(rc["dbn.lambda-a"]),
                              min_nodes=2)
-    result = FDBNL(settings).start(grid=grid, num_rounds=int(rc["num-rounds"]))
+    result = FDBNL(settings).start(grid=grid, num_rounds=int(rc["dbn.num-rounds"]))
     out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))
     print(f"FDBNL {result.status}: {out}; edges {result.edges(tau=settings.tau_w)}")

@@ -9,8 +9,8 @@ from fedcausal_flwr.data import node_data
 
 
 def make(context: Context) -> dict:
-    # sensors z-scored, hidden states and the valve's B_mm identified (run config ss-p),
-    # names from the header
+    # sensors z-scored, hidden states and the valve's B_mm identified (run config
+    # statespace.ss-p), names from the header
     return node_data("fedcf", context)
 
 

@@ -14,7 +14,7 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
-    # ss-window, ss-epochs, ss-cf-*: the run config keys of FedCFSettings
+    # statespace.ss-window, statespace.ss-cf-*, ...: the run config keys of FedCFSettings
     settings = FedCFSettings.from_run_config(rc, min_nodes=2)
     result = FedCF(settings).start(grid=grid)
     out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))

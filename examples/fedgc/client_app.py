@@ -8,7 +8,7 @@ from fedcausal_flwr.data import node_data
 
 
 def make(context: Context) -> dict:
-    # sensors z-scored, hidden states identified (run config ss-p), names from the header
+    # sensors z-scored, hidden states identified (run config statespace.ss-p), names from the header
     return node_data("fedgc", context)
 
 

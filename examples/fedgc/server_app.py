@@ -13,7 +13,8 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
-    settings = FedGCSettings(window=int(rc["window"]), epochs=int(rc["epochs"]), min_nodes=2)
+    # statespace.ss-window, statespace.ss-epochs: the run config keys of FedGCSettings
+    settings = FedGCSettings.from_run_config(rc, min_nodes=2)
     result = FedGC(settings).start(grid=grid)
     out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))
     print(f"FedGC {result.status}: {out}")

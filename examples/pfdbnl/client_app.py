@@ -9,7 +9,7 @@ from fedcausal_flwr.data import lagged, node_csv
 
 def make(context: Context) -> dict:
     table = node_csv(context)        # node config data-path; header = variable names
-    Xt, Xlag = lagged(table, lags=int(context.run_config["lags"]))
+    Xt, Xlag = lagged(table, lags=int(context.run_config["dbn.lags"]))
     return {"Xt": Xt, "Xlag": Xlag, "names": table.names}
 
 

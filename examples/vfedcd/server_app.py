@@ -13,7 +13,7 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
-    settings = VFedCDSettings.from_run_config(rc)  # num-epochs, he-backend, key-bits ...
+    settings = VFedCDSettings.from_run_config(rc)  # vertical.num-epochs, vertical.he-backend ...
     result = VFedCD(settings).start(grid=grid)
     out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))
     print(f"VFedCD {result.status}: {out}")

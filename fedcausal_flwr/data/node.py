@@ -56,10 +56,11 @@ def lagged(table: Table, lags: int = 1, who: str = "client") -> tuple[np.ndarray
 
 def node_data(algorithm: str, context: Context) -> dict[str, Any]:
     """This node's client arguments (variable names included) from its own CSV, exactly as
-    the App's own ClientApp builds them: any of ``fdbnl``, ``pfdbnl`` (run config ``lags``),
-    ``fedgc``, ``fedcf`` (``ss-p``), ``fediv`` (``iv-treatment``, ``iv-outcome``,
-    ``iv-instrument``), ``vfedcd`` (node config ``id-key`` or ``$FEDCAUSAL_ID_KEY``,
-    ``columns`` or run config ``parts``). See the README's "Your own data" section."""
+    the App's own ClientApp builds them: any of ``fdbnl``, ``pfdbnl`` (run config ``dbn.lags``),
+    ``fedgc``, ``fedcf`` (``statespace.ss-p``), ``fediv`` (``iv.iv-treatment``,
+    ``iv.iv-outcome``, ``iv.iv-instrument``), ``vfedcd`` (node config ``id-key`` or
+    ``$FEDCAUSAL_ID_KEY``, ``columns`` or run config ``vertical.parts``); a run config in
+    sections or one section's keys alone. See the README's "Your own data" section."""
     from fedcausal_flwr import registry
     from fedcausal_flwr.federation.client import section_context
 

@@ -58,7 +58,7 @@ def client(algorithm: str, context: Context):
 
 def own_data(path, context: Context, who: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``(Xt, Xlag, names)`` of a node's own CSV: rows in time order, one column per variable,
-    lags (run config ``lags``, the model's order) within each segment of the node config's
+    lags (run config ``dbn.lags``, the model's order) within each segment of the node config's
     ``segment-column`` (none: one series); the rows of a segment's first lags are dropped."""
     from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, read_csv, segments
     from fedcausal_flwr.data.timeseries import lagged_segments

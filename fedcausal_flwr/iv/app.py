@@ -2,7 +2,7 @@
 evaluator (the built-in process's true g is known) and the g-vs-g0 figure.
 
 Algorithm settings come from :class:`~fedcausal_flwr.iv.model.FedIVSettings` (its rounds:
-``iv-rounds``; a ``num-rounds`` other than FDBNL's default is refused, not silently ignored),
+``iv.iv-rounds``; a ``dbn.num-rounds`` other than its default is refused, not silently ignored),
 the data keys (``iv-scenario``, ``iv-dgp``, ``iv-n``, ``iv-n-test``, ``iv-alpha``) from
 :class:`~fedcausal_flwr.iv.data.IVDataConfig`; both validate before any node is contacted.
 """

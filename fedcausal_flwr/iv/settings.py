@@ -51,7 +51,7 @@ class FedIVSettings(RunSettings):
     rounds: int = setting(
         50, "iv-rounds", ge=1,
         doc="FedGDA rounds T; a run is T + 1 exchanges (T rounds, then the last global's "
-            "validation). Its own key: `num-rounds` is FDBNL/PFDBNL's ADMM cap")
+            "validation). Its own key: `dbn.num-rounds` is FDBNL/PFDBNL's ADMM cap")
     diverge_factor: float = setting(
         10.0, "iv-diverge-factor", ge=0,
         doc="a round whose global max |parameter| exceeds this times the run's largest so far "

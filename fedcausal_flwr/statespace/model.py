@@ -150,16 +150,18 @@ class StateSpaceSettings(RunSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.difference and self.window < 2:
-            raise ValueError(f"run config 'ss-difference' = true needs 'ss-window' >= 2 (got "
-                             f"{self.window}): a window of one step has no time difference; "
-                             "set ss-difference = false for the online schedule W = 1")
+            raise ValueError(f"run config 'statespace.ss-difference' = true needs "
+                             f"'statespace.ss-window' >= 2 (got {self.window}): a window of one "
+                             "step has no time difference; set statespace.ss-difference = false "
+                             "for the online schedule W = 1")
 
     @classmethod
     def paper_schedule(cls, **changes: Any) -> Self:
         """The former default schedule (:data:`PAPER_SCHEDULE`: mini-batch windows of
         W = 1000, 30 epochs, steps 0.3 / 1.5, i.e. 300 windows), nearer the papers' per-step
         updates; every other field keeps the default, ``changes`` override. Run config:
-        ``ss-window=1000 ss-epochs=30 ss-lr-server=0.3 ss-lr-client=1.5``."""
+        ``statespace.ss-window=1000 statespace.ss-epochs=30 statespace.ss-lr-server=0.3
+        statespace.ss-lr-client=1.5``."""
         return cls(**{**PAPER_SCHEDULE, **changes})
 
 

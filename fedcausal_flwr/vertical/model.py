@@ -67,7 +67,7 @@ class VFedCDSettings(RunSettings):
     variant, 0: off). ``he_backend``/``key_bits``: the parties' homomorphic encryption
     ("paillier", "paillier-packed" or "mock": same shares, no encryption, the relay reads
     them). Keys below :data:`MIN_KEY_BITS` are refused unless ``insecure_test_keys`` (run
-    config ``insecure-test-keys``, for tests only) allows them (down to 256 bits).
+    config ``vertical.insecure-test-keys``, for tests only) allows them (down to 256 bits).
     ``seed``: every seeded draw (initialisation, batches, masks, splits).
     The server sends the parties' fields (the ``wire`` ones; the rest is the CTV's: epochs,
     gamma, tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import _sims  # noqa: F401 - simulations/ on sys.path
-from harness import markdown, parser, read_results, write_results
+from harness import app_config, markdown, parser, read_results, write_results
 
 from fedcausal_flwr import launch
 from fedcausal_flwr.dbn import model as dbn
@@ -39,7 +39,7 @@ def reference_seconds(rc: dict, k: int) -> float:
 def flower_run(rc: dict, k: int, work: Path) -> tuple[float, dict]:
     """Wall time of `flwr run` end to end and its result.json."""
     t0 = time.perf_counter()
-    launch.simulate(k, {**rc, "outputs": str(work), "run-name": "bench"},
+    launch.simulate(k, app_config("fdbnl", {**rc, "outputs": str(work), "run-name": "bench"}),
                     flwr_home=work / "flwr", timeout=3000,
                     port=launch.free_port_block(launch.SIMULATE_PORTS))
     return time.perf_counter() - t0, load_result(work / "bench")

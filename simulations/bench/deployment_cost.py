@@ -35,18 +35,22 @@ from typing import Any
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
-from harness import Clock, finish, log, parser, table, write_results
+from harness import Clock, app_config, finish, log, parser, table, write_results
 
 from fedcausal_flwr import launch
-from fedcausal_flwr.appconfig import glue
+from fedcausal_flwr.appconfig import glue, view
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.results import RunResult, load_result
 from fedcausal_flwr.testing import InProcessGrid
 
 NODES = {"fdbnl": 5, "pfdbnl": 5, "fedgc": 2, "fedcf": 2, "fediv": 2, "vfedcd": 3}
 #: the deployment's bound per algorithm (VFedCD: one mini-batch step of one epoch, mock keys)
-VFEDCD_BOUND = {"num-epochs": 1, "batch": 100_000, "he-backend": "mock",
-                "insecure-test-keys": True, "vfedcd-accept-backends": "mock"}
+VFEDCD_BOUND = {"vertical.num-epochs": 1, "vertical.batch": 100_000,
+                "vertical.he-backend": "mock", "vertical.insecure-test-keys": True,
+                "vertical.vfedcd-accept-backends": "mock"}
+#: VFedCD's mock backend and the parties' consent to it (the App's sectioned keys)
+VFEDCD_MOCK = {"vertical.he-backend": "mock", "vertical.insecure-test-keys": True,
+               "vertical.vfedcd-accept-backends": "mock"}
 
 TRIVIAL_SERVER = '''
 import time
@@ -111,21 +115,22 @@ out = "times.txt"
 
 
 def bounded(algorithm: str, rounds: int) -> dict[str, Any]:
-    """The App's default run config of ``algorithm`` bounded for a deployment."""
+    """The App's default run config of ``algorithm`` bounded for a deployment (FedGC/FedCF:
+    one epoch; their App run has no round bound)."""
     rc: dict[str, Any] = {"algorithm": algorithm, "node-wait-s": 120.0}
     if algorithm == "vfedcd":
         return {**rc, **VFEDCD_BOUND}
-    if algorithm == "fediv":
-        return {**rc, "iv-rounds": rounds}
-    return {**rc, "num-rounds": rounds, "ss-epochs": 1} if algorithm in ("fedgc", "fedcf") \
-        else {**rc, "num-rounds": rounds}
+    if algorithm in ("fedgc", "fedcf"):
+        return {**rc, **app_config(algorithm, {"ss-epochs": 1})}
+    return {**rc, **app_config(algorithm, {"iv-rounds" if algorithm == "fediv" else
+                                           "num-rounds": rounds})}
 
 
 def in_process(algorithm: str, rc: dict[str, Any], k: int) -> RunResult:
     """One run of the App's strategy and ClientApp on the in-process grid."""
     full = {**launch_defaults(), **rc}
-    return glue(algorithm).strategy(algorithm, full).start(grid=InProcessGrid(client_app, k,
-                                                                              full))
+    strategy = glue(algorithm).strategy(algorithm, view(algorithm, full))
+    return strategy.start(grid=InProcessGrid(client_app, k, full))
 
 
 def launch_defaults() -> dict[str, Any]:
@@ -200,8 +205,7 @@ def full_default(algorithm: str) -> tuple[dict[str, Any], RunResult]:
     estimates as its real keys without the cryptography)."""
     rc: dict[str, Any] = {"algorithm": algorithm}
     if algorithm == "vfedcd":
-        rc = {**rc, "he-backend": "mock", "insecure-test-keys": True,
-              "vfedcd-accept-backends": "mock"}
+        rc = {**rc, **VFEDCD_MOCK}
     t0 = time.perf_counter()
     res = in_process(algorithm, rc, NODES[algorithm])
     wall = time.perf_counter() - t0
@@ -218,16 +222,16 @@ def full_default(algorithm: str) -> tuple[dict[str, Any], RunResult]:
 def vfedcd_real_keys(epochs: int, work: Path) -> dict[str, Any]:
     """The VFedCD default (real 2048-bit keys) deployed for ``epochs`` epochs, beside the same
     run in process with the mock backend (the same share arithmetic, so the same estimates)."""
-    rc: dict[str, Any] = {"algorithm": "vfedcd", "num-epochs": epochs, "node-wait-s": 120.0}
-    ref = in_process("vfedcd", {**rc, "he-backend": "mock", "insecure-test-keys": True,
-                                "vfedcd-accept-backends": "mock"}, NODES["vfedcd"])
+    rc: dict[str, Any] = {"algorithm": "vfedcd", "vertical.num-epochs": epochs,
+                          "node-wait-s": 120.0}
+    ref = in_process("vfedcd", {**rc, **VFEDCD_MOCK}, NODES["vfedcd"])
     cfg = {**rc, "outputs": str(work), "run-name": "vfedcd-real-deploy"}
     t0 = time.perf_counter()
     launch.deploy(NODES["vfedcd"], cfg, workdir=work / "vfedcd-real-deployment", timeout=7200)
     wall = time.perf_counter() - t0
     res = load_result(work / "vfedcd-real-deploy")
     epoch_s = [float(h.get("seconds", 0.0)) for h in res["history"]]
-    default_epochs = int(launch_defaults()["num-epochs"])
+    default_epochs = int(launch_defaults()["vertical.num-epochs"])
     out = {"status": res["status"], "epochs": epochs, "wall_s": wall,
            "exchanges": per_exchange(res)[1], "s_per_epoch": float(np.mean(epoch_s)),
            "startup_s": wall - sum(epoch_s), "default_epochs": default_epochs,

@@ -17,7 +17,7 @@ from pathlib import Path
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 import torch
-from harness import parser, settings, write_results
+from harness import app_config, parser, settings, write_results
 
 from fedcausal_flwr import launch
 from fedcausal_flwr.client_app import app as client_app
@@ -76,7 +76,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             t0 = time.time()
-            launch.simulate(k, {**rc, "outputs": str(root), "run-name": "b"},
+            launch.simulate(k, app_config("fediv", {**rc, "outputs": str(root),
+                                                    "run-name": "b"}),
                             flwr_home=root / "flwr",
                             port=launch.free_port_block(launch.SIMULATE_PORTS),
                             timeout=590)

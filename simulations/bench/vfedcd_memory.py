@@ -33,6 +33,7 @@ import _sims  # noqa: F401 - simulations/ on sys.path
 from flwr.common.config import flatten_dict
 from harness import Clock, log, parser, settings, write_results
 
+from fedcausal_flwr.appconfig import view
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.testing import InProcessGrid
 from fedcausal_flwr.vertical import app as vertical
@@ -75,11 +76,12 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.epochs, args.n, args.every = 20, 100, 5
-    rc = {**APP_CONFIG, "algorithm": "vfedcd", "he-backend": "mock", "d": args.d,
-          "n": args.n, "num-epochs": args.epochs, "node-wait-s": 5.0,
-          "vfedcd-accept-backends": "mock"}  # the parties consent to the mock backend
+    rc = {**APP_CONFIG, "algorithm": "vfedcd", "vertical.he-backend": "mock",
+          "vertical.d": args.d, "vertical.n": args.n, "vertical.num-epochs": args.epochs,
+          "node-wait-s": 5.0,
+          "vertical.vfedcd-accept-backends": "mock"}  # the parties consent to the mock backend
     grid = InProcessGrid(client_app, args.parties, rc)
-    strategy = vertical.strategy("vfedcd", rc)
+    strategy = vertical.strategy("vfedcd", view("vfedcd", rc))
     if args.audit:
         strategy.wire_log.audit = True
     series: list[dict] = []
@@ -107,7 +109,8 @@ def main() -> None:
     strategy.checkpoint = checkpoint
     sample(0)
     result = strategy.start(grid=grid)
-    steps = -(-round(args.n * (1 - float(rc["test-fraction"]))) // int(rc["batch"]))
+    train = round(args.n * (1 - float(rc["vertical.test-fraction"])))
+    steps = -(-train // int(rc["vertical.batch"]))
     rss = [r["rss_mb"] for r in series if r["epoch"] >= 1]
     first_half = [r["rss_mb"] for r in series if 1 <= r["epoch"] <= args.epochs // 2]
     summary = {

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
+from fedcausal_flwr.appconfig import view
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result
@@ -24,8 +25,9 @@ from fedcausal_flwr.strategies import PFDBNLSettings
 
 pytestmark = pytest.mark.e2e
 
-RC = {"algorithm": "pfdbnl", "seed": 7, "d": 5, "samples-per-client": 40, "lambda-w": 0.05,
-      "lambda-a": 0.05, "node-wait-s": 60.0, "num-rounds": 4, "heterogeneous": True}
+RC = {"algorithm": "pfdbnl", "seed": 7, "dbn.d": 5, "dbn.samples-per-client": 40,
+      "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05, "node-wait-s": 60.0, "dbn.num-rounds": 4,
+      "dbn.heterogeneous": True}
 
 
 def test_launcher_simulate_with_defaults_keeps_flwr_home_and_other_superlink(
@@ -43,7 +45,7 @@ def test_launcher_simulate_with_defaults_keeps_flwr_home_and_other_superlink(
     assert not [pid for pid, argv in launch._cmdlines().items()  # its SuperLink is stopped
                 if any(str(home) in a for a in argv)]
     result = load_result(tmp_path / "sim")
-    rc = result["config"]["run_config"]  # pyproject defaults merged in
+    rc = view("pfdbnl", result["config"]["run_config"])  # pyproject defaults merged in
     moms = [dbn.moments(*client_data(rc, i, 2)) for i in range(2)]
     state = dbn.pfdbnl_reference(moms, PFDBNLSettings.from_run_config(rc))[0]
     assert result["status"] == "completed" and result["metrics"]["clients"] == 2

@@ -59,7 +59,7 @@ def test_fdbnl_example_secure_deployment_on_four_csvs(tmp_path, monkeypatch,
         seen["thread"] = threading.Thread(target=watch, args=(bad,), daemon=True)
         seen["thread"].start()
 
-    rc = {"outputs": str(tmp_path / "outputs"), "run-name": "sites", "num-rounds": 5}
+    rc = {"outputs": str(tmp_path / "outputs"), "run-name": "sites", "dbn.num-rounds": 5}
     launch.deploy(4, rc, app_dir=EXAMPLE, workdir=tmp_path / "deployment", timeout=300,
                   on_start=on_start,
                   node_configs={i: {"data-path": str(f)} for i, f in enumerate(files)})
@@ -84,7 +84,7 @@ def test_fdbnl_example_secure_deployment_on_four_csvs(tmp_path, monkeypatch,
     result = RunResult.load(tmp_path / "outputs" / "sites")
     assert result.status == "completed" and result.metrics["clients"] == 4
     # the same estimates as the example's in-process run on the same CSVs
-    reference = run_example("fdbnl", tmp_path / "in-process", **{"num-rounds": 5})
+    reference = run_example("fdbnl", tmp_path / "in-process", **{"dbn.num-rounds": 5})
     assert len(result.history) == len(reference.history)
     for key in ("W", "A"):
         np.testing.assert_allclose(result.estimates[key], reference.estimates[key], rtol=0,
@@ -110,8 +110,8 @@ def test_vfedcd_example_under_plain_flwr_run_deployment(tmp_path, monkeypatch):
     monkeypatch.setenv("FLWR_HOME", str(tmp_path / "flwr-home"))
     files = sorted((VFEDCD / "data").glob("party*.csv"))
     names = [n for f in files for n in f.read_text().splitlines()[0].split(",") if n != "id"]
-    rc = {"outputs": str(tmp_path / "outputs"), "run-name": "parties", "num-epochs": 1,
-          "batch": 64, "he-backend": "paillier-packed"}
+    rc = {"outputs": str(tmp_path / "outputs"), "run-name": "parties", "vertical.num-epochs": 1,
+          "vertical.batch": 64, "vertical.he-backend": "paillier-packed"}
     nodes = {i: {"data-path": str(f), "id-key": "examples-shared-secret"}
              for i, f in enumerate(files)}
     launch.deploy(len(files), rc, app_dir=VFEDCD, workdir=tmp_path / "deployment", timeout=420,

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
+from fedcausal_flwr.appconfig import view
 from fedcausal_flwr.iv import data as iv
 from fedcausal_flwr.iv import model as dg
 from fedcausal_flwr.results import load_result
@@ -17,12 +18,13 @@ from fedcausal_flwr.strategies import FedIVSettings
 
 pytestmark = pytest.mark.e2e
 
-RC = {"algorithm": "fediv", "seed": 11, "iv-scenario": "abs", "iv-n": 400, "iv-lr-g": 0.05,
-      "iv-lr-f": 0.25, "iv-val-features": 8, "iv-device": "cpu", "node-wait-s": 60.0}
+RC = {"algorithm": "fediv", "seed": 11, "iv.iv-scenario": "abs", "iv.iv-n": 400,
+      "iv.iv-lr-g": 0.05, "iv.iv-lr-f": 0.25, "iv.iv-val-features": 8, "iv.iv-device": "cpu",
+      "node-wait-s": 60.0}
 
 
 def check_against_reference(result: dict, k: int) -> None:
-    rc = result["config"]["run_config"]  # pyproject defaults merged in
+    rc = view("fediv", result["config"]["run_config"])  # pyproject defaults merged in
     data = [iv.client_data(rc, i, k) for i in range(k)]
     basis = dg.rff(2, int(rc["iv-val-features"]), int(rc["seed"]))
     st = dg.fedgda_reference(
@@ -41,7 +43,7 @@ def check_against_reference(result: dict, k: int) -> None:
 
 
 def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids):
-    rc = {**RC, "iv-rounds": 2, "outputs": str(tmp_path), "run-name": "sim"}
+    rc = {**RC, "iv.iv-rounds": 2, "outputs": str(tmp_path), "run-name": "sim"}
     port = free_ports(launch.SIMULATE_PORTS)
     launch.simulate(3, rc, flwr_home=tmp_path / "flwr", timeout=600, port=port)
     assert not flower_pids(port, launch.SIMULATE_PORTS)
@@ -52,7 +54,7 @@ def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids)
 
 
 def test_loopback_deployment_equals_reference(tmp_path, free_ports, flower_pids):
-    rc = {**RC, "iv-rounds": 1, "outputs": str(tmp_path), "run-name": "deploy"}
+    rc = {**RC, "iv.iv-rounds": 1, "outputs": str(tmp_path), "run-name": "deploy"}
     port = free_ports(launch.deploy_ports(2))
     launch.deploy(2, rc, workdir=tmp_path / "deployment", port=port, timeout=600)
     check_against_reference(load_result(tmp_path / "deploy"), 2)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
+from fedcausal_flwr.appconfig import view
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result
@@ -19,11 +20,12 @@ from fedcausal_flwr.strategies import PFDBNLSettings
 
 pytestmark = pytest.mark.e2e
 
-RC = {"seed": 7, "d": 5, "samples-per-client": 40, "lambda-w": 0.05, "lambda-a": 0.05,
-      "node-wait-s": 60.0}
+RC = {"seed": 7, "dbn.d": 5, "dbn.samples-per-client": 40, "dbn.lambda-w": 0.05,
+      "dbn.lambda-a": 0.05, "node-wait-s": 60.0}
 
 
 def reference(rc: dict, k: int) -> dbn.ServerState:
+    rc = view(str(rc["algorithm"]), rc)  # the dbn section's keys, as the App reads them
     moms = [dbn.moments(*client_data(rc, i, k)) for i in range(k)]
     run = dbn.pfdbnl_reference if rc.get("algorithm") == "pfdbnl" else dbn.fdbnl_reference
     return run(moms, PFDBNLSettings.from_run_config(rc))[0]
@@ -39,7 +41,7 @@ def check_against_reference(result: dict, k: int) -> None:
 
 
 @pytest.mark.parametrize("algorithm,k,extra", [
-    ("fdbnl", 3, {"num-rounds": 12}),  # PFDBNL: test_e2e_deploy_secure.py's launcher run
+    ("fdbnl", 3, {"dbn.num-rounds": 12}),  # PFDBNL: test_e2e_deploy_secure.py's launcher run
 ])
 def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids, algorithm, k,
                                               extra):

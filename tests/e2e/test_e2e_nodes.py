@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
+from fedcausal_flwr.appconfig import view
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result
@@ -26,9 +27,9 @@ from fedcausal_flwr.strategies import FDBNLSettings
 
 pytestmark = pytest.mark.e2e
 
-RC = {"algorithm": "fdbnl", "seed": 7, "d": 5, "samples-per-client": 40, "lambda-w": 0.05,
-      "lambda-a": 0.05, "node-wait-s": 60.0, "num-rounds": 6, "round-timeout-s": 30.0,
-      "node-grace-s": 20.0}
+RC = {"algorithm": "fdbnl", "seed": 7, "dbn.d": 5, "dbn.samples-per-client": 40,
+      "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05, "node-wait-s": 60.0, "dbn.num-rounds": 6,
+      "round-timeout-s": 30.0, "node-grace-s": 20.0}
 
 
 def rounds_done(path) -> int:
@@ -40,6 +41,7 @@ def rounds_done(path) -> int:
 
 def replay(rc: dict, history: list[dict], k: int) -> dbn.ServerState:
     """FDBNL with the clients of each recorded round (all k, or all but client k-1)."""
+    rc = view("fdbnl", rc)  # the dbn section's keys, as the App reads them
     s = FDBNLSettings.from_run_config(rc)
     moms = [dbn.moments(*client_data(rc, i, k)) for i in range(k)]
     state = dbn.initial_state(rc["d"], 1, s.rho1, s.rho2)
@@ -83,7 +85,7 @@ def test_a_killed_supernode_restarts_and_rejoins(tmp_path, free_ports, flower_pi
     assert result["status"] == "completed"
     n = [h["n_clients"] for h in result["history"]]
     print(f"deployment {wall:.0f}s, killed after round {seen['killed_after']}, n_clients {n}")
-    assert len(n) == RC["num-rounds"] and n[:2] == [3, 3]
+    assert len(n) == RC["dbn.num-rounds"] and n[:2] == [3, 3]
     missed = [r for r, c in enumerate(n, 1) if c == 2]
     assert missed and min(missed) > 2  # client 2 sat out after the kill...
     assert n[-1] == 3 and max(missed) < len(n)  # ...and took part again

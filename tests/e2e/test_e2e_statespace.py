@@ -1,7 +1,7 @@
 """FedGC/FedCF end to end: `flwr run` (Ray simulation) and a loopback deployment.
 
-``flwr run`` accepts only run-config keys the App declares, so the state-space keys travel in
-a JSON file named by ``data-path``. Each run must equal the in-process reference loop.
+The state-space keys travel in a JSON file named by ``statespace.data-path`` (its keys bare,
+over the run config's). Each run must equal the in-process reference loop.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ SS = {"ss-t": 200, "ss-window": 50, "ss-epochs": 2, "ss-cf-delta": "1,0"}
 def run_config(tmp_path, algorithm: str, name: str, **extra) -> dict:
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps({**SS, **extra}))
-    return {"algorithm": algorithm, "seed": 4, "data-path": str(path), "node-wait-s": 60.0,
-            "outputs": str(tmp_path), "run-name": name}
+    return {"algorithm": algorithm, "seed": 4, "statespace.data-path": str(path),
+            "node-wait-s": 60.0, "outputs": str(tmp_path), "run-name": name}
 
 
 def check_against_reference(result: dict, algorithm: str) -> None:

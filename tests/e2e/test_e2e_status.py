@@ -59,8 +59,8 @@ def runs(argv: list[str], exe: str) -> bool:
 def test_killed_serverapp_reads_interrupted_and_keeps_finished_rounds(tmp_path, free_ports,
                                                                       flower_pids):
     out = tmp_path / "killed"
-    rc = {"algorithm": "fdbnl", "seed": 7, "d": 5, "samples-per-client": 40,
-          "num-rounds": 60, "h-tol": 1e-30, "node-wait-s": 60.0,
+    rc = {"algorithm": "fdbnl", "seed": 7, "dbn.d": 5, "dbn.samples-per-client": 40,
+          "dbn.num-rounds": 60, "dbn.h-tol": 1e-30, "node-wait-s": 60.0,
           "outputs": str(tmp_path), "run-name": "killed"}
     port = free_ports(launch.deploy_ports(2))
     outcome: dict[str, BaseException | None] = {}

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr import launch
+from fedcausal_flwr.appconfig import view
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.vertical import loop
 from fedcausal_flwr.vertical import model as V
@@ -20,13 +21,15 @@ pytestmark = pytest.mark.e2e
 # Test-only opt-ins: 256-bit keys, and the parties' consent to mock and test keys. The App's
 # parties take consent keys their node config lacks from the run config (the submitter's
 # consent, logged as such): a Ray simulation has no per-node config to carry it.
-RC = {"algorithm": "vfedcd", "d": 4, "edges": 4, "batch": 8, "key-bits": 256,
-      "insecure-test-keys": True, "vfedcd-accept-backends": "paillier,paillier-packed,mock",
-      "vfedcd-min-key-bits": 256, "node-wait-s": 60.0, "gamma": 0.5, "seed": 2}
+RC = {"algorithm": "vfedcd", "vertical.d": 4, "vertical.edges": 4, "vertical.batch": 8,
+      "vertical.key-bits": 256, "vertical.insecure-test-keys": True,
+      "vertical.vfedcd-accept-backends": "paillier,paillier-packed,mock",
+      "vertical.vfedcd-min-key-bits": 256, "node-wait-s": 60.0, "vertical.gamma": 0.5,
+      "seed": 2}
 
 
 def check_against_reference(result: dict, k: int) -> None:
-    rc = result["config"]["run_config"]
+    rc = view("vfedcd", result["config"]["run_config"])
     xs = [party_data(rc, i, k)[0] for i in range(k)]
     ref = loop.train_reference(xs, VFedCDSettings.from_run_config(rc))
     assert result["status"] == "completed"
@@ -37,8 +40,8 @@ def check_against_reference(result: dict, k: int) -> None:
 
 
 def test_flwr_run_simulation_equals_reference(tmp_path, free_ports, flower_pids):
-    rc = {**RC, "he-backend": "mock", "n": 10, "num-epochs": 1, "outputs": str(tmp_path),
-          "run-name": "sim"}
+    rc = {**RC, "vertical.he-backend": "mock", "vertical.n": 10, "vertical.num-epochs": 1,
+          "outputs": str(tmp_path), "run-name": "sim"}
     port = free_ports(launch.SIMULATE_PORTS)
     launch.simulate(3, rc, flwr_home=tmp_path / "flwr", timeout=300, port=port)
     assert not flower_pids(port, launch.SIMULATE_PORTS)

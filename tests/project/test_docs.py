@@ -22,7 +22,7 @@ def test_docs_are_up_to_date():
 def test_every_run_config_key_is_on_its_page(algorithm):
     page = (ROOT / "docs" / "algorithms" / f"{algorithm}.md").read_text()
     settings = build.ALGORITHMS[algorithm].settings_class()
-    missing = [k for k in settings.keys() if f"| `{k}` |" not in page]
+    missing = [k for k in settings.keys() if f"| `{settings.app_key(k)}` |" not in page]
     assert not missing, f"{algorithm}.md lacks {missing}"
     for phase in getattr(__import__("fedcausal_flwr.clients", fromlist=["x"]),
                          build.ALGORITHMS[algorithm].client).phases:

@@ -64,7 +64,8 @@ def node_extra(example: str, i: int) -> dict:
 
 
 #: fast-tier changes of an example's own run config (VFedCD: real Paillier takes minutes)
-FAST = {"vfedcd": {"he-backend": "mock", "key-bits": 256, "insecure-test-keys": True}}
+FAST = {"vfedcd": {"vertical.he-backend": "mock", "vertical.key-bits": 256,
+                    "vertical.insecure-test-keys": True}}
 
 
 def test_every_algorithm_has_an_example_project():
@@ -183,7 +184,7 @@ def test_fedcf_example_answers_the_valve_counterfactual(tmp_path):
     truth = np.asarray(json.loads((EXAMPLES / "fedcf" / "data" / "truth.json").read_text())
                        ["delta_y"])
     for target, works in (("innovation", True), ("predicted", False)):
-        result = run_example("fedcf", tmp_path / target, **{"ss-target": target})
+        result = run_example("fedcf", tmp_path / target, **{"statespace.ss-target": target})
         assert result.status == "completed", (result.status, result.errors)
         answer = np.asarray(result.metrics["counterfactual"]["delta_y"], dtype=float)
         cosine = answer @ truth / np.linalg.norm(answer) / np.linalg.norm(truth)
