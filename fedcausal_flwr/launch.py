@@ -144,13 +144,18 @@ def flwr_env(flwr_home: Path) -> dict[str, str]:
 
     This interpreter's ``bin`` goes first on ``PATH``: the Flower CLIs start
     ``flower-superlink`` / ``flower-superexec`` by name, also from an unactivated virtualenv.
+    The nodes it starts (simulation, loopback deployment) are the submitter's own, so they
+    read the run config's data paths (``FEDCAUSAL_ALLOW_RUN_CONFIG_PATHS=1``, see
+    :mod:`fedcausal_flwr.data.nodefiles`; already set in the environment: kept).
     """
     flwr_home.mkdir(parents=True, exist_ok=True)
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     return {**os.environ, "FLWR_HOME": str(flwr_home), "PATH": path,
             "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
             "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "0", "PYTHONUNBUFFERED": "1",
-            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
+            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1"),
+            "FEDCAUSAL_ALLOW_RUN_CONFIG_PATHS": os.environ.get(
+                "FEDCAUSAL_ALLOW_RUN_CONFIG_PATHS", "1")}
 
 
 def _cmdlines() -> dict[int, list[str]]:

@@ -33,6 +33,7 @@ from flwr.serverapp import Grid
 from flwr.supercore.task_identity import TaskIdentity
 
 from fedcausal_flwr import registry
+from fedcausal_flwr.data.nodefiles import ALLOW_RUN_CONFIG_PATHS
 from fedcausal_flwr.results import RunResult
 
 ClientCallable = Callable[[Message, Context], Message | None]
@@ -50,7 +51,9 @@ class InProcessGrid(Grid):
     run_config : mapping
         The run config every node sees.
     node_configs : mapping, optional
-        Extra ``node_config`` entries per partition id.
+        Extra ``node_config`` entries per partition id. Every node has
+        ``allow-run-config-paths=true`` unless these say otherwise: in process, the submitter
+        is the nodes' operator, so the run config's data paths (DREAM4, NetSim ...) are read.
     """
 
     def __init__(self, client_app: ClientCallable, num_nodes: int,
@@ -60,6 +63,7 @@ class InProcessGrid(Grid):
         self.client_app = client_app
         self.run_config = dict(run_config or {})
         self.node_configs = {i: {"partition-id": i, "num-partitions": num_nodes,
+                                 ALLOW_RUN_CONFIG_PATHS: True,
                                  **dict((node_configs or {}).get(i, {}))}
                              for i in range(num_nodes)}
         self.contexts: dict[int, Context] = {}
@@ -88,7 +92,8 @@ class InProcessGrid(Grid):
         ``node_config``.
         """
         node, self._next_id = self._next_id, self._next_id + 1  # 1000 + i at construction
-        cfg = {**self.node_configs.get(partition_id, {"partition-id": partition_id}),
+        cfg = {**self.node_configs.get(partition_id, {"partition-id": partition_id,
+                                                      ALLOW_RUN_CONFIG_PATHS: True}),
                **dict(node_config or {})}
         self.contexts[node] = Context(run_id=1, node_id=node, state=RecordDict(),
                                       node_config=cfg, run_config=self.run_config)

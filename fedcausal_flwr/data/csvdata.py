@@ -13,7 +13,10 @@ the ID column (VFedCD: sample IDs), which may hold any non-empty text::
 
 Every problem is a ValueError that names the node (``client <partition-id>``), the file, the
 row (1-based, the header is row 1) and the column (1-based, with its name), e.g.
-``client 1: data-path /data/site1.csv: row 4, column 3 ('G2'): cannot read 'abc' as a number``.
+``client 1: data-path /data/site1.csv: row 4, column 3 ('G2'): not a number``. An error
+never carries a cell's content (it crosses the wire to the server); the node logs the detail.
+The file must be a regular file within the node's limits (:mod:`fedcausal_flwr.data.nodefiles`:
+node config ``max-file-mb``, ``max-columns``, ``max-rows``).
 
 Node-config keys read here (all optional except ``data-path``):
 
@@ -43,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from fedcausal_flwr.data.nodefiles import check_columns, check_rows, checked_file, limits, logged
 
 DATA_PATH = "data-path"
 SEGMENT_COLUMN = "segment-column"
@@ -80,16 +85,42 @@ def node_data_path(node_config: Mapping[str, Any], who: str) -> Path | None:
 
 
 def _cell(text: str, where: str) -> float:
+    """The number in a cell; an error names ``where`` (row and column), never the cell's text
+    (logged on the node only)."""
     s = text.strip()
     if not s:
         raise ValueError(f"{where}: empty cell (missing value)")
     try:
         v = float(s)
     except ValueError:
-        raise ValueError(f"{where}: cannot read {text!r} as a number") from None
+        raise ValueError(logged(f"{where}: not a number", f"cell {text!r}")) from None
     if not math.isfinite(v):
-        raise ValueError(f"{where}: {text!r} is not a finite number (NaN/inf)")
+        raise ValueError(f"{where}: not a finite number (NaN/inf)")
     return v
+
+
+def _rows(path: Path, head: str) -> list[tuple[int, list[str]]]:
+    """The file's rows (1-based row number, fields), read after the checks of
+    :mod:`fedcausal_flwr.data.nodefiles`: a regular file within ``max-file-mb``, a first row
+    within ``max-columns`` (before any other row is read), at most ``max-rows`` rows."""
+    checked_file(path, head)
+    out: list[tuple[int, list[str]]] = []
+    max_rows = limits().max_rows
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            for n, r in enumerate(csv.reader(f), start=1):
+                if n == 1:
+                    check_columns(len(r), f"{head}: row 1")
+                elif n > max_rows + 1:
+                    check_rows(n - 1, head)
+                out.append((n, r))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{head}: no such file") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        where = f"{head}: row {len(out) + 1}" if out else head
+        raise ValueError(logged(f"{where}: not a readable CSV file ({type(e).__name__})",
+                                str(e))) from None
+    return out
 
 
 def read_csv(path: str | Path, who: str, *, min_rows: int = 2,
@@ -101,13 +132,7 @@ def read_csv(path: str | Path, who: str, *, min_rows: int = 2,
     """
     path = Path(path)
     head = f"{who}: data-path {path}"
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            rows = [(n, r) for n, r in enumerate(csv.reader(f), start=1)]
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{head}: no such file") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise ValueError(f"{head}: not a readable CSV file ({type(e).__name__}: {e})") from None
+    rows = _rows(path, head)
     rows = [(n, r) for n, r in rows if r and any(c.strip() for c in r)]
     if not rows:
         raise ValueError(f"{head}: empty file; expected a header row of variable names, then "
@@ -130,11 +155,11 @@ def read_csv(path: str | Path, who: str, *, min_rows: int = 2,
         if col:
             if col not in seen:
                 raise ValueError(f"{head}: row 1: no column named {col!r} (node config {key}); "
-                                 f"the header has {header}")
+                                 f"the header has {len(header)} columns")
             special[key] = seen[col] - 1
     var_cols = [j for j in range(len(header)) if j not in special.values()]
     if not var_cols:
-        raise ValueError(f"{head}: row 1: no variable columns in the header {header}")
+        raise ValueError(f"{head}: row 1: no variable columns in the header")
     body = rows[1:]
     if len(body) < min_rows:
         raise ValueError(f"{head}: too few rows: {len(body)} data rows after the header; "
@@ -163,7 +188,7 @@ def read_csv(path: str | Path, who: str, *, min_rows: int = 2,
         for (n, _), v in zip(body, ids, strict=True):
             if v in first:
                 raise ValueError(f"{head}: row {n}, column {special['id-column'] + 1} "
-                                 f"({header[special['id-column']]!r}): duplicated ID {v!r} "
+                                 f"({header[special['id-column']]!r}): duplicated ID "
                                  f"(also row {first[v]})")
             first[v] = n
     segs = labels.get("segment-column")
@@ -174,7 +199,7 @@ def read_csv(path: str | Path, who: str, *, min_rows: int = 2,
                 closed.add(segs[i - 1])
                 if v in closed:
                     raise ValueError(f"{head}: row {n}, column {special['segment-column'] + 1} "
-                                     f"({header[special['segment-column']]!r}): segment {v!r} "
+                                     f"({header[special['segment-column']]!r}): its segment "
                                      "resumes after another one; rows of a segment must be "
                                      "consecutive")
     return Table(path, [header[j] for j in var_cols], X, segs, ids)
@@ -192,7 +217,7 @@ def segments(table: Table, min_rows: int, who: str) -> list[np.ndarray]:
         labels = [table.segments[a] for a in starts]
     for block, start, label in zip(blocks, starts, labels, strict=True):
         if len(block) < min_rows:
-            what = f"segment {label!r}" if label is not None else "the series"
+            what = "its segment" if label is not None else "the series"
             raise ValueError(f"{table.where(who)}: row {start + 2}: too few rows: {what} has "
                              f"{len(block)} rows; need at least {min_rows} (lags + 1)")
     return blocks

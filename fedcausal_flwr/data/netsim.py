@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import scipy.io
 
+from fedcausal_flwr.data.nodefiles import check_columns, check_rows, checked_file, logged
 from fedcausal_flwr.data.timeseries import Pair, finite_matrix, lagged
 
 
@@ -28,13 +29,14 @@ def load_netsim(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     ts : (subjects, T, d) array, one series per subject.
     net : (subjects, d, d) array of true connection weights.
     """
-    if not Path(path).is_file():
+    if not Path(path).expanduser().exists():
         raise FileNotFoundError(f"{path}: no such NetSim .mat file")
+    checked_file(path, f"{path} (NetSim .mat file)")
     try:
         mat = scipy.io.loadmat(str(path))
     except Exception as e:  # noqa: BLE001 - scipy raises IndexError, ValueError, TypeError ...
-        raise ValueError(f"{path}: not a readable MATLAB .mat file "
-                         f"({type(e).__name__}: {e})") from e
+        raise ValueError(logged(f"{path}: not a readable MATLAB .mat file "
+                                f"({type(e).__name__})", str(e))) from None
     if "ts" not in mat or "net" not in mat:
         raise ValueError(f"{path}: expected variables 'ts' and 'net', found "
                          f"{sorted(k for k in mat if not k.startswith('__'))}")
@@ -43,6 +45,8 @@ def load_netsim(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         net = np.asarray(mat["net"], dtype=float)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{path}: {e}" if str(path) not in str(e) else str(e)) from e
+    check_columns(ts.shape[1], f"{path}: ts")
+    check_rows(ts.shape[0], f"{path}: ts")
     if net.ndim not in (2, 3):
         raise ValueError(f"{path}: net has shape {net.shape}; expected subjects x d x d")
     if net.ndim == 2:  # a single subject saved without its leading axis

@@ -23,6 +23,7 @@ import numpy as np
 from flwr.app import Context
 
 from fedcausal_flwr.data.csvdata import Table, node_data_path, read_csv, segments
+from fedcausal_flwr.data.nodefiles import node_limits
 
 __all__ = ["Table", "read_csv", "node_csv", "lagged", "node_data"]
 
@@ -42,7 +43,8 @@ def node_csv(context: Context, *, min_rows: int = 2, segment_column: str | None 
         raise ValueError(f"{who}: this SuperNode has no node config data-path (its own CSV): "
                          "start it with --node-config 'data-path=\"/path/to/file.csv\"'")
     seg = segment_column or str(context.node_config.get("segment-column", "") or "") or None
-    return read_csv(path, who, min_rows=min_rows, segment_column=seg, id_column=id_column)
+    with node_limits(context.node_config):
+        return read_csv(path, who, min_rows=min_rows, segment_column=seg, id_column=id_column)
 
 
 def lagged(table: Table, lags: int = 1, who: str = "client") -> tuple[np.ndarray, np.ndarray]:
@@ -70,4 +72,5 @@ def node_data(algorithm: str, context: Context) -> dict[str, Any]:
     if path is None:
         node_csv(context)  # raises the message naming the missing data-path
     own = section_context(context, alg.section)
-    return alg.app().node_data(alg.name, own, path, who)
+    with node_limits(context.node_config):
+        return alg.app().node_data(alg.name, own, path, who)

@@ -37,6 +37,7 @@ def client(algorithm: str, context: Context):
     its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
     context = section_context(context, SECTION)
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
+    from fedcausal_flwr.data.nodefiles import allow_run_config_paths
     from fedcausal_flwr.dbn.data import client_data, variable_names
 
     pid = int(context.node_config.get("partition-id", 0))
@@ -47,6 +48,9 @@ def client(algorithm: str, context: Context):
         cls = client_class(algorithm)
         return cls.from_context(context, {"Xt": Xt, "Xlag": Xlag,
                                           **constructor_kwargs(cls, names)})
+    if str(context.run_config.get("data", "synthetic")) in ("dream4", "netsim"):
+        allow_run_config_paths(context.run_config, context.node_config,
+                               {"data-path": f"{SECTION}.data-path"}, f"client {pid}", pid)
     try:
         Xt, Xlag = client_data(context.run_config, pid, k)
         names = variable_names(context.run_config, pid, Xt.shape[1])

@@ -154,12 +154,13 @@ def variable_names(cfg: Mapping, partition_id: int, d: int) -> list[str] | None:
     """The names of the d variables of client ``partition_id``'s data, where the data set
     has them: DREAM4's gene names (its header line only is read), NetSim's regions
     ``R1``..``Rd``; None for synthetic data (the clients' default ``x0``..``x{d-1}``)."""
+    from fedcausal_flwr.data.nodefiles import checked_file
     from fedcausal_flwr.dbn.dream4 import _fields
 
     c = data_config(cfg)
     if c.data == "dream4":
         path = _data_path(c, int(partition_id)) if _per_client_files(c) else _data_path(c)
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(checked_file(path, str(path)), encoding="utf-8", errors="replace") as f:
             header = next((ln for ln in f if ln.strip()), "")
         genes = [h for h in _fields(header) if h.lower() != "time"]
         return genes if len(genes) == d else None

@@ -11,11 +11,34 @@ from pathlib import Path
 
 import numpy as np
 
+from fedcausal_flwr.data.nodefiles import check_columns, check_rows, checked_file, limits, logged
 from fedcausal_flwr.data.timeseries import Pair, lagged_segments
 
 
 def _fields(line: str) -> list[str]:
     return [f.strip().strip('"') for f in line.rstrip("\r\n").split("\t")]
+
+
+def _lines(path: Path, what: str, header_columns: bool = False) -> list[str]:
+    """The file's lines, read after the node's checks (:mod:`fedcausal_flwr.data.nodefiles`):
+    a regular file within ``max-file-mb``, the first non-blank line within ``max-columns``
+    fields (``header_columns``) before the rest is read, at most ``max-rows`` lines. Errors
+    never carry the file's content."""
+    checked_file(path, f"{path} ({what})")
+    lim = limits()
+    lines: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                if header_columns and not any(s.strip() for s in lines):
+                    check_columns(len(line.split("\t")), f"{path}: line {n}")
+                if n > lim.max_rows + 1:
+                    check_rows(n - 1, str(path))
+                lines.append(line.rstrip("\r\n"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(logged(f"{path}: not a text TSV file ({type(e).__name__} at line "
+                                f"{len(lines) + 1})", str(e))) from None
+    return lines
 
 
 def _blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
@@ -31,7 +54,8 @@ def _blocks(lines: list[str]) -> list[list[tuple[int, str]]]:
 
 def _replicate(block: list[tuple[int, str]], header: list[str], time_col: int | None,
                path: Path) -> np.ndarray:
-    """One replicate's (time x columns) values; a ValueError names the line and column."""
+    """One replicate's (time x columns) values; a ValueError names the line and column (by
+    number: the header may be any line of a file that is no DREAM4 file), never a value."""
     M = np.empty((len(block), len(header)))
     for k, (n, line) in enumerate(block):
         row = _fields(line)
@@ -42,11 +66,11 @@ def _replicate(block: list[tuple[int, str]], header: list[str], time_col: int | 
             try:
                 M[k, j] = float(v)
             except ValueError:
-                raise ValueError(f"{path}: line {n}, column {j + 1} ({header[j]!r}): cannot "
-                                 f"read {v!r} as a number") from None
+                raise ValueError(logged(f"{path}: line {n}, column {j + 1}: not a number",
+                                        f"column {header[j]!r}, cell {v!r}")) from None
             if not np.isfinite(M[k, j]):
-                raise ValueError(f"{path}: line {n}, column {j + 1} ({header[j]!r}): {v!r} "
-                                 "is not finite")
+                raise ValueError(logged(f"{path}: line {n}, column {j + 1}: not finite",
+                                        f"column {header[j]!r}"))
     return M if time_col is None else np.delete(M, time_col, axis=1)
 
 
@@ -54,7 +78,7 @@ def read_goldstandard(path: str | Path, genes: list[str]) -> np.ndarray:
     """(d x d) 0/1 adjacency, ``truth[i, j] = 1`` for ``genes[i] -> genes[j]``."""
     index = {g: i for i, g in enumerate(genes)}
     truth = np.zeros((len(genes), len(genes)), dtype=int)
-    for n, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    for n, line in enumerate(_lines(Path(path), "gold standard"), start=1):
         if not line.strip():
             continue
         f = _fields(line)
@@ -85,10 +109,7 @@ def load_dream4(timeseries_path: str | Path, goldstandard_path: str | Path | Non
         explicitly or derived with ``derived_goldstandard``).
     """
     path = Path(timeseries_path)
-    try:
-        lines = path.read_text().splitlines()
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not a text TSV file ({e})") from None
+    lines = _lines(path, "time series", header_columns=True)
     blocks = _blocks(lines)
     if not blocks or len(blocks) == 1 and len(blocks[0]) < 2:
         raise ValueError(f"{path}: expected a header and at least one replicate"
@@ -98,7 +119,7 @@ def load_dream4(timeseries_path: str | Path, goldstandard_path: str | Path | Non
     genes = [h for i, h in enumerate(header) if i != time_col]
     if not genes or len(set(genes)) != len(genes):
         raise ValueError(f"{path}: line {blocks[0][0][0]}: the header needs distinct gene "
-                         f"names, got {header[:6]}{' ...' if len(header) > 6 else ''}")
+                         f"names ({len(header)} fields, {len(set(genes))} distinct genes)")
     blocks[0] = blocks[0][1:]
     series = [_replicate(b, header, time_col, path) for b in blocks if b]
     gold = (derived_goldstandard(path) if goldstandard_path is None

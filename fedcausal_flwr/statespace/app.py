@@ -58,17 +58,26 @@ def client(algorithm: str, context: Context):
     on its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
     context = section_context(context, SECTION)
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
+    from fedcausal_flwr.data.nodefiles import allow_run_config_paths
     from fedcausal_flwr.statespace.data import client_data, merged_config
 
     pid = int(context.node_config.get("partition-id", 0))
+    rc = context.run_config
+    if str(rc.get("data-path", "") or "").endswith(".json"):  # read by merged_config
+        allow_run_config_paths(rc, context.node_config, {"data-path": f"{SECTION}.data-path"},
+                               f"client {pid}", pid)
     path = node_data_path(context.node_config, f"client {pid}")
     if path is not None:
         c, names = own_data(path, algorithm, context, f"client {pid}")
         cls = client_class(algorithm)
         return cls.from_context(context, {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B,
                                           "u": c.u, **constructor_kwargs(cls, names)})
+    merged = merged_config(rc, algorithm)
+    if str(merged.get("ss-data", "synthetic")) in ("netsim", "plant-csv"):
+        allow_run_config_paths(merged, context.node_config,
+                               {"ss-data-path": f"{SECTION}.ss-data-path"}, f"client {pid}", pid)
     try:
-        c = client_data(merged_config(context.run_config, algorithm), pid)
+        c = client_data(merged, pid)
     except ValueError as e:
         raise ValueError(f"client {pid}: {e}") from e
     return client_class(algorithm).from_context(

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from fedcausal_flwr.data.nodefiles import check_columns, check_rows, checked_file, limits, logged
 from fedcausal_flwr.settings import Settings, section_view, setting
 from fedcausal_flwr.statespace import kalman, lti
 
@@ -104,17 +105,18 @@ def read_json_config(path: str | Path) -> dict[str, Any]:
     """The JSON object of run-config keys at ``data-path``; a ValueError names the file and
     the problem (line and column of malformed JSON)."""
     where = f"{path} (run-config key 'data-path')"
+    p = checked_file(path, where)
     try:
-        text = Path(path).expanduser().read_text()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{where}: no such file") from None
+        text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"{where}: cannot read it ({type(e).__name__}: {e})") from None
+        raise ValueError(logged(f"{where}: cannot read it ({type(e).__name__})", str(e))
+                         ) from None
     if not text.strip():
         raise ValueError(f"{where}: empty file; expected a JSON object of run-config keys")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
+        # e.msg is the parser's fixed description ("Expecting value"), never the text
         raise ValueError(f"{where}: malformed JSON at line {e.lineno}, column {e.colno}: "
                          f"{e.msg}") from None
     if not isinstance(doc, dict):
@@ -255,12 +257,21 @@ def load_plant_csv(path: str | Path, group: str = "prefix", nominal_only: bool =
     """
     import csv
 
+    checked_file(path, str(path))
+    lim = limits()
+    rows = []
     try:
         with open(path, newline="") as f:
-            rows = [(n, r) for n, r in enumerate(csv.reader(f), start=1) if any(
-                c.strip() for c in r)]
-    except (UnicodeDecodeError, csv.Error) as e:
-        raise ValueError(f"{path}: not a readable CSV file ({type(e).__name__}: {e})") from e
+            for n, r in enumerate(csv.reader(f), start=1):
+                if n == 1:
+                    check_columns(len(r), f"{path}: row 1")
+                elif n > lim.max_rows + 1:
+                    check_rows(n - 1, str(path))
+                if any(c.strip() for c in r):
+                    rows.append((n, r))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise ValueError(logged(f"{path}: not a readable CSV file ({type(e).__name__})",
+                                str(e))) from None
     if not rows:
         raise ValueError(f"{path}: empty file; expected a header row of tag names, then one "
                          "row per time step")
@@ -273,7 +284,7 @@ def load_plant_csv(path: str | Path, group: str = "prefix", nominal_only: bool =
               or h.lower() == "normal/attack"]
     tags = [i for i, h in enumerate(header) if h.lower() not in NON_TAGS and i not in attack]
     if not tags:
-        raise ValueError(f"{path}: no tag columns in the header {header[:8]}")
+        raise ValueError(f"{path}: no tag columns in the header ({len(header)} columns)")
     if nominal_only and attack:
         body = [(n, r) for n, r in body if all(
             r[i].strip().lower() in ("0", "0.0", "normal", "") for i in attack)]
@@ -285,13 +296,13 @@ def load_plant_csv(path: str | Path, group: str = "prefix", nominal_only: bool =
             try:
                 X[k, j] = float(r[i])
             except ValueError:
-                raise ValueError(f"{path}: row {n}, column {i + 1} ({header[i]!r}): cannot "
-                                 f"read {r[i]!r} as a number") from None
+                raise ValueError(logged(f"{path}: row {n}, column {i + 1}: not a number",
+                                        f"column {header[i]!r}, cell {r[i]!r}")) from None
     bad = ~np.isfinite(X)
     if bad.any():
         k, j = np.argwhere(bad)[0]
-        raise ValueError(f"{path}: row {body[k][0]}, column {tags[j] + 1} "
-                         f"({header[tags[j]]!r}): {body[k][1][tags[j]]!r} is not finite")
+        raise ValueError(logged(f"{path}: row {body[k][0]}, column {tags[j] + 1}: not "
+                                "finite", f"column {header[tags[j]]!r}"))
     out: dict[str, tuple[list[str], list[np.ndarray]]] = {}
     for j, i in enumerate(tags):
         if keep_channel(X[:, j]):

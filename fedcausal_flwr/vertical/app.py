@@ -49,6 +49,7 @@ def client(algorithm: str, context: Context):
     on its own CSV when its node config has ``data-path`` (:func:`own_data`)."""
     context = section_context(context, SECTION)
     from fedcausal_flwr.data.csvdata import constructor_kwargs, node_data_path
+    from fedcausal_flwr.data.nodefiles import allow_run_config_paths
     from fedcausal_flwr.vertical.data import VerticalData, party_data, sachs
 
     pid = int(context.node_config.get("partition-id", 0))
@@ -60,6 +61,9 @@ def client(algorithm: str, context: Context):
         extra = {**constructor_kwargs(cls, names),
                  "transform": VerticalData.from_run_config(context.run_config).transform}
     else:
+        if VerticalData.from_run_config(context.run_config).data == "sachs":
+            allow_run_config_paths(context.run_config, context.node_config,
+                                   {"data-path": f"{SECTION}.data-path"}, f"party {pid}", pid)
         try:
             x, _, cols = party_data(context.run_config, pid, k)
             c = VerticalData.from_run_config(context.run_config)

@@ -279,9 +279,9 @@ def test_node_data_path_must_be_a_csv_and_wins_over_the_run_config(tmp_path):
 
 # ---- bad CSVs: node, file, row and column named ----------------------------------------
 BAD = {
-    "nan": ("a,b\n1,2\n3,nan\n", r"row 3, column 2 \('b'\): 'nan' is not a finite number"),
+    "nan": ("a,b\n1,2\n3,nan\n", r"row 3, column 2 \('b'\): not a finite number"),
     "empty-cell": ("a,b\n1,2\n,4\n", r"row 3, column 1 \('a'\): empty cell"),
-    "text": ("a,b\n1,2\n3,abc\n", r"row 3, column 2 \('b'\): cannot read 'abc' as a number"),
+    "text": ("a,b\n1,2\n3,abc\n", r"row 3, column 2 \('b'\): not a number$"),
     "too-few-rows": ("a,b\n1,2\n", "too few rows: 1 data rows after the header; need at "
                                    "least 2"),
     "duplicated-name": ("a,b,a\n1,2,3\n4,5,6\n", r"row 1, column 3 \('a'\): duplicated "
@@ -291,7 +291,7 @@ BAD = {
     "short-row": ("a,b,c\n1,2,3\n4,5\n", r"row 3, column 3 \('c'\): missing value"),
     "empty-file": ("", "empty file; expected a header row of variable names"),
     "blank-file": ("\n\n", "empty file"),
-    "inf": ("a,b\n1,inf\n3,4\n", r"row 2, column 2 \('b'\): 'inf' is not a finite"),
+    "inf": ("a,b\n1,inf\n3,4\n", r"row 2, column 2 \('b'\): not a finite"),
 }
 
 
@@ -318,19 +318,19 @@ def test_a_bad_csv_fails_on_its_node_for_every_algorithm(tmp_path, algorithm):
     who = "party" if algorithm == "vfedcd" else "client"
     col = 3 if algorithm == "vfedcd" else 2
     with pytest.raises(ValueError, match=rf"{who} 0: data-path {path}: row 3, column {col} "
-                                         r"\('b'\): cannot read 'oops'"):
+                                         r"\('b'\): not a number$"):
         glue(algorithm).client(algorithm, grid.contexts[1000])
 
 
 def test_segment_errors_name_the_row(tmp_path):
     path = write(tmp_path / "s.csv", ["rep", "a"], [["r1", 1], ["r2", 2], ["r1", 3]])
     with pytest.raises(ValueError, match=r"client 0: data-path .*: row 4, column 1 \('rep'\): "
-                                         "segment 'r1' resumes"):
+                                         "its segment resumes"):
         read_csv(path, "client 0", segment_column="rep")
     path = write(tmp_path / "t.csv", ["rep", "a"], [["r1", 1], ["r1", 2], ["r2", 3]])
     rc = {"algorithm": "fdbnl", "dbn.lags": 1, **COMMON}
     grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path, "segment-column": "rep"}})
-    with pytest.raises(ValueError, match=r"row 4: too few rows: segment 'r2' has 1 rows"):
+    with pytest.raises(ValueError, match=r"row 4: too few rows: its segment has 1 rows"):
         glue("fdbnl").client("fdbnl", grid.contexts[1000])
     grid = InProcessGrid(client_app, 1, rc, {0: {"data-path": path, "segment-column": "x"}})
     with pytest.raises(ValueError, match=r"row 1: no column named 'x' \(node config "
@@ -340,7 +340,7 @@ def test_segment_errors_name_the_row(tmp_path):
 
 def test_duplicated_ids_are_named(tmp_path):
     path = write(tmp_path / "d.csv", ["id", "a"], [["p1", 1], ["p2", 2], ["p1", 3]])
-    with pytest.raises(ValueError, match=r"row 4, column 1 \('id'\): duplicated ID 'p1' "
+    with pytest.raises(ValueError, match=r"row 4, column 1 \('id'\): duplicated ID "
                                          r"\(also row 2\)"):
         read_csv(path, "party 1", id_column="id")
 

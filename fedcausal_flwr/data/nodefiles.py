@@ -1,0 +1,182 @@
+"""What a node reads: only files its operator allowed, only regular files within limits, and
+errors that never carry the file's content.
+
+The node decides what it reads. Its own CSV comes from its node config (``data-path``); a
+path in the RUN config (``dbn.data-path``, ``statespace.data-path``/``ss-data-path``,
+``vertical.data-path``: DREAM4/NetSim/Sachs/JSON/plant files) is opened on a node only when the
+node's operator opted in: node config ``allow-run-config-paths=true`` (or the environment
+variable ``FEDCAUSAL_ALLOW_RUN_CONFIG_PATHS=1`` of the node's process), or the path resolves
+under the node config's ``data-dir``. Otherwise the node refuses with an error naming the key.
+In-process runs (:class:`fedcausal_flwr.testing.InProcessGrid`) opt in by default: there the
+submitter is the node's operator. The ServerApp (the submitter's side) reads run-config paths
+for the evaluation truth without these checks.
+
+Every file a node opens must be a regular file (no device, FIFO or directory) of at most
+``max-file-mb`` MB (default 512), checked before it is opened for parsing; a table has at
+most ``max-columns`` columns (default 2000, checked on the header before any data row) and
+``max-rows`` data rows (default 10,000,000, checked while reading). Each is a node-config
+key, and the error names the key to raise.
+
+Errors cross the wire (the server sees them): they name the file, row and column (and header
+names, which a run shares anyway) but never a cell's content or a line of the file; the
+detail is logged on the node only (:func:`logged`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from logging import WARNING
+from pathlib import Path
+from typing import Any
+
+ALLOW_RUN_CONFIG_PATHS = "allow-run-config-paths"
+ALLOW_ENV = "FEDCAUSAL_ALLOW_RUN_CONFIG_PATHS"
+DATA_DIR = "data-dir"
+MAX_FILE_MB = "max-file-mb"
+MAX_COLUMNS = "max-columns"
+MAX_ROWS = "max-rows"
+CLIENT_FIELD = "{client}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The node's limits on a file it reads (node config ``max-file-mb``, ``max-columns``,
+    ``max-rows``)."""
+
+    max_file_mb: float = 512.0
+    max_columns: int = 2000
+    max_rows: int = 10_000_000
+
+    @classmethod
+    def from_node_config(cls, node_config: Mapping[str, Any]) -> Limits:
+        out = {}
+        for key, attr, kind in ((MAX_FILE_MB, "max_file_mb", float),
+                                (MAX_COLUMNS, "max_columns", int), (MAX_ROWS, "max_rows", int)):
+            raw = node_config.get(key)
+            if raw is None or str(raw).strip() == "":
+                continue
+            try:
+                v = kind(raw)
+            except (TypeError, ValueError):
+                raise ValueError(f"node config {key}={raw!r}: expected a positive number") from None
+            if not v > 0:
+                raise ValueError(f"node config {key}={raw!r}: expected a positive number")
+            out[attr] = v
+        return cls(**out)
+
+
+_LIMITS: ContextVar[Limits | None] = ContextVar("fedcausal_node_limits", default=None)
+
+
+def limits() -> Limits:
+    """The limits in force (those of the node being built, else the defaults)."""
+    return _LIMITS.get() or Limits()
+
+
+@contextmanager
+def node_limits(node_config: Mapping[str, Any]) -> Iterator[Limits]:
+    """Within the block, the readers use the limits of this node config."""
+    lim = Limits.from_node_config(node_config)
+    token = _LIMITS.set(lim)
+    try:
+        yield lim
+    finally:
+        _LIMITS.reset(token)
+
+
+def logged(message: str, detail: str) -> str:
+    """Log ``message`` with its local ``detail`` (content of the file: never sent) on this
+    node, and return ``message`` for the exception that crosses the wire."""
+    from flwr.common.logger import log
+
+    log(WARNING, "%s [local detail, not sent: %s]", message, detail)
+    return message
+
+
+def checked_file(path: str | Path, where: str) -> Path:
+    """``path`` if it is a regular file within ``max-file-mb``; else FileNotFoundError /
+    ValueError naming ``where`` (and the node-config key that raises the limit)."""
+    p = Path(path).expanduser()
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{where}: no such file") from None
+    except OSError as e:
+        raise ValueError(f"{where}: cannot stat it ({type(e).__name__})") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise ValueError(f"{where}: {kind}; a node reads regular files only")
+    lim = limits()
+    if st.st_size > lim.max_file_mb * 1024 * 1024:
+        raise ValueError(f"{where}: {st.st_size / 1024 / 1024:.0f} MB, over the node's limit "
+                         f"of {lim.max_file_mb:g} MB (node config {MAX_FILE_MB} raises it)")
+    return p
+
+
+def checked_dir(path: str | Path, where: str) -> Path:
+    """``path`` if it is a directory, else an error naming ``where``."""
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        raise FileNotFoundError(f"{where}: no such directory")
+    return p
+
+
+def check_columns(n: int, where: str) -> None:
+    """An error naming ``max-columns`` when a header has more than the limit."""
+    lim = limits().max_columns
+    if n > lim:
+        raise ValueError(f"{where}: {n} columns, over the node's limit of {lim} (node config "
+                         f"{MAX_COLUMNS} raises it)")
+
+
+def check_rows(n: int, where: str) -> None:
+    """An error naming ``max-rows`` once a file has more data rows than the limit."""
+    lim = limits().max_rows
+    if n > lim:
+        raise ValueError(f"{where}: more than {lim} data rows, over the node's limit (node "
+                         f"config {MAX_ROWS} raises it)")
+
+
+def _flag(node_config: Mapping[str, Any]) -> bool:
+    v = node_config.get(ALLOW_RUN_CONFIG_PATHS, None)
+    if v is None:
+        v = os.environ.get(ALLOW_ENV, "")
+    return v is True or str(v).strip().lower() in ("1", "true", "yes")
+
+
+def _under(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def allow_run_config_paths(run_config: Mapping[str, Any], node_config: Mapping[str, Any],
+                           keys: Mapping[str, str], who: str, pid: int = 0) -> None:
+    """Refuse (ValueError) a run-config path this node did not allow.
+
+    ``keys``: run-config key as read (``data-path``) -> the key as the submitter spells it
+    (``dbn.data-path``). A non-empty value is allowed when the node config says
+    ``allow-run-config-paths=true`` (or the process has ``FEDCAUSAL_ALLOW_RUN_CONFIG_PATHS=1``)
+    or when it resolves under the node config's ``data-dir``.
+    """
+    if _flag(node_config):
+        return
+    root = str(node_config.get(DATA_DIR, "") or "").strip()
+    for key, spelled in keys.items():
+        raw = str(run_config.get(key, "") or "").strip()
+        if not raw:
+            continue
+        path = Path(raw.replace(CLIENT_FIELD, str(pid))).expanduser()
+        if root and _under(path, Path(root).expanduser()):
+            continue
+        raise ValueError(
+            f"{who}: run config {spelled} names a file on this node; a node opens only the "
+            f"files its operator allows: node config {DATA_DIR}=<directory holding it> or "
+            f"{ALLOW_RUN_CONFIG_PATHS}=true (or its own data-path)")
