@@ -2,7 +2,9 @@
 
 ``status`` in result.json is one of
 
-- ``"running"``: rounds go on; the file is rewritten after every round (a checkpoint);
+- ``"running"``: rounds go on; after every round (a checkpoint, :meth:`RunResult.checkpoint`)
+  the round is appended to ``history.jsonl`` and result.json is rewritten as a summary
+  without ``history`` (:func:`load_result` merges it back; the end writes it whole);
 - ``"completed"``: the run reached its end (stop rule or round budget);
 - ``"stopped: <reason>"``: it ended early (too few valid replies, a party the protocol cannot do
   without failed); finished rounds are kept;
@@ -33,6 +35,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+
+HISTORY_FILE = "history.jsonl"
+"""A running result's rounds, one JSON line each, beside its summary ``result.json``
+(:meth:`RunResult.checkpoint`); merged back by :func:`load_result`."""
 
 STALE_AFTER_S = 1800.0
 """Cross-host bound: a ``running`` file whose heartbeat is older than this (or than three times
@@ -87,6 +93,8 @@ class RunResult:
     process: dict[str, Any] = field(default_factory=lambda: process_info())
     names: dict[str, Any] = field(default_factory=dict)
     status_detail: str = ""
+    _appended: tuple[Path, int, float] | None = field(default=None, init=False, repr=False,
+                                                      compare=False)
 
     # ---- Flower's ``Result`` interface -----------------------------------------------------
     @property
@@ -126,17 +134,22 @@ class RunResult:
                       evaluate_metrics_clientapp=self.evaluate_metrics_clientapp,
                       evaluate_metrics_serverapp=self.evaluate_metrics_serverapp)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON document of the result contract."""
-        return jsonable({
+    def to_dict(self, history: bool = True) -> dict[str, Any]:
+        """The JSON document of the result contract (``history=False``: without ``history``
+        and its ``stale_after_s`` bound, :meth:`checkpoint`'s summary)."""
+        doc = jsonable({
             "algorithm": self.algorithm, "status": self.status, "config": self.config,
-            "metrics": self.metrics, "history": self.history, "estimates": self.estimates,
+            "metrics": self.metrics, "history": self.history if history else None,
+            "estimates": self.estimates,
             "timing": self.timing, "truth": self.truth, "errors": self.errors,
             "names": self.names,
             "process": {**self.process, "heartbeat": time.time(),
-                        "stale_after_s": stale_after(self.history)},
+                        "stale_after_s": stale_after(self.history) if history else None},
             **({"status_detail": self.status_detail} if self.status_detail else {}),
         })
+        if not history:
+            del doc["history"]
+        return doc
 
     def save(self, directory: str | Path, plots: bool = False) -> Path:
         """Write ``result.json`` atomically into ``directory`` and return its path.
@@ -154,6 +167,47 @@ class RunResult:
         path = directory / "result.json"
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(self.to_dict(), indent=1))
+        tmp.replace(path)
+        (directory / HISTORY_FILE).unlink(missing_ok=True)  # the full history is in path now
+        self._appended = None
+        return path
+
+    def checkpoint(self, directory: str | Path) -> Path:
+        """Keep a running result in ``directory`` at a cost that does not grow with its rounds.
+
+        ``status == "running"``: the rounds finished since the last checkpoint are appended to
+        ``history.jsonl`` (one JSON line per round) and ``result.json`` is rewritten as a
+        summary without ``history``: ``history_file`` names the side file, ``history_rounds``
+        counts its rounds, ``last_round`` is the latest round's record; everything else
+        (status, process heartbeat, config, estimates, metrics, timing) as :meth:`save`
+        writes it. :func:`load_result` and :meth:`load` merge the side file back, so a
+        reader sees the same document as from :meth:`save`. Any other status: :meth:`save`
+        (the full result.json, as always at the end; the side file is removed).
+        """
+        if self.status != "running":
+            return self.save(directory)
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        side = directory / HISTORY_FILE
+        state = self._appended
+        n = len(self.history)
+        if state is None or state[0] != side or state[1] > n:  # a new file: from round 1
+            state = (side, 0, STALE_AFTER_S)
+            mode = "w"
+        else:
+            mode = "a"
+        new = self.history[state[1]:]
+        with side.open(mode) as f:
+            f.writelines(json.dumps(jsonable(r)) + "\n" for r in new)
+        stale = max([state[2]] + [stale_after([r]) for r in new])
+        self._appended = (side, n, stale)
+        doc = self.to_dict(history=False)
+        doc["process"]["stale_after_s"] = stale
+        doc.update({"history_file": HISTORY_FILE, "history_rounds": n,
+                    "last_round": jsonable(self.history[-1]) if n else None})
+        path = directory / "result.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(doc, indent=1))
         tmp.replace(path)
         return path
 
@@ -470,15 +524,55 @@ def load_result(path: str | Path, stale_after_s: float | None = None) -> dict[st
 
     A file that says ``"running"`` whose writer is gone comes back with ``status``
     ``"interrupted"`` and ``status_detail`` saying why (:func:`writer_alive`); the finished
-    rounds are in ``history`` as written.
+    rounds are in ``history`` as written. A running checkpoint's summary
+    (:meth:`RunResult.checkpoint`) comes back with its ``history.jsonl`` merged in: the
+    document :meth:`RunResult.save` writes.
     """
     path = Path(path)
     if path.is_dir():
         path = path / "result.json"
-    doc = json.loads(path.read_text())
+    for _ in range(3):  # the writer may finish (and remove the side file) as we read
+        doc = json.loads(path.read_text())
+        if "history_file" not in doc:
+            break
+        rows = _read_history(path.parent / str(doc["history_file"]))
+        if rows is not None:
+            doc = _merged(doc, rows)
+            break
     if doc.get("status") == "running":
         alive, why = writer_alive(doc.get("process") or {}, stale_after_s)
         if not alive:
             doc["status"] = "interrupted"
             doc["status_detail"] = f"result.json says running but {why}"
     return doc
+
+
+def _read_history(side: Path) -> list[dict[str, Any]] | None:
+    """The complete JSON lines of a side history file, None when it is gone."""
+    try:
+        text = side.read_text()
+    except FileNotFoundError:
+        return None
+    rows = []
+    for line in text.splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a line being written
+            break
+    return rows
+
+
+def _merged(summary: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A checkpoint's summary with its side history merged back: :meth:`RunResult.save`'s
+    document (the rounds the summary counts; ``stale_after_s`` as the summary computed it)."""
+    n = summary.get("history_rounds")
+    rows = rows[:n] if isinstance(n, int) else rows
+    out: dict[str, Any] = {}
+    for key, value in summary.items():
+        if key in ("history_file", "history_rounds", "last_round"):
+            continue
+        out[key] = value
+        if key == "metrics":
+            out["history"] = rows
+    out.setdefault("history", rows)
+    return out

@@ -51,7 +51,7 @@ def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
 
     def checkpoint(res: RunResult) -> None:
         res.config = {"run_config": rc, "strategy": strategy.config()}
-        res.save(out)
+        res.checkpoint(out)  # running: O(1) per round (history.jsonl); the end: whole
 
     strategy.checkpoint = checkpoint
     result = strategy.start(grid=grid)  # on an exception it has saved "failed: ..." first

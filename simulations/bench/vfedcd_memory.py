@@ -99,7 +99,7 @@ def main() -> None:
             f"{row['seconds']:7.1f} s")
 
     def checkpoint(result) -> None:  # what the ServerApp does after every epoch
-        result.save(out_dir)
+        result.checkpoint(out_dir)
         grid.sent.clear()
         grid.received.clear()
         epoch = len(result.history)
