@@ -10,7 +10,7 @@ outliers, and counts bytes and round trips; :meth:`Exchange.send` is the transpo
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from logging import INFO, WARNING
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,7 @@ class Exchange:
 
     def run(self, grid: Grid, phase: str, payloads: Mapping[int, Payload],
             expected: Expected | Mapping[int, Expected], *, need: int | None = None,
-            every: bool = False) -> dict[int, list[np.ndarray]]:
+            every: bool = False, metrics: Sequence[str] = ()) -> dict[int, list[np.ndarray]]:
         """Send ``train.<phase>`` to each client id; return the valid replies by client id.
 
         Error replies, missing replies and replies with the wrong count, shapes or dtypes
@@ -63,8 +63,9 @@ class Exchange:
         any is returned, so nothing a protocol aggregates or sends on holds an outlier. Fewer
         than ``need`` valid replies (default: ``min_nodes``; 1 for a query to one client)
         raise :class:`TooFewReplies`; with ``every``, any dropped reply raises
-        :class:`ProtocolStopped` naming that client. The accepted replies' metrics are left in
-        :attr:`reply_metrics`.
+        :class:`ProtocolStopped` naming that client. A reply without a finite number for each
+        of ``metrics`` (e.g. ``("loss",)``) is dropped the same way. The accepted replies'
+        metrics are left in :attr:`reply_metrics`.
         """
         rec, nodes = self.recorder, self.roster.nodes
         need = self.strategy.min_nodes if need is None else int(need)
@@ -96,7 +97,7 @@ class Exchange:
                 arrays = r.content["arrays"].to_numpy_ndarrays()
                 rec.bytes["up"] += array_bytes(arrays)
                 self.strategy.wire_log.add(rec.round, f"train.{phase}", "up", node, arrays)
-                problem = reply_problem(arrays, want)
+                problem = reply_problem(arrays, want) or metrics_problem(r, metrics)
             if problem:
                 rec.drop(f"client {cid}", f"{phase}: {problem}")
                 if every:
@@ -216,6 +217,24 @@ class Exchange:
             log(WARNING, "%s did not answer %s within %.3gs: later exchanges go on without "
                 "it until it answers or rejoins (then it is waited for %.3gs)",
                 roster.who(node), kind, waited, self.strategy.grace_s)
+
+
+def metrics_problem(reply: Message, names: Sequence[str]) -> str | None:
+    """Why ``reply`` lacks one of the metrics ``names`` as a finite number (None: it has
+    them all)."""
+    if not names:
+        return None
+    if "metrics" not in reply.content.metric_records:
+        return f"reply without its metrics record (needs {', '.join(map(repr, names))})"
+    got = reply.content["metrics"]
+    for name in names:
+        if name not in got:
+            return f"reply without the metric {name!r}"
+        value = got[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not np.isfinite(value):
+            return f"metric {name!r} = {value!r} is not a finite number"
+    return None
 
 
 def _error_reply(msg: Message, reason: str) -> Message:

@@ -15,7 +15,7 @@ validation and screening: :mod:`~fedcausal_flwr.federation.exchange`) and the ru
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from logging import INFO
 from typing import Any, ClassVar
 
@@ -174,9 +174,12 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
 
     def exchange(self, grid: Grid, phase: str, payloads: Mapping[int, Payload],
                  expected: Expected | Mapping[int, Expected], *, need: int | None = None,
-                 every: bool = False) -> dict[int, list[np.ndarray]]:
-        """Send ``train.<phase>``; the valid replies by client id (see :meth:`Exchange.run`)."""
-        return self.channel.run(grid, phase, payloads, expected, need=need, every=every)
+                 every: bool = False, metrics: Sequence[str] = ()
+                 ) -> dict[int, list[np.ndarray]]:
+        """Send ``train.<phase>``; the valid replies by client id (see :meth:`Exchange.run`;
+        ``metrics``: the metrics each reply must carry as finite numbers)."""
+        return self.channel.run(grid, phase, payloads, expected, need=need, every=every,
+                                metrics=metrics)
 
     def drop(self, who: str, why: str) -> None:
         """Log and count a dropped node or reply."""

@@ -4,23 +4,29 @@ The model settings are :class:`~fedcausal_flwr.vertical.model.VFedCDSettings`, t
 :class:`~fedcausal_flwr.vertical.data.VerticalData`; both are validated here, before any node
 is contacted. The parties get their settings from the server, not from the run config.
 
-Consent (:class:`~fedcausal_flwr.vertical.model.PartyConsent`): each built-in party accepts what
-its node config's ``vfedcd-accept-*`` / ``vfedcd-min-key-bits`` keys say; a key its node config
-lacks is taken from the run config's key of the same name (declared with the secure defaults).
-A Ray simulation gives nodes no node config of their own, so this is how the App's simulations
-and tests opt in to ``mock``, the plain modes or test keys: that consent is the run submitter's,
-not the party's, and each party's WARNING log line says so. The built-in parties' data come
-from the run config too; a party with data of its own runs its own ClientApp
-(:func:`fedcausal_flwr.clients.register`), where the run config is never consulted.
+Consent (:class:`~fedcausal_flwr.vertical.model.PartyConsent`): every party accepts what its
+node config's ``vfedcd-accept-*`` / ``vfedcd-min-key-bits`` keys say (secure only where they are
+absent). Only the App's built-in simulated parties, whose data come from the run config's
+built-in sets (synthetic, sachs), take a key their node config lacks from the run config's key
+of the same name (declared with the secure defaults): a Ray simulation gives nodes no node
+config of their own, so this is how the App's simulations and tests opt in to ``mock``, the
+plain modes or test keys; that consent is the run submitter's, not the party's, and each
+party's WARNING log line says so. A party with data of its own (node config ``data-path``,
+here or in a user's ClientApp through :func:`fedcausal_flwr.data.node_data`) never takes
+consent from the run config: only from its node config (or its own ``make()``); a run config
+that asks it for wider consent is ignored, logged once per run as a WARNING, and the party
+refuses what its own consent does not cover.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from logging import WARNING
 from typing import Any
 
 import numpy as np
-from flwr.app import Context
+from flwr.app import ConfigRecord, Context
+from flwr.common.logger import log
 
 from fedcausal_flwr.federation.client import client_class, section_context
 from fedcausal_flwr.settings import section_view
@@ -56,28 +62,51 @@ def client(algorithm: str, context: Context):
     k = int(context.node_config.get("num-partitions", 1))
     path = node_data_path(context.node_config, f"party {pid}")
     cls = client_class(algorithm)
-    if path is not None:
+    if path is not None:  # own data: consent from the node config only (none passed here)
         x, cols, ids, names = own_data(path, context, pid, k)
-        extra = {**constructor_kwargs(cls, names),
-                 "transform": VerticalData.from_run_config(context.run_config).transform}
-    else:
-        if VerticalData.from_run_config(context.run_config).data == "sachs":
-            allow_run_config_paths(context.run_config, context.node_config,
-                                   {"data-path": f"{SECTION}.data-path"}, f"party {pid}", pid)
-        try:
-            x, _, cols = party_data(context.run_config, pid, k)
-            c = VerticalData.from_run_config(context.run_config)
-            names = [sachs(c.data_path)[2][i] for i in cols] if c.data == "sachs" else None
-        except ValueError as e:
-            raise ValueError(f"party {pid}: {e}") from e
-        ids, extra = np.arange(len(x)), {"names": names}
+        _ignored_run_consent(context, f"party {pid}")
+        return cls.from_context(context, {
+            "x": x, "columns": cols, "sample_ids": ids, **constructor_kwargs(cls, names),
+            "transform": VerticalData.from_run_config(context.run_config).transform})
+    if VerticalData.from_run_config(context.run_config).data == "sachs":
+        allow_run_config_paths(context.run_config, context.node_config,
+                               {"data-path": f"{SECTION}.data-path"}, f"party {pid}", pid)
+    try:  # a built-in simulated party: the run config's data, and consent keys its node lacks
+        x, _, cols = party_data(context.run_config, pid, k)
+        c = VerticalData.from_run_config(context.run_config)
+        names = [sachs(c.data_path)[2][i] for i in cols] if c.data == "sachs" else None
+    except ValueError as e:
+        raise ValueError(f"party {pid}: {e}") from e
     consent = PartyConsent.from_run_config(context.run_config)
     return cls.from_context(
-        context, {"x": x, "columns": cols, "sample_ids": ids, **extra,
+        context, {"x": x, "columns": cols, "sample_ids": np.arange(len(x)), "names": names,
                   "accept_backends": consent.backends, "accept_modes": consent.modes,
                   "min_key_bits": consent.min_key_bits,
-                  "consent_from": "the run config (the run submitter's consent, not this "
-                                  "party's node config)"})
+                  "consent_from": "the run config (the run submitter's consent for the App's "
+                                  "built-in simulated parties, not this party's node config)"})
+
+
+_TOLD = "vfedcd-run-consent-ignored"
+"""The ``context.state`` record that says this party was told (once per run)."""
+
+
+def _ignored_run_consent(context: Context, who: str) -> None:
+    """Once per run: a WARNING when the run config asks an own-data party for wider consent
+    than the secure defaults (it is not this party's consent, and it is ignored)."""
+    if _TOLD in context.state.config_records:
+        return
+    context.state[_TOLD] = ConfigRecord({"told": True})
+    try:
+        asked = PartyConsent.from_run_config(context.run_config)
+    except ValueError:
+        return  # the ServerApp refuses a bad consent key itself
+    wider = {PartyConsent.app_key(k): v for k, v in asked.run_config().items()
+             if v != PartyConsent().run_config()[k]}
+    if wider:
+        log(WARNING, "%s: the run config's consent %s is the run submitter's and is ignored: "
+            "a party with its own data (node config data-path) takes consent only from its "
+            "node config (vfedcd-accept-backends, vfedcd-accept-modes, vfedcd-min-key-bits)",
+            who, ", ".join(f"{k}={v!r}" for k, v in wider.items()))
 
 
 def own_data(path, context: Context, pid: int, k: int
@@ -176,5 +205,6 @@ def node_data(algorithm: str, context: Context, path, who: str) -> dict[str, Any
     pid = int(context.node_config.get("partition-id", 0))
     k = int(context.node_config.get("num-partitions", 1))
     x, cols, ids, names = own_data(path, context, pid, k)
+    _ignored_run_consent(context, f"party {pid}")
     return {"x": x, "columns": cols, "sample_ids": ids, "names": names,
             "transform": VerticalData.from_run_config(context.run_config).transform}

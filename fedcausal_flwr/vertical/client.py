@@ -19,10 +19,12 @@ allows, secure only by default (Paillier backends, mode "vfedcd", keys >= 2048 b
 node config keys ``vfedcd-accept-backends``, ``vfedcd-accept-modes`` and
 ``vfedcd-min-key-bits`` (set by whoever runs the SuperNode) widen or narrow it and win over
 the constructor arguments ``accept_backends``, ``accept_modes`` and ``min_key_bits`` (set by
-the ClientApp's code, e.g. in ``register``'s ``make``). A server that asks for more is refused
-in the first phase, before a key is made or anything is sent, with an error naming the party,
-what was asked and what it accepts. Whatever would cross the wire unprotected in an accepted
-run is logged once per run as a WARNING.
+the ClientApp's code, e.g. in ``register``'s ``make``; the App passes the run config's only to
+its built-in simulated parties, never to a party with its own data). A bad value names where
+it came from (``node config 'vfedcd-accept-modes'``, or the argument). A server that asks
+for more is refused in the first phase, before a key is made or anything is sent, with an
+error naming the party, what was asked and what it accepts. Whatever would cross the wire
+unprotected in an accepted run is logged once per run as a WARNING.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
 from fedcausal_flwr.vertical.wire import PHASES
 
 STATE_KEY = "vfedcd"
+_ARGUMENT = {"vfedcd-accept-backends": "accept_backends", "vfedcd-accept-modes": "accept_modes",
+             "vfedcd-min-key-bits": "min_key_bits"}
+"""The constructor argument of each consent key."""
 
 
 def shared_rows(ids: np.ndarray, shared: Sequence[int], who: str) -> np.ndarray:
@@ -168,7 +173,11 @@ class VFedCDClient(CausalClient):
         if isinstance(values.get("vfedcd-min-key-bits"), str) and \
                 values["vfedcd-min-key-bits"].strip().isdigit():
             values["vfedcd-min-key-bits"] = int(values["vfedcd-min-key-bits"])
-        try:
+        try:  # each value named where it came from: a node config key is not the run config's
+            for key, value in values.items():
+                values[key] = PartyConsent.checked(key, value, (
+                    f"node config {key!r}" if sources[key] == "node config"
+                    else f"{_ARGUMENT[key]} (from {sources[key]})"))
             consent = PartyConsent.from_run_config(values)
         except ValueError as e:
             where = ", ".join(f"{k} from {v}" for k, v in sources.items())

@@ -25,13 +25,14 @@ Pure numpy: no I/O, no data generation (:mod:`fedcausal_flwr.vertical.data`), no
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from fedcausal_flwr.settings import RunSettings, Settings, setting
+from fedcausal_flwr.settings import RunSettings, Settings, coerce, setting
 
 Fragments = list[list[list[np.ndarray | None]]]  # F[holder][source][target]
 MODES = ("framework", "ctv", "vfedcd")
@@ -183,14 +184,22 @@ class PartyConsent(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for key, known in (("vfedcd-accept-backends", BACKENDS), ("vfedcd-accept-modes", MODES)):
-            value = getattr(self, self.keys()[key])
-            bad = [v for v in _items(value) if v not in known]
-            if bad or not _items(value):
-                raise ValueError(f"{self.app_key(key)!r} = {value!r}: "
-                                 f"{'unknown ' + ', '.join(map(repr, bad)) if bad else 'empty'}"
-                                 f" (allowed: comma-separated names among "
-                                 f"{', '.join(map(repr, known))})")
+        for key in _LISTS:
+            _check_items(getattr(self, self.keys()[key]), key, repr(self.app_key(key)))
+
+    @classmethod
+    def checked(cls, key: str, value: Any, where: str) -> Any:
+        """``value`` of the consent key ``key`` (bare, e.g. ``vfedcd-accept-backends``),
+        coerced and validated; a ValueError naming ``where``, where the value came from (e.g.
+        ``"node config 'vfedcd-accept-backends'"``: the run config's sectioned key is named
+        only for values from the run config, by :meth:`from_run_config`)."""
+        name = cls.keys()[key]
+        meta = next(f.metadata for f in fields(cls) if f.name == name)
+        meta = next(iter(meta.values()))  # the setting()'s bounds
+        value = coerce(value, typing.get_type_hints(cls)[name], where, meta)
+        if key in _LISTS:
+            _check_items(value, key, where)
+        return value
 
     @property
     def accepted_backends(self) -> tuple[str, ...]:
@@ -242,6 +251,22 @@ class PartyConsent(Settings):
 
 def _items(value: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in str(value).split(",") if v.strip())
+
+
+_LISTS: dict[str, tuple[str, ...]] = {"vfedcd-accept-backends": BACKENDS,
+                                      "vfedcd-accept-modes": MODES}
+"""The comma-separated consent keys and the names each allows."""
+
+
+def _check_items(value: str, key: str, where: str) -> None:
+    """A ValueError naming ``where`` unless ``value`` lists known names of ``key``."""
+    known, items = _LISTS[key], _items(value)
+    bad = [v for v in items if v not in known]
+    if bad or not items:
+        raise ValueError(f"{where} = {value!r}: "
+                         f"{'unknown ' + ', '.join(map(repr, bad)) if bad else 'empty'}"
+                         f" (allowed: comma-separated names among "
+                         f"{', '.join(map(repr, known))})")
 
 
 PAPER: dict[str, Any] = {"epochs": 500, "batch": 16, "lr": 0.01, "optimizer": "sgd",

@@ -10,9 +10,10 @@ step five phases run (``train.vfedcd_forward/share/decode/gradient/update``, the
 :mod:`fedcausal_flwr.vertical.dispatch`); the server only routes ciphertexts (uint8 rows of the
 owner's key width, or uint64 under the ``mock`` backend) and masked uint64 shares, and reads
 the graph fragments ``B_t^k`` (d x d_t) for the CTV step. Every party is needed: a party that
-fails, disagrees or replies with a wrong array stops the run, and no graph is reported. A
-party keeps its key pair and fragments in ``context.state``, so a restarted SuperNode cannot
-rejoin (``rejoinable = False``): a party that leaves the SuperLink stops the run, named.
+fails, disagrees or replies with a wrong array (or a decode reply without its loss) stops the
+run, and no graph is reported. A party keeps its key pair and fragments in ``context.state``, so
+a restarted SuperNode cannot rejoin (``rejoinable = False``): a party that leaves the SuperLink
+stops the run, named.
 
 In the ablation modes "framework" and "ctv" (Table 3) three plain phases run per step
 (``train.vfedcd_plain_forward/decode/update``): features ``H_kt`` and their gradients travel
@@ -55,6 +56,9 @@ from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
 from fedcausal_flwr.vertical.wire import PHASES
 
 __all__ = ["VFedCD", "VFedCDSettings"]
+
+LOSS = ("loss",)
+"""The metric every party's decode reply carries: a reply without it stops the run, named."""
 
 
 class VFedCD(CausalStrategy):
@@ -139,7 +143,8 @@ class VFedCD(CausalStrategy):
                 refused.append(f"party {cid} refuses: {'; '.join(why)}")
         if refused:
             raise ProtocolStopped(f"{'; '.join(refused)} (each party's node config states what "
-                                  "it accepts)")
+                                  "it accepts; a party with its own data never takes consent "
+                                  "from the run config)")
         self.shared = self._shared_ids(nodes)
         return nodes
 
@@ -257,6 +262,8 @@ class VFedCD(CausalStrategy):
                         "steps": len(batches)})
 
     def _loss(self) -> float:
+        """The parties' losses of the last decode phase (each reply carries one: checked by
+        the exchange, which stops the run naming a party whose reply lacks it)."""
         return sum(v["loss"] for v in self.reply_metrics.values())
 
     def _run_plain(self, grid: Grid, result: RunResult) -> None:
@@ -274,7 +281,8 @@ class VFedCD(CausalStrategy):
             H = self._route(H, 1)
             G = self.ctv.shares()
             dz = ask("vfedcd_plain_decode", {m: (self._inbox(H[m]), c) for m in range(K)},
-                     {m: self._specs("vfedcd_plain_decode", m, nb) for m in range(K)})
+                     {m: self._specs("vfedcd_plain_decode", m, nb) for m in range(K)},
+                     metrics=LOSS)
             losses.append(self._loss() * nb / self.n)
             up = ask("vfedcd_plain_update",
                      {m: ([dz[t][0] for t in self._peers(m)] + [G[m]], c) for m in range(K)},
@@ -307,7 +315,7 @@ class VFedCD(CausalStrategy):
                      specs("vfedcd_share", nb))
             zs = self._route(zs, 1)
             dz = ask("vfedcd_decode", {m: (self._inbox(zs[m]), c) for m in range(K)},
-                     specs("vfedcd_decode", nb))
+                     specs("vfedcd_decode", nb), metrics=LOSS)
             losses.append(self._loss() * nb / self.n)
             dzin = {m: [dz[t][0] for t in self._peers(m)] for m in range(K)}
             gr = ask("vfedcd_gradient", {m: (dzin[m], c) for m in range(K)},

@@ -19,8 +19,8 @@ from fedcausal_flwr.vertical.model import VFedCDSettings
 pytestmark = pytest.mark.e2e
 
 # Test-only opt-ins: 256-bit keys, and the parties' consent to mock and test keys. The App's
-# parties take consent keys their node config lacks from the run config (the submitter's
-# consent, logged as such): a Ray simulation has no per-node config to carry it.
+# built-in simulated parties take consent keys their node config lacks from the run config (the
+# submitter's consent, logged as such): a Ray simulation has no per-node config to carry it.
 RC = {"algorithm": "vfedcd", "vertical.d": 4, "vertical.edges": 4, "vertical.batch": 8,
       "vertical.key-bits": 256, "vertical.insecure-test-keys": True,
       "vertical.vfedcd-accept-backends": "paillier,paillier-packed,mock",

@@ -189,6 +189,9 @@ def test_fediv_needs_the_role_columns(tmp_path):
 
 # ---- VFedCD --------------------------------------------------------------------------
 KEY = "shared-by-the-parties-only"
+#: the parties' own consent to the test-only mock backend and small keys: a party with its own
+#: data takes consent only from its node config, never from the run config (SMALL's keys)
+CONSENT = {"vfedcd-accept-backends": "mock", "vfedcd-min-key-bits": 256}
 
 
 def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
@@ -207,7 +210,7 @@ def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
         cfgs[pid] = {"data-path": write(tmp_path / f"p{pid}.csv",
                                         ["id", *[f"v{c}" for c in cols]],
                                         [[ids[r], *X[r, cols]] for r in rows]),
-                     "id-key": KEY}
+                     "id-key": KEY, **CONSENT}
         x = X[order][:, cols]
         # the raw rows, transformed by the client as the App's CSV path does (handing in
         # (x - mean) / sd computed here differs from it in the last bits of some values)
@@ -230,7 +233,7 @@ def _vertical_files(tmp_path, n: int, rows_of, key_of=lambda pid: KEY) -> dict:
     return {pid: {"data-path": write(tmp_path / f"p{pid}.csv", ["id", f"a{pid}", f"b{pid}"],
                                      [[str(r), *X[r, 2 * pid:2 * pid + 2]]
                                       for r in rows_of(pid)]),
-                  "id-key": key_of(pid)} for pid in range(2)}
+                  "id-key": key_of(pid), **CONSENT} for pid in range(2)}
 
 
 def test_vfedcd_parties_align_on_the_ids_they_share(tmp_path):
