@@ -9,8 +9,10 @@ Faults of nodes, as a real SuperLink shows them: :meth:`InProcessGrid.restart_no
 partition's node by a new node id with a fresh ``state`` (a restarted SuperNode);
 :meth:`InProcessGrid.hang` keeps a node's messages unanswered until
 :meth:`InProcessGrid.wake` answers them late; a message to a node id that is not registered
-is refused (``None`` in place of its message id). A node whose ``client_app`` returns None
-for a message never answers that message (a node that hangs on one phase).
+is refused (``None`` in place of its message id); :meth:`InProcessGrid.delay` makes a node's
+next replies late by a given time (a slow node: a cold app install, a long step). A node
+whose ``client_app`` returns None for a message never answers that message (a node that hangs
+on one phase).
 
 The second half is the fault-injection kit, shared by ``tests/federation/test_faults.py`` and
 ``simulations/bench/reliability.py``: :data:`FAULTS` (what a faulty node does), :func:`faulty_app`
@@ -22,6 +24,7 @@ happened (:class:`FaultOutcome`).
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +70,8 @@ class InProcessGrid(Grid):
                                  **dict((node_configs or {}).get(i, {}))}
                              for i in range(num_nodes)}
         self.contexts: dict[int, Context] = {}
+        self._delays: dict[int, list[float]] = {}  # node id -> delays of its next replies
+        self._ready: dict[str, float] = {}  # message id -> when its reply may be pulled
         self._next_id = 1000
         for i in range(num_nodes):
             self.add_node(i)
@@ -119,6 +124,11 @@ class InProcessGrid(Grid):
         for m in self._hung.pop(node_id, []):
             self._deliver(m)
 
+    def delay(self, node_id: int, seconds: float, count: int = 1) -> None:
+        """Make ``node_id``'s replies to its next ``count`` messages late: each can be pulled
+        only ``seconds`` after its message was pushed (a slow node, not a hung one)."""
+        self._delays.setdefault(node_id, []).extend([float(seconds)] * count)
+
     def set_run(self, run_id: int) -> None:  # noqa: D102
         self._run = run_id
 
@@ -148,6 +158,8 @@ class InProcessGrid(Grid):
                 ids.append(None)
                 continue
             self.sent.append(m)
+            if self._delays.get(node):
+                self._ready[m.metadata.message_id] = time.time() + self._delays[node].pop(0)
             if node in self._hung:
                 self._hung[node].append(m)
             else:
@@ -167,7 +179,9 @@ class InProcessGrid(Grid):
 
     def pull_messages(self, message_ids: Iterable[str]) -> list[Message]:
         """The replies to ``message_ids`` that have not been pulled yet."""
-        return [self._replies.pop(i) for i in list(message_ids) if i in self._replies]
+        now = time.time()
+        return [self._replies.pop(i) for i in list(message_ids)
+                if i in self._replies and self._ready.get(i, 0.0) <= now]
 
     def send_and_receive(self, messages: Iterable[Message], *,
                          timeout: float | None = None) -> list[Message]:

@@ -50,6 +50,7 @@ class Exchange:
         self.roster = roster
         self.recorder = recorder
         self.reply_metrics: dict[int, dict[str, Any]] = {}
+        self.timed_out: dict[str, Message] = {}  # the last send's messages not answered in time
 
     def run(self, grid: Grid, phase: str, payloads: Mapping[int, Payload],
             expected: Expected | Mapping[int, Expected], *, need: int | None = None,
@@ -66,6 +67,14 @@ class Exchange:
         :class:`ProtocolStopped` naming that client. A reply without a finite number for each
         of ``metrics`` (e.g. ``("loss",)``) is dropped the same way. The accepted replies'
         metrics are left in :attr:`reply_metrics`.
+
+        Late is not dead: when replies are missing after the reply timeout and too few
+        well-formed replies are in (fewer than ``need``; with ``every``, any missing), the
+        exchange is retried once for the missing nodes (:meth:`_retry`): the server waits
+        for their late replies at most one more ``timeout_s``, without sending anything
+        again. The retry is logged (WARNING, naming the nodes) and counted in the round's
+        record (``retries``); its cost is one more reply timeout at most per exchange. An
+        exchange whose replies all arrive in time sends and waits exactly as without it.
         """
         rec, nodes = self.recorder, self.roster.nodes
         need = self.strategy.min_nodes if need is None else int(need)
@@ -80,6 +89,7 @@ class Exchange:
                                         "server-round": rec.round}),
             })
         replies = self.send(grid, contents, f"train.{phase}")
+        retried = self._retry(grid, phase, payloads, replies, expected, need, every)
         ok: dict[int, list[np.ndarray]] = {}
         self.reply_metrics = {}
         for cid in payloads:
@@ -89,6 +99,8 @@ class Exchange:
             problem, arrays = None, []
             if r is None:
                 problem = f"no reply to train.{phase} in {self.strategy.timeout_s:.3g} s"
+                if node in retried:
+                    problem += ", nor in the retry"
             elif r.has_error():
                 problem = last_line(r.error.reason)
             elif "arrays" not in r.content.array_records:
@@ -115,9 +127,56 @@ class Exchange:
         rec.accepted = len(ok)
         rec.took_part |= set(ok)
         if len(ok) < need:
+            late = sorted(c for c in payloads if nodes[c].node_id in retried
+                          and nodes[c].node_id not in replies)
             raise TooFewReplies(f"round {rec.round}: {len(ok)} valid replies to "
-                                f"train.{phase}, min-nodes={need}")
+                                f"train.{phase}, min-nodes={need}" + (
+                                    f"; no reply after a retry from client(s) {late}"
+                                    if late else ""))
         return ok
+
+    def _retry(self, grid: Grid, phase: str, payloads: Mapping[int, Payload],
+               replies: dict[int, Message], expected: Expected | Mapping[int, Expected],
+               need: int, every: bool) -> set[int]:
+        """Wait once more (at most ``timeout_s``) for the replies missing after the timeout,
+        if the exchange would stop without them; the late replies join ``replies``. Returns
+        the node ids waited for (empty: no retry)."""
+        nodes, roster = self.roster.nodes, self.roster
+        missing = {nodes[c].node_id: c for c in payloads if nodes[c].node_id not in replies}
+        pending = {mid: m for mid, m in self.timed_out.items()
+                   if m.metadata.dst_node_id in missing}
+        if not pending:
+            return set()
+        if not every:
+            good = 0
+            for cid in payloads:
+                r = replies.get(nodes[cid].node_id)
+                if r is None or r.has_error() or "arrays" not in r.content.array_records:
+                    continue
+                want = expected[cid] if isinstance(expected, Mapping) else expected
+                good += reply_problem(r.content["arrays"].to_numpy_ndarrays(), want) is None
+            if good >= need:
+                return set()
+        waited = {m.metadata.dst_node_id for m in pending.values()}
+        timeout_s = self.strategy.timeout_s
+        self.recorder.retries += 1
+        log(WARNING, "round %d: %s did not answer train.%s within %.3gs; retrying once: "
+            "waiting at most %.3gs more for their replies", self.recorder.round,
+            ", ".join(roster.who(n) for n in sorted(waited)), phase, timeout_s, timeout_s)
+        deadline, wait = time.time() + timeout_s, 0.002
+        while pending:
+            for r in grid.pull_messages(list(pending)):
+                mid = r.metadata.reply_to_message_id
+                if mid in pending:
+                    msg = pending.pop(mid)
+                    roster.late.pop(mid, None)
+                    replies[msg.metadata.dst_node_id] = self._take_reply(msg, r)
+            now = time.time()
+            if not pending or now >= deadline:
+                break
+            time.sleep(max(0.0, min(wait, deadline - now)))
+            wait = min(1.5 * wait, 0.2)
+        return waited
 
     # ---- transport -------------------------------------------------------------------
     def send(self, grid: Grid, node_cfg: Mapping[int, RecordDict], message_type: str
@@ -146,6 +205,7 @@ class Exchange:
         for.
         """
         roster = self.roster
+        self.timed_out = {}  # message id -> message, no reply in time (see _retry)
         out: list[Message] = []
         send: list[Message] = []
         for m in messages:
@@ -185,6 +245,7 @@ class Exchange:
             now = time.time()
             for mid in [i for i, t in deadline.items() if t <= now]:
                 del deadline[mid]
+                self.timed_out[mid] = sent[mid]
                 self._timed_out(sent[mid], now - t0)
             if deadline:
                 time.sleep(max(0.0, min(wait, min(deadline.values()) - now)))

@@ -52,6 +52,7 @@ class Recorder:
         self.round = 0
         self.bytes = {"up": 0, "down": 0}
         self.exchanges = {"round": 0, "total": 0}  # round trips: a deployment's unit of cost
+        self.retries = 0  # this round's exchanges retried for late replies (Exchange.run)
         self.dropped: list[str] = []
         self.accepted = 0  # valid replies of the last exchange
         self.took_part: set[int] = set()  # client ids with at least one valid reply
@@ -72,6 +73,7 @@ class Recorder:
         self.round += 1
         self.bytes = {"up": 0, "down": 0}
         self.exchanges["round"] = 0
+        self.retries = 0
         self._t_round, self._n_dropped = time.time(), len(self.dropped)
         return {"round": self.round}
 
@@ -83,6 +85,8 @@ class Recorder:
                     "dropped": len(self.dropped) - self._n_dropped,
                     "bytes_up": self.bytes["up"], "bytes_down": self.bytes["down"],
                     "exchanges": self.exchanges["round"]})
+        if self.retries:  # only where a retry happened: honest records stay as they were
+            rec["retries"] = self.retries
         if s.evaluate_fn is not None:
             ev = s.evaluate_fn(s.round_estimates(), sorted(s.nodes))
             rec.update(ev)

@@ -161,7 +161,11 @@ class Roster:
     def discover(self, grid: Grid, channel: Exchange) -> dict[int, NodeInfo]:
         """Wait for the SuperNodes, ask each who it is, keep the consistent ones.
 
-        A node whose ``query.info`` reply is missing, an error or malformed (see
+        Discovery waits up to ``node_wait_s`` for ``min_nodes`` usable nodes, whatever the
+        reply timeout: a ``query.info`` reply later than ``timeout_s`` (a SuperNode still
+        installing the app) is taken while fewer than ``min_nodes`` nodes are usable (and
+        ``grace_s`` longer, for the other late nodes) and ``node_wait_s`` has not passed. A
+        node whose ``query.info`` reply is missing then, an error or malformed (see
         :func:`parse_info`), disagrees with the majority's properties or repeats a partition
         id is dropped, named; the run goes on with the others.
         """
@@ -170,21 +174,50 @@ class Roster:
         infos: dict[int, NodeInfo] = {}
         asked: set[int] = set()
         expected = s.min_nodes
+        late: dict[str, int] = {}  # query.info message id -> node id, not answered in time
+        enough_at = None  # when late replies made min_nodes usable nodes
+
+        def take(node: int, reply: Message | None) -> None:
+            nonlocal expected
+            info = parse_info(node, reply, s.timeout_s)
+            if isinstance(info, str):
+                drop(node_named(node, reply), info)
+                return
+            infos[node] = info
+            expected = max(expected, info.num_partitions)
+
         while True:
             ids = sorted(set(grid.get_node_ids()) - asked)
             if ids:
                 asked |= set(ids)
+                before = set(self.late)
                 replies = self._ask_info(grid, channel, ids)
+                for mid in set(self.late) - before:  # kept waiting for below
+                    late[mid] = self.late.pop(mid)[0]
                 for node in ids:
-                    info = parse_info(node, replies.get(node), s.timeout_s)
-                    if isinstance(info, str):
-                        drop(node_named(node, replies.get(node)), info)
+                    if node in replies:
+                        take(node, replies[node])
+            if late:  # replies later than the reply timeout count until node_wait_s
+                for r in grid.pull_messages(list(late)):
+                    node = late.pop(r.metadata.reply_to_message_id, None)
+                    if node is None:
                         continue
-                    infos[node] = info
-                    expected = max(expected, info.num_partitions)
-            if len(asked) >= expected or time.time() - t0 > s.node_wait_s:
+                    if r.metadata.src_node_id == node:
+                        self.unresponsive.pop(node, None)
+                        log(INFO, "node %d answered query.info after %.3gs", node,
+                            time.time() - t0)
+                    take(node, r)
+                    if enough_at is None and len(infos) >= s.min_nodes:
+                        enough_at = time.time()
+            now = time.time()
+            if now - t0 > s.node_wait_s or (len(asked) >= expected and (
+                    not late or (len(infos) >= s.min_nodes
+                                 and (enough_at is None or now - enough_at >= s.grace_s)))):
                 break
-            time.sleep(0.5)
+            time.sleep(0.5 if not late else 0.02)
+        for mid, node in late.items():  # still no answer: a late one is noticed as today
+            self.late[mid] = (node, "query.info")
+            drop(f"node {node}", parse_info(node, None, s.timeout_s))
         self.known |= asked
         dropped = self.recorder.dropped
         if len(infos) < s.min_nodes:
