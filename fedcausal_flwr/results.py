@@ -56,6 +56,16 @@ def jsonable(x: Any) -> Any:
     return x
 
 
+def inside(directory: str | Path, root: str | Path) -> Path:
+    """``directory`` resolved, or a ValueError if it is not strictly under ``root`` (resolved:
+    neither ``..`` nor a symbolic link leads a result out of ``outputs``)."""
+    d, r = Path(directory).expanduser().resolve(), Path(root).expanduser().resolve()
+    if d == r or not d.is_relative_to(r):
+        raise ValueError(f"refusing to write results to {d}: not under the outputs directory {r}")
+    return d
+
+
+
 @dataclass
 class RunResult:
     """What one federated (or reference) run produced.
@@ -138,13 +148,18 @@ class RunResult:
             **({"status_detail": self.status_detail} if self.status_detail else {}),
         })
 
-    def save(self, directory: str | Path, plots: bool = False) -> Path:
+    def save(self, directory: str | Path, plots: bool = False,
+             within: str | Path | None = None) -> Path:
         """Write ``result.json`` atomically into ``directory`` and return its path.
 
         ``plots=True`` also draws the App's ``graphs.png`` and ``history.png`` beside it
         (:func:`fedcausal_flwr.plots.save_with_plots`: result.json first; a plot that fails
-        is recorded in ``errors``, never raised).
+        is recorded in ``errors``, never raised). ``within`` (the App's resolved ``outputs``):
+        a ``directory`` that does not resolve to a folder under it is refused (ValueError)
+        before anything is written.
         """
+        if within is not None:
+            directory = inside(directory, within)
         if plots:
             from fedcausal_flwr.plots import save_with_plots
 
