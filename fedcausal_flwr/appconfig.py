@@ -11,9 +11,12 @@ settings (no torch for FedIV's, no phe for VFedCD's).
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from difflib import get_close_matches
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -27,7 +30,58 @@ class AppConfig(Settings):
 
     algorithm: str = setting("fdbnl", "algorithm")
     outputs: str = setting("outputs", "outputs")
-    run_name: str = setting("", "run-name")
+    run_name: str = setting("", "run-name", doc="a plain folder name under outputs (letters, "
+                            "digits, '-', '_', '.'; no leading '.'); empty: "
+                            "<algorithm>-<timestamp>")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.run_name:
+            check_run_name(self.run_name)
+
+
+RUN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
+"""A ``run-name``: one plain folder name under ``outputs`` (no ``/``, no ``..``, not absolute,
+no leading dot), at most 200 characters."""
+
+
+def check_run_name(name: Any) -> str:
+    """``name`` as a run-name, or a ValueError naming the key: results stay under ``outputs``."""
+    text = str(name)
+    if not RUN_NAME.fullmatch(text):
+        raise ValueError(f"run config 'run-name' = {name!r}: must be a plain folder name under "
+                         "'outputs' (letters, digits, '-', '_', '.'; not starting with '.'; at "
+                         "most 200 characters; no '/' or '..')")
+    return text
+
+
+def outputs_root(rc: Mapping[str, Any]) -> Path:
+    """The resolved ``outputs`` directory of a run config: every run's results lie under it."""
+    return Path(str(rc.get("outputs", "outputs"))).expanduser().resolve()
+
+
+def default_run_name(algorithm: Any) -> str:
+    """``<algorithm>-<timestamp>`` (``run-<timestamp>`` when the algorithm is no plain name)."""
+    alg = str(algorithm)
+    return f"{alg if RUN_NAME.fullmatch(alg) else 'run'}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def run_dir(rc: Mapping[str, Any], algorithm: Any = None) -> Path:
+    """``<outputs>/<run-name>``, resolved; run-name defaults to ``<algorithm>-<timestamp>``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``run-name`` when it is not a plain name (:func:`check_run_name`), or when the
+        folder would not be under ``outputs`` (a symbolic link out of it).
+    """
+    name = rc.get("run-name")
+    name = check_run_name(name) if name not in (None, "") else default_run_name(
+        algorithm if algorithm is not None else rc.get("algorithm", "fdbnl"))
+    from fedcausal_flwr.results import inside
+
+    root = outputs_root(rc)
+    return inside(root / name, root)
 
 
 def glue(algorithm: str) -> ModuleType:

@@ -445,8 +445,12 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
 
 def run_output(cfg: Mapping[str, Any]) -> Path:
     """``<outputs>/<run-name>`` of a run config whose ``run-name`` is set (the ServerApp's
-    :func:`~fedcausal_flwr.server_app.output_dir`)."""
-    return Path(str(cfg.get("outputs", "outputs"))).expanduser().resolve() / str(cfg["run-name"])
+    :func:`~fedcausal_flwr.server_app.output_dir`); a ValueError names a ``run-name`` that is
+    not a plain folder name under ``outputs`` (:func:`fedcausal_flwr.appconfig.run_dir`)."""
+    from fedcausal_flwr.appconfig import check_run_name, run_dir
+
+    check_run_name(cfg["run-name"])
+    return run_dir(cfg)
 
 
 def report(out: Path, since: float = 0.0) -> int:
@@ -540,7 +544,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cfg.setdefault("outputs", "outputs")
     if not cfg.get("run-name"):  # named here, so the launcher knows where result.json lands
-        cfg["run-name"] = f"{cfg.get('algorithm', 'fdbnl')}-{time.strftime('%Y%m%d-%H%M%S')}"
+        from fedcausal_flwr.appconfig import default_run_name
+
+        cfg["run-name"] = default_run_name(cfg.get("algorithm", "fdbnl"))
+    try:
+        run_output(cfg)  # a run-name that is no plain name under outputs: refused here
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     since = time.time() - 1.0
     code = 0
     try:

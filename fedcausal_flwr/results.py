@@ -62,6 +62,15 @@ def jsonable(x: Any) -> Any:
     return x
 
 
+def inside(directory: str | Path, root: str | Path) -> Path:
+    """``directory`` resolved, or a ValueError if it is not strictly under ``root`` (resolved:
+    neither ``..`` nor a symbolic link leads a result out of ``outputs``)."""
+    d, r = Path(directory).expanduser().resolve(), Path(root).expanduser().resolve()
+    if d == r or not d.is_relative_to(r):
+        raise ValueError(f"refusing to write results to {d}: not under the outputs directory {r}")
+    return d
+
+
 @dataclass
 class RunResult:
     """What one federated (or reference) run produced.
@@ -151,13 +160,18 @@ class RunResult:
             del doc["history"]
         return doc
 
-    def save(self, directory: str | Path, plots: bool = False) -> Path:
+    def save(self, directory: str | Path, plots: bool = False,
+             within: str | Path | None = None) -> Path:
         """Write ``result.json`` atomically into ``directory`` and return its path.
 
         ``plots=True`` also draws the App's ``graphs.png`` and ``history.png`` beside it
         (:func:`fedcausal_flwr.plots.save_with_plots`: result.json first; a plot that fails
-        is recorded in ``errors``, never raised).
+        is recorded in ``errors``, never raised). ``within`` (the App's resolved ``outputs``):
+        a ``directory`` that does not resolve to a folder under it is refused (ValueError)
+        before anything is written.
         """
+        if within is not None:
+            directory = inside(directory, within)
         if plots:
             from fedcausal_flwr.plots import save_with_plots
 
@@ -172,7 +186,7 @@ class RunResult:
         self._appended = None
         return path
 
-    def checkpoint(self, directory: str | Path) -> Path:
+    def checkpoint(self, directory: str | Path, within: str | Path | None = None) -> Path:
         """Keep a running result in ``directory`` at a cost that does not grow with its rounds.
 
         ``status == "running"``: the rounds finished since the last checkpoint are appended to
@@ -182,8 +196,11 @@ class RunResult:
         (status, process heartbeat, config, estimates, metrics, timing) as :meth:`save`
         writes it. :func:`load_result` and :meth:`load` merge the side file back, so a
         reader sees the same document as from :meth:`save`. Any other status: :meth:`save`
-        (the full result.json, as always at the end; the side file is removed).
+        (the full result.json, as always at the end; the side file is removed). ``within``:
+        as in :meth:`save`.
         """
+        if within is not None:
+            directory = inside(directory, within)
         if self.status != "running":
             return self.save(directory)
         directory = Path(directory)

@@ -4,7 +4,6 @@ strategy from its section with validated settings before any node is contacted."
 
 from __future__ import annotations
 
-import time
 import traceback
 from logging import ERROR, INFO
 from pathlib import Path
@@ -14,18 +13,22 @@ from flwr.app import Context
 from flwr.common.logger import log
 from flwr.serverapp import Grid, ServerApp
 
-from fedcausal_flwr.appconfig import check, glue, view
+from fedcausal_flwr.appconfig import check, glue, outputs_root, run_dir, view
 from fedcausal_flwr.plots import plots_failed, save_with_plots
-from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.results import RunResult, inside
 from fedcausal_flwr.threads import limit_blas_threads
 
 app = ServerApp()
 
 
 def output_dir(rc: dict[str, Any], algorithm: str) -> Path:
-    """``<outputs>/<run-name>``; run-name defaults to ``<algorithm>-<timestamp>``."""
-    name = str(rc.get("run-name") or f"{algorithm}-{time.strftime('%Y%m%d-%H%M%S')}")
-    return Path(str(rc.get("outputs", "outputs"))).expanduser().resolve() / name
+    """``<outputs>/<run-name>``; run-name defaults to ``<algorithm>-<timestamp>``.
+
+    A ``run-name`` that is not a plain folder name (``/``, ``..``, absolute, a leading dot)
+    raises a ValueError naming the key (:func:`fedcausal_flwr.appconfig.run_dir`): nothing is
+    ever written outside ``outputs``.
+    """
+    return run_dir(rc, algorithm)
 
 
 def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
@@ -33,11 +36,20 @@ def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
 
     Every failure after the run config is read (bad settings or data, a strategy crash) still
     writes result.json with ``status`` ``"failed: <error>"`` before it is raised; plot and
-    truth failures are recorded in ``errors`` and never lose the result.
+    truth failures are recorded in ``errors`` and never lose the result. A bad ``run-name``
+    is recorded the same way, under ``<outputs>/<algorithm>-<timestamp>`` (never where it
+    points), then raised. Every write is checked to lie under the resolved ``outputs``.
     """
     algorithm = str(rc.get("algorithm", "fdbnl"))
-    out = output_dir(rc, algorithm)
+    root = outputs_root(rc)
+    name_error: ValueError | None = None
     try:
+        out = output_dir(rc, algorithm)
+    except ValueError as e:  # the failure record goes to <outputs>/<algorithm>-<timestamp>
+        name_error, out = e, output_dir({**rc, "run-name": ""}, algorithm)
+    try:
+        if name_error is not None:
+            raise name_error
         module = glue(algorithm)
         check(algorithm, rc)  # a key without its section, or of another section, fails here
         section = view(algorithm, rc)
@@ -45,13 +57,13 @@ def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
     except BaseException as e:
         status = (f"failed: {type(e).__name__}: {e}" if isinstance(e, Exception)
                   else f"interrupted: {type(e).__name__}")
-        RunResult(algorithm, {"run_config": rc}, status=status).save(out)
+        RunResult(algorithm, {"run_config": rc}, status=status).save(out, within=root)
         log(ERROR, "%s %s; saved to %s", algorithm, status, out / "result.json")
         raise
 
     def checkpoint(res: RunResult) -> None:
         res.config = {"run_config": rc, "strategy": strategy.config()}
-        res.checkpoint(out)  # running: O(1) per round (history.jsonl); the end: whole
+        res.checkpoint(out, within=root)  # running: O(1) per round (history.jsonl); the end: whole
 
     strategy.checkpoint = checkpoint
     result = strategy.start(grid=grid)  # on an exception it has saved "failed: ..." first
@@ -62,11 +74,11 @@ def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
         except Exception as e:  # noqa: BLE001 - the truth only feeds the plot
             result.errors.append(f"truth for the plot: {type(e).__name__}: {e}")
             log(ERROR, "truth for the plot failed: %s", traceback.format_exc())
-    path = save_with_plots(result, out)
+    path = save_with_plots(result, inside(out, root))
     if hasattr(module, "save_plots"):  # an algorithm's own figures, beside result.json
         if plots_failed(result, [("save_plots", lambda: module.save_plots(algorithm, section,
                                                                             result, out))]):
-            path = result.save(out)
+            path = result.save(out, within=root)
     log(INFO, "%s %s after %d rounds in %.1fs", algorithm, result.status,
         result.timing.get("rounds", 0), result.timing.get("wall_s", 0.0))
     log(INFO, "final metrics: %s", {k: v for k, v in result.metrics.items() if k != "dropped"})

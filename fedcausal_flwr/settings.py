@@ -42,6 +42,21 @@ SHARED_KEYS = frozenset({"algorithm", "seed", "outputs", "run-name", "min-nodes"
                          "round-timeout-s", "node-grace-s"})
 """Run-config keys at the top of the run config, read alike by every algorithm."""
 
+# Upper bounds of every size a run config sets: generous for real use, they stop an absurd value
+# (10**9 rows) with an error naming the key before the server or a node allocates anything.
+MAX_ROWS = 10_000_000
+"""Rows (samples, time steps, a batch) of a data set or a client's share of it."""
+MAX_VARS = 2000
+"""Variables of a model (d, p, u)."""
+MAX_LAGS = 100
+"""Lags of a DBN (also bounded by the rows of a client)."""
+MAX_ROUNDS = 100_000
+"""Rounds, epochs and local steps."""
+MAX_CLIENTS = 10_000
+"""Clients (nodes) of a federation."""
+MAX_KEY_BITS = 16384
+"""Paillier key size."""
+
 
 def section_view(section: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """The keys of ``section`` without their prefix, beside the shared keys.
@@ -226,7 +241,7 @@ class Settings:
 class RunSettings(Settings):
     """What every strategy shares: how many replies an exchange needs and how long to wait."""
 
-    min_nodes: int = setting(2, "min-nodes", ge=1)
+    min_nodes: int = setting(2, "min-nodes", ge=1, le=MAX_CLIENTS)
     node_wait_s: float = setting(60.0, "node-wait-s", gt=0)
     timeout_s: float = setting(600.0, "round-timeout-s", gt=0)
     grace_s: float = setting(30.0, "node-grace-s", gt=0,

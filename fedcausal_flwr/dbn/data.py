@@ -30,7 +30,7 @@ from fedcausal_flwr.data.netsim import load_netsim, netsim_chunks, netsim_truth
 from fedcausal_flwr.data.timeseries import Pair, lagged, lagged_segments
 from fedcausal_flwr.dbn.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.dbn.synthetic import client_dbn, truths_dbn
-from fedcausal_flwr.settings import Settings, section_view, setting
+from fedcausal_flwr.settings import MAX_LAGS, MAX_ROWS, Settings, section_view, setting
 
 DATASETS = ("synthetic", "dream4", "netsim", "node")
 MAX_D = 2000
@@ -54,16 +54,24 @@ class DBNData(Settings):
 
     data: str = setting("synthetic", "data", choices=DATASETS)
     data_path: str = setting("", "data-path")
-    netsim_subject: int = setting(1, "netsim-subject", ge=1)
+    netsim_subject: int = setting(1, "netsim-subject", ge=1, le=10_000)
     d: int = setting(10, "d", ge=1, le=MAX_D)
-    lags: int = setting(1, "lags", ge=1)
-    samples_per_client: int = setting(100, "samples-per-client", ge=2)
+    lags: int = setting(1, "lags", ge=1, le=MAX_LAGS)
+    samples_per_client: int = setting(100, "samples-per-client", ge=2, le=MAX_ROWS)
     generator: str = setting("svar", "generator", choices=("svar", "code"))
     weights: str = setting("paper", "weights", choices=("paper", "code"))
     degree_w: float = setting(4.0, "degree-w", ge=0)
     degree_a: float = setting(1.0, "degree-a", ge=0)
     heterogeneous: bool = setting(False, "heterogeneous")
-    seed: int = setting(0, "seed")
+    seed: int = setting(0, "seed", ge=0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.data == "synthetic" and self.lags >= self.samples_per_client:
+            raise ValueError(
+                f"run config {self.app_key('lags')!r} = {self.lags}: must be below "
+                f"{self.app_key('samples-per-client')!r} = {self.samples_per_client} (a client's "
+                "rows; each row needs its lags inside the client's series)")
 
 
 def data_config(cfg: Mapping[str, Any]) -> DBNData:

@@ -18,7 +18,14 @@ import numpy as np
 import scipy.linalg as slin
 import scipy.optimize as sopt
 
-from fedcausal_flwr.settings import RunSettings, setting
+from fedcausal_flwr.settings import (
+    MAX_CLIENTS,
+    MAX_LAGS,
+    MAX_ROUNDS,
+    MAX_VARS,
+    RunSettings,
+    setting,
+)
 
 Moments = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -56,21 +63,22 @@ class FDBNLSettings(RunSettings):
     rho_max: float = setting(1e16, "rho-max", gt=0)
     h_tol: float = setting(1e-8, "h-tol", ge=0)
     primal_tol: float = setting(1e-2, "primal-tol", ge=0)
-    max_rounds: int = setting(200, "num-rounds", ge=1)
-    restarts: int = setting(5, ge=1, wire=True,
+    max_rounds: int = setting(200, "num-rounds", ge=1, le=MAX_ROUNDS)
+    restarts: int = setting(5, ge=1, le=1000, wire=True,
                             doc="chained L-BFGS-B calls of PFDBNL's local step (10)")
-    server_restarts: int = setting(1, ge=1, doc="chained L-BFGS-B calls of the server step (3)")
+    server_restarts: int = setting(1, ge=1, le=1000,
+                                  doc="chained L-BFGS-B calls of the server step (3)")
     server_warm_start: bool = setting(True, doc="server step starts at the previous W, not 0")
     server_a_step: str = setting("closed-form", choices=("closed-form", "lbfgs"),
                                  doc="A of the server step: soft threshold, or joint L-BFGS-B")
     dual_update: str = setting("paper", "dual-update", choices=("paper", "code"))
     code_compat: bool = setting(False, "code-compat", wire=True)
-    clients_per_round: int = setting(0, "clients-per-round", ge=0)
-    seed: int = setting(0, "seed")
+    clients_per_round: int = setting(0, "clients-per-round", ge=0, le=MAX_CLIENTS)
+    seed: int = setting(0, "seed", ge=0)
     tau_w: float = setting(0.2, "tau-w", ge=0)
     tau_a: float = setting(0.2, "tau-a", ge=0)
-    d: int = setting(0, ge=0)
-    p: int = setting(0, ge=0)
+    d: int = setting(0, ge=0, le=MAX_VARS)
+    p: int = setting(0, ge=0, le=MAX_LAGS)
 
     def fdbnl_round_args(self) -> dict[str, Any]:
         """The numbers of FDBNL's server round (:func:`fdbnl_server_round`)."""

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fedcausal_flwr.settings import Settings, setting
+from fedcausal_flwr.settings import MAX_ROWS, Settings, setting
 
 LOW_DIM = ("abs", "step", "linear", "sin")
 IMAGE = ("image-x", "image-z", "image-xz")
@@ -136,8 +136,8 @@ class IVDataConfig(Settings):
 
     scenario: str = setting("abs", "iv-scenario", choices=LOW_DIM + IMAGE)
     dgp: str = setting("paper", "iv-dgp", choices=("paper", "code"))
-    n: int = setting(20000, "iv-n", ge=1)
-    n_test: int = setting(0, "iv-n-test", ge=0)
+    n: int = setting(20000, "iv-n", ge=1, le=MAX_ROWS)
+    n_test: int = setting(0, "iv-n-test", ge=0, le=MAX_ROWS)
     alpha: float = setting(0.3, "iv-alpha", gt=0)
     seed: int = setting(0, "seed", ge=0)
     instrument: str = setting("", "iv-instrument")

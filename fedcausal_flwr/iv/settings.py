@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from fedcausal_flwr.settings import RunSettings, setting
+from fedcausal_flwr.settings import MAX_ROUNDS, MAX_ROWS, RunSettings, setting
 
 __all__ = ["FedIVSettings"]
 
@@ -38,8 +38,9 @@ class FedIVSettings(RunSettings):
     lr_g: float = setting(0.02, "iv-lr-g", gt=0, wire=True)
     lr_f: float = setting(0.2, "iv-lr-f", gt=0, wire=True)
     mode: str = setting("gda", "iv-mode", choices=("gda", "sgda"), wire=True)
-    batch_size: int = setting(256, "iv-batch-size", ge=1, wire=True)
-    local_epochs: int = setting(40, "iv-local-epochs", ge=1, wire=True)
+    batch_size: int = setting(256, "iv-batch-size", ge=1, le=MAX_ROWS, wire=True)
+    local_epochs: int = setting(40, "iv-local-epochs", ge=1, le=MAX_ROUNDS,
+                                wire=True)
     optimizer: str = setting("sgd", "iv-optimizer", choices=("sgd", "sgdm", "oadam"), wire=True)
     momentum: float = setting(0.9, "iv-momentum", ge=0, lt=1, wire=True)
     grad_clip: float = setting(
@@ -49,7 +50,7 @@ class FedIVSettings(RunSettings):
     betas: tuple[float, float] = setting((0.5, 0.9), wire=True)
     weighting: str = setting("uniform", "iv-weighting", choices=("uniform", "n"))
     rounds: int = setting(
-        50, "iv-rounds", ge=1,
+        50, "iv-rounds", ge=1, le=MAX_ROUNDS,
         doc="FedGDA rounds T; a run is T + 1 exchanges (T rounds, then the last global's "
             "validation). Its own key: `dbn.num-rounds` is FDBNL/PFDBNL's ADMM cap")
     diverge_factor: float = setting(
@@ -58,7 +59,7 @@ class FedIVSettings(RunSettings):
             "(at least 1) ends the run as diverged; non-finite parameters always do (0: only "
             "non-finite)")
     seed: int = setting(0, "seed", ge=0, wire=True)
-    val_features: int = setting(32, "iv-val-features", ge=1, wire=True)
+    val_features: int = setting(32, "iv-val-features", ge=1, le=4096, wire=True)
     device: str = setting("auto", "iv-device", choices=("auto", "cpu", "cuda"))
 
     def __post_init__(self) -> None:

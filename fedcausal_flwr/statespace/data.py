@@ -38,7 +38,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fedcausal_flwr.data.nodefiles import check_columns, check_rows, checked_file, limits, logged
-from fedcausal_flwr.settings import Settings, section_view, setting
+from fedcausal_flwr.settings import (
+    MAX_CLIENTS,
+    MAX_ROWS,
+    MAX_VARS,
+    Settings,
+    section_view,
+    setting,
+)
 from fedcausal_flwr.statespace import kalman, lti
 
 # FedGC fork's shift windows (1000-2000 +5, ... of T = 30000, B = 0.1), as fractions of T.
@@ -51,12 +58,12 @@ class FedGCData(Settings):
 
     section: ClassVar[str] = "statespace"
 
-    clients: int = setting(2, "ss-clients", ge=1)
-    p: int = setting(2, "ss-p", ge=1)
-    u: int = setting(0, "ss-u", ge=0)
-    d: int = setting(8, "ss-d", ge=1)
+    clients: int = setting(2, "ss-clients", ge=1, le=MAX_CLIENTS)
+    p: int = setting(2, "ss-p", ge=1, le=MAX_VARS)
+    u: int = setting(0, "ss-u", ge=0, le=MAX_VARS)
+    d: int = setting(8, "ss-d", ge=1, le=MAX_VARS)
     coupling: float = setting(0.25, "ss-coupling")
-    t: int = setting(10000, "ss-t", ge=3)
+    t: int = setting(10000, "ss-t", ge=3, le=MAX_ROWS)
     q: float = setting(1e-3, "ss-q", gt=0)
     r: float = setting(1e-3, "ss-r", gt=0)
     shift_scale: float = setting(4.0, "ss-shift-scale", ge=0)
@@ -67,7 +74,7 @@ class FedGCData(Settings):
     data: str = setting("synthetic", "ss-data", choices=("synthetic", "netsim", "plant-csv",
                                                                 "node"))
     data_path: str = setting("", "ss-data-path")
-    netsim_subjects: int = setting(0, "ss-netsim-subjects", ge=0)
+    netsim_subjects: int = setting(0, "ss-netsim-subjects", ge=0, le=10_000)
     group: str = setting("prefix", "ss-group", choices=("prefix", "digit"))
 
 
@@ -75,8 +82,8 @@ class FedGCData(Settings):
 class FedCFData(FedGCData):
     """FedCF's data defaults: inputs, fewer measurements, more noise, no mean shifts."""
 
-    u: int = setting(2, "ss-u", ge=0)
-    d: int = setting(2, "ss-d", ge=1)
+    u: int = setting(2, "ss-u", ge=0, le=MAX_VARS)
+    d: int = setting(2, "ss-d", ge=1, le=MAX_VARS)
     q: float = setting(1e-2, "ss-q", gt=0)
     r: float = setting(1e-2, "ss-r", gt=0)
     shift_scale: float = setting(0.0, "ss-shift-scale", ge=0)
@@ -125,8 +132,28 @@ def read_json_config(path: str | Path) -> dict[str, Any]:
     return doc
 
 
+def with_defaults(rc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``rc`` with every data key it lacks at its data class's default (FedCF's when
+    ``ss-model`` is ``"fedcf"``; ``seed`` at the settings' default), validated: a library
+    caller's dict without ``seed`` (or any other data key) reads as the App's would. A
+    complete config comes back as it is."""
+    from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings
+
+    fedcf = rc.get("ss-model") == "fedcf"
+    cls = FedCFData if fedcf else FedGCData
+    settings = FedCFSettings if fedcf else FedGCSettings
+    defaults = {**cls().run_config(), "seed": settings().seed}  # the settings' default seed
+    if all(k in rc for k in defaults):
+        return rc
+    out = {**defaults, **section_view(cls.section, rc)}
+    cls.from_run_config(out)
+    settings(seed=out["seed"])  # a seed is validated like every key
+    return out
+
+
 def synthetic_system(rc: Mapping[str, Any]) -> lti.LTISystem:
     """The paper's default system: chain couplings ``A_{m+1,m} = c * ones`` (A_12 = 0)."""
+    rc = with_defaults(rc)
     M, p, u, d = (int(rc[k]) for k in ("ss-clients", "ss-p", "ss-u", "ss-d"))
     seed = int(rc["ss-system-seed"]) if int(rc["ss-system-seed"]) >= 0 else int(rc["seed"])
     rng = np.random.default_rng([seed, 1])
@@ -143,6 +170,7 @@ def synthetic_system(rc: Mapping[str, Any]) -> lti.LTISystem:
 def synthetic_series(rc: Mapping[str, Any], sys: lti.LTISystem | None = None
                      ) -> tuple[lti.LTISystem, np.ndarray, np.ndarray, np.ndarray]:
     """``(system, h, y, u)`` of the run's synthetic data (noise seeded by ``seed``)."""
+    rc = with_defaults(rc)
     sys = sys or synthetic_system(rc)
     T = int(rc["ss-t"])
     rng = np.random.default_rng([int(rc["seed"]), 2])
@@ -153,6 +181,7 @@ def synthetic_series(rc: Mapping[str, Any], sys: lti.LTISystem | None = None
 
 def shift_series(rc: Mapping[str, Any], sys: lti.LTISystem) -> np.ndarray | None:
     """The mean shifts ``b^t`` on client 0's states (T x sum P), None without shifts."""
+    rc = with_defaults(rc)
     scale = float(rc["ss-shift-scale"])
     if not scale:
         return None
@@ -162,6 +191,7 @@ def shift_series(rc: Mapping[str, Any], sys: lti.LTISystem) -> np.ndarray | None
 
 def known_shift_input(rc: Mapping[str, Any], sys: lti.LTISystem) -> np.ndarray | None:
     """FedGC's client 0 input ``u^{t-1} = b_0^t`` (T x P_0) when ``ss-shift-known``, else None."""
+    rc = with_defaults(rc)
     b = shift_series(rc, sys)
     if b is None or not bool(rc.get("ss-shift-known", False)) or rc.get("ss-model") == "fedcf":
         return None
@@ -190,6 +220,7 @@ def all_clients(rc: Mapping[str, Any]) -> tuple[lti.LTISystem, list[kalman.Clien
 
 def real_clients(rc: Mapping[str, Any]) -> list[tuple[str, np.ndarray]]:
     """``[(client name, z-scored T x D_m)]`` of ``ss-data`` = ``netsim`` or ``plant-csv``."""
+    rc = with_defaults(rc)
     path = str(rc["ss-data-path"])
     if rc["ss-data"] == "netsim":
         subjects = int(rc["ss-netsim-subjects"]) or None
@@ -206,7 +237,7 @@ def real_clients(rc: Mapping[str, Any]) -> list[tuple[str, np.ndarray]]:
 
 @lru_cache(maxsize=64)
 def _client_data(key: str, pid: int) -> kalman.ClientData:
-    rc = json.loads(key)
+    rc = with_defaults(json.loads(key))
     if rc["ss-data"] != "synthetic":
         groups = real_clients(rc)
         if not 0 <= pid < len(groups):

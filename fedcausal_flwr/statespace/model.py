@@ -30,7 +30,14 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import scipy.linalg as slin
 
-from fedcausal_flwr.settings import RunSettings, setting
+from fedcausal_flwr.settings import (
+    MAX_CLIENTS,
+    MAX_ROUNDS,
+    MAX_ROWS,
+    MAX_VARS,
+    RunSettings,
+    setting,
+)
 from fedcausal_flwr.statespace.kalman import ClientData
 
 
@@ -126,8 +133,8 @@ class StateSpaceSettings(RunSettings):
 
     section: ClassVar[str] = "statespace"
 
-    window: int = setting(10000, "ss-window", ge=1)
-    epochs: int = setting(20, "ss-epochs", ge=1)
+    window: int = setting(10000, "ss-window", ge=1, le=MAX_ROWS)
+    epochs: int = setting(20, "ss-epochs", ge=1, le=MAX_ROUNDS)
     lr_server: float = setting(1.0, "ss-lr-server", ge=0)
     lr_client: float = setting(1.5, "ss-lr-client", ge=0, wire=True)
     eta1: float = setting(1.0, "ss-eta1", ge=0, wire=True)
@@ -214,8 +221,8 @@ class FedCFSettings(StateSpaceSettings):
     target: str = setting("predicted", "ss-target", choices=TARGETS, wire=True)
     alg1_literal: bool = setting(False, "ss-alg1-literal", wire=True)
     init_std: float = setting(0.1, "ss-init-std", ge=0, wire=True)
-    cf_client: int = setting(1, "ss-cf-client", ge=0)
-    cf_source: int = setting(0, "ss-cf-source", ge=0)
+    cf_client: int = setting(1, "ss-cf-client", ge=0, le=MAX_CLIENTS)
+    cf_source: int = setting(0, "ss-cf-source", ge=0, le=MAX_VARS)
     cf_delta: str = setting("", "ss-cf-delta")
 
     def __post_init__(self) -> None:

@@ -23,7 +23,7 @@ from fedcausal_flwr.data.nodefiles import (
     limits,
     logged,
 )
-from fedcausal_flwr.settings import Settings, setting
+from fedcausal_flwr.settings import MAX_ROWS, MAX_VARS, Settings, setting
 
 TRANSFORMS = ("zscore", "yeo-johnson")
 
@@ -45,10 +45,10 @@ class VerticalData(Settings):
 
     data: str = setting("synthetic", "data", choices=("synthetic", "sachs", "node"))
     data_path: str = setting("", "data-path")
-    d: int = setting(10, "d", ge=1)
-    edges: int = setting(0, "edges", ge=0)
-    n: int = setting(1000, "n", ge=2)
-    data_seed: int = setting(0, "data-seed")
+    d: int = setting(10, "d", ge=1, le=MAX_VARS)
+    edges: int = setting(0, "edges", ge=0, le=MAX_VARS * MAX_VARS)
+    n: int = setting(1000, "n", ge=2, le=MAX_ROWS)
+    data_seed: int = setting(0, "data-seed", ge=0)
     parts: str = setting("", "parts")
     test_fraction: float = setting(0.2, "test-fraction", ge=0, lt=1)
     transform: str = setting("yeo-johnson", "transform", choices=TRANSFORMS)

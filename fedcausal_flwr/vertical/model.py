@@ -32,7 +32,15 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from fedcausal_flwr.settings import RunSettings, Settings, coerce, setting
+from fedcausal_flwr.settings import (
+    MAX_KEY_BITS,
+    MAX_ROUNDS,
+    MAX_ROWS,
+    RunSettings,
+    Settings,
+    coerce,
+    setting,
+)
 
 Fragments = list[list[list[np.ndarray | None]]]  # F[holder][source][target]
 MODES = ("framework", "ctv", "vfedcd")
@@ -78,8 +86,8 @@ class VFedCDSettings(RunSettings):
 
     section: ClassVar[str] = "vertical"
 
-    epochs: int = setting(30, "num-epochs", ge=1)
-    batch: int = setting(200, "batch", ge=1, wire=True)
+    epochs: int = setting(30, "num-epochs", ge=1, le=MAX_ROUNDS)
+    batch: int = setting(200, "batch", ge=1, le=MAX_ROWS, wire=True)
     lr: float = setting(0.1, "lr", gt=0, wire=True)
     optimizer: str = setting("adam", "optimizer", choices=OPTIMIZERS, wire=True)
     adam_eps: float = setting(0.003, "adam-eps", gt=0, wire=True)
@@ -88,12 +96,12 @@ class VFedCDSettings(RunSettings):
     lambda_b: float = setting(0.0, "lambda-b", ge=0)
     tau: float = setting(0.7, "tau", ge=0)
     dag_tol: float = setting(0.01, "dag-tol", ge=0)
-    hidden: int = setting(10, "hidden", ge=1, wire=True)
-    dec_layers: int = setting(2, "decoder-layers", ge=1, wire=True)
-    power_iters: int = setting(15, "power-iters", ge=1)
+    hidden: int = setting(10, "hidden", ge=1, le=4096, wire=True)
+    dec_layers: int = setting(2, "decoder-layers", ge=1, le=64, wire=True)
+    power_iters: int = setting(15, "power-iters", ge=1, le=10_000)
     sigma_phi: float = setting(1e-3, "sigma-phi", gt=0, wire=True)
     split: str = setting("dirichlet", "split", choices=("dirichlet", "exact"))
-    frac: int = setting(16, "frac-bits", ge=1, wire=True)
+    frac: int = setting(16, "frac-bits", ge=1, le=64, wire=True)
     dp_b: float = setting(0.0, "dp-b", ge=0, wire=True)
     l2: float = setting(0.0, "l2", ge=0, wire=True)
     unfreeze: bool = setting(False, "unfreeze")
@@ -101,9 +109,9 @@ class VFedCDSettings(RunSettings):
     mode: str = setting("vfedcd", "mode", choices=MODES, wire=True)
     he_backend: str = setting("paillier-packed", "he-backend",
                               choices=("paillier", "paillier-packed", "mock"), wire=True)
-    key_bits: int = setting(2048, "key-bits", ge=256, wire=True)
+    key_bits: int = setting(2048, "key-bits", ge=256, le=MAX_KEY_BITS, wire=True)
     insecure_test_keys: bool = setting(False, "insecure-test-keys", wire=True)
-    seed: int = setting(0, "seed", wire=True)
+    seed: int = setting(0, "seed", ge=0, wire=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -180,7 +188,8 @@ class PartyConsent(Settings):
 
     backends: str = setting(",".join(SECURE_BACKENDS), "vfedcd-accept-backends")
     modes: str = setting("vfedcd", "vfedcd-accept-modes")
-    min_key_bits: int = setting(MIN_KEY_BITS, "vfedcd-min-key-bits", ge=256)
+    min_key_bits: int = setting(MIN_KEY_BITS, "vfedcd-min-key-bits", ge=256,
+                                 le=MAX_KEY_BITS)
 
     def __post_init__(self) -> None:
         super().__post_init__()
