@@ -132,35 +132,35 @@ def problems(algorithm: str, rc: Mapping[str, Any]) -> list[str]:
     """One line per key of ``rc`` that ``algorithm``'s run would not read as its sender meant:
     a key without its section (renamed), a key of another section set to other than its
     default, a key its section does not have."""
-    own = section(algorithm)
-    mine = section_keys(algorithm)
+    own, sections = section(algorithm), registry.sections()
+    keys_of = {a: section_keys(a) for algs in sections.values() for a in algs}
+    defaults_of = {a: defaults(a) for a in keys_of}
+    mine = keys_of[algorithm]
     out = []
     for key in sorted(rc):
         if key in SHARED_KEYS:
             continue
         sec, dot, bare = str(key).partition(".")
         if not dot:
-            homes = [s for s, algs in registry.sections().items()
-                     if any(key in section_keys(a) for a in algs)]
+            homes = [s for s, algs in sections.items() if any(key in keys_of[a] for a in algs)]
             if homes:
                 new = f"{own}.{key}" if own in homes else " or ".join(f"{s}.{key}" for s in homes)
                 out.append(f"{key!r} is now {new!r} (keys sit in their family's section)")
             else:
                 out.append(f"{key!r} is not a key of the App")
             continue
-        owners = registry.sections().get(sec)
+        owners = sections.get(sec)
         if owners is None:
-            out.append(f"{key!r}: no section {sec!r} (sections: "
-                       f"{', '.join(registry.sections())})")
+            out.append(f"{key!r}: no section {sec!r} (sections: {', '.join(sections)})")
         elif sec != own or bare not in mine:
-            readers_of = [a for a in owners if bare in section_keys(a)]
+            readers_of = [a for a in owners if bare in keys_of[a]]
             if not readers_of:
                 near = get_close_matches(bare, sorted(mine), n=2, cutoff=0.6) if sec == own \
                     else []
                 out.append(f"{key!r} is not a key of section {sec!r}" + (
                     f" (did you mean {' or '.join(repr(f'{own}.{n}') for n in near)}?)"
                     if near else ""))
-            elif all(rc[key] != defaults(a).get(key) for a in readers_of):
+            elif all(rc[key] != defaults_of[a].get(key) for a in readers_of):
                 out.append(f"{key!r} = {rc[key]!r} is read by {', '.join(readers_of)}, not by "
                            f"{algorithm} (whose keys are in section {own!r})")
     return out
