@@ -248,3 +248,23 @@ class RunSettings(Settings):
                              doc="the wait for a node that stopped answering and came back, "
                                  "and for a new SuperNode's query.info between rounds "
                                  "(at most round-timeout-s)")
+
+
+@dataclass(frozen=True)
+class ScreenedRunSettings(RunSettings):
+    """A horizontal protocol's settings, with its Byzantine screen
+    (:mod:`~fedcausal_flwr.federation.robust`): with 3 or more replies, a client whose update
+    lies more than ``byzantine_factor`` times the typical distance from the coordinate-wise
+    median is flagged, named and left out of the round (an honest majority assumed)."""
+
+    byzantine_screen: bool = setting(
+        True, "byzantine-screen",
+        doc="flag and leave out clients whose update is far from the others' (3+ replies)")
+    byzantine_factor: float = setting(
+        4.0, "byzantine-factor", gt=1,
+        doc="a client is flagged when its distance from the median update exceeds this times "
+            "the median client's distance")
+    byzantine_floor: float = setting(
+        0.05, "byzantine-floor", ge=0,
+        doc="the typical distance is at least this times the median update's norm (honest "
+            "clients that agree almost exactly are not flagged for rounding)")

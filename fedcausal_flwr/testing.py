@@ -343,6 +343,31 @@ def silent_app(client_app: ClientCallable, fault: str, k: int, pid: int = FAULTY
     return app
 
 
+#: attack -> the factor a lying client multiplies every float array of its ``train.*``
+#: replies by (well-formed, finite replies that only the Byzantine screen can see).
+ATTACKS: dict[str, float] = {"sign-flip": -1.0, "50x": 50.0, "zeros": 0.0, "2x": 2.0}
+
+
+def lying_app(client_app: ClientCallable, attack: str, liars: Iterable[int],
+              start: int = 1) -> ClientCallable:
+    """``client_app`` with partitions ``liars`` applying ``attack`` (see :data:`ATTACKS`) to
+    their ``train.*`` replies from round ``start`` on."""
+    factor, liars = ATTACKS[attack], frozenset(liars)
+
+    def app(msg: Message, context: Context) -> Message | None:
+        r = client_app(msg, context)
+        if _pid(context) not in liars or not msg.metadata.message_type.startswith("train.") \
+                or _round_of(msg) < start or r is None or r.has_error():
+            return r
+        content = RecordDict({k: v for k, v in r.content.items() if k != "arrays"})
+        arrays = r.content["arrays"].to_numpy_ndarrays()
+        content["arrays"] = ArrayRecord([np.asarray(a * factor) if a.dtype.kind == "f" else a
+                                         for a in arrays])
+        return Message(content, reply_to=msg)
+
+    return app
+
+
 def fault_node_configs(fault: str, k: int) -> dict[int, dict[str, Any]]:
     """Node configs of ``fault`` (``duplicate``: node ``k - 1`` claims partition id 0)."""
     return {k - 1: {"partition-id": 0}} if fault == "duplicate" else {}

@@ -23,7 +23,7 @@ from fedcausal_flwr.settings import (
     MAX_LAGS,
     MAX_ROUNDS,
     MAX_VARS,
-    RunSettings,
+    ScreenedRunSettings,
     setting,
 )
 
@@ -31,7 +31,7 @@ Moments = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
-class FDBNLSettings(RunSettings):
+class FDBNLSettings(ScreenedRunSettings):
     """Every setting of FDBNL (Algorithm 1), with the App's defaults (the one source of them).
 
     How the defaults were chosen: ``docs/algorithms/fdbnl.md``.

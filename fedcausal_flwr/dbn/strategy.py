@@ -82,6 +82,12 @@ class FDBNL(CausalStrategy):
         """The phase's reply (:data:`~fedcausal_flwr.dbn.wire.PHASES`)."""
         return shapes(PHASES[self.phase].up, self.d, self.p)
 
+    def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
+                    ) -> list[np.ndarray]:
+        """The Byzantine screen compares the whole reply (FDBNL: the local solution
+        ``[B_k, D_k]``; PFDBNL: the copies, the personalized graph and h)."""
+        return [np.concatenate([np.ravel(a) for a in arrays])]
+
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Global step, duals, alpha and rho."""
         local = {c: (a[0], a[1]) for c, a in replies.items()}

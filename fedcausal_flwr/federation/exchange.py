@@ -3,8 +3,10 @@
 One :meth:`Exchange.run` sends ``train.<phase>`` to some clients, drops (named, with the
 reason) every error reply, missing reply and reply whose arrays break the declared shapes
 (:func:`~fedcausal_flwr.federation.replies.reply_problem`), screens the rest for magnitude
-outliers, and counts bytes and round trips; :meth:`Exchange.send` is the transport under it
-(also used by discovery), which knows the roster's node health.
+outliers and, where the protocol has one, with the Byzantine screen
+(:mod:`~fedcausal_flwr.federation.robust`), and counts bytes and round trips;
+:meth:`Exchange.send` is the transport under it (also used by discovery), which knows the
+roster's node health.
 """
 
 from __future__ import annotations
@@ -60,8 +62,10 @@ class Exchange:
         Error replies, missing replies and replies with the wrong count, shapes or dtypes
         (floats must be float64) or with non-finite floats are dropped and logged
         (``expected``: one list for all, or one per client id; see :func:`reply_problem`);
-        then the well-formed replies are screened for magnitude (``strategy.screen``) before
-        any is returned, so nothing a protocol aggregates or sends on holds an outlier. Fewer
+        then the well-formed replies are screened for magnitude (``strategy.screen``) and
+        for updates far from the others' (``strategy.flag``, the Byzantine screen; a flagged
+        client is counted in the round's ``flagged``) before any is returned, so nothing a
+        protocol aggregates or sends on holds an outlier. Fewer
         than ``need`` valid replies (default: ``min_nodes``; 1 for a query to one client)
         raise :class:`TooFewReplies`; with ``every``, any dropped reply raises
         :class:`ProtocolStopped` naming that client. A reply without a finite number for each
@@ -118,12 +122,15 @@ class Exchange:
             ok[cid] = arrays
             self.reply_metrics[cid] = (dict(r.content["metrics"])
                                        if "metrics" in r.content.metric_records else {})
-        for cid, why in sorted(self.strategy.screen(phase, ok).items()):
-            rec.drop(f"client {cid}", f"{phase}: {why}")
-            del ok[cid]
-            self.reply_metrics.pop(cid, None)
-            if every:
-                raise ProtocolStopped(f"client {cid} failed in phase {phase}: {why}")
+        for screen in (self.strategy.screen, self.strategy.flag):
+            for cid, why in sorted(screen(phase, ok).items()):
+                if screen == self.strategy.flag:
+                    rec.flag(cid)
+                rec.drop(f"client {cid}", f"{phase}: {why}")
+                del ok[cid]
+                self.reply_metrics.pop(cid, None)
+                if every:
+                    raise ProtocolStopped(f"client {cid} failed in phase {phase}: {why}")
         rec.accepted = len(ok)
         rec.took_part |= set(ok)
         if len(ok) < need:

@@ -15,7 +15,9 @@ import numpy as np
 
 from fedcausal_flwr.federation.exchange import Payload
 from fedcausal_flwr.federation.replies import SCREEN_FACTOR, SCREEN_FLOOR, Shape, outliers
+from fedcausal_flwr.federation.robust import byzantine_outliers
 from fedcausal_flwr.federation.roster import NodeInfo, Roster, agreed_props
+from fedcausal_flwr.settings import ScreenedRunSettings
 
 
 class ProtocolHooks:
@@ -25,7 +27,7 @@ class ProtocolHooks:
     :attr:`nodes` and :attr:`roster` and calls the hooks from its run: ``setup`` once the
     nodes are known, then per round ``select``, ``payload``, ``reply_shapes``,
     ``aggregate``, ``record`` and ``done`` (``run_rounds``); ``expected_props`` and
-    ``info_config`` at discovery; ``reply_bound`` and ``screen`` on every exchange.
+    ``info_config`` at discovery; ``reply_bound``, ``screen`` and ``flag`` on every exchange.
     ``setup``, ``payload``, ``reply_shapes`` and ``aggregate`` raise ``NotImplementedError``
     until a protocol defines them.
     """
@@ -48,6 +50,7 @@ class ProtocolHooks:
     # supplied by CausalStrategy
     nodes: dict[int, NodeInfo]
     roster: Roster
+    settings: Any
 
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
         """Initialise server state once the nodes are known."""
@@ -126,3 +129,22 @@ class ProtocolHooks:
         :attr:`screen_floor`)."""
         return outliers(replies, bound=self.reply_bound(phase), factor=self.screen_factor,
                         floor=self.screen_floor)
+
+    def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
+                    ) -> list[np.ndarray] | None:
+        """What the Byzantine screen compares of client ``cid``'s reply to ``train.<phase>``:
+        one or more groups of numbers (each compared on its own), or None (not screened,
+        the default)."""
+        return None
+
+    def flag(self, phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
+        """Clients the Byzantine screen flags among the screened replies of one exchange,
+        {cid: why} (:func:`~fedcausal_flwr.federation.robust.byzantine_outliers` on
+        :meth:`robust_view`, with the settings' ``byzantine_*``; nothing for settings
+        without a screen, or with ``byzantine_screen`` off)."""
+        s = self.settings
+        if not isinstance(s, ScreenedRunSettings) or not s.byzantine_screen:
+            return {}
+        views = {c: v for c, a in replies.items()
+                 if (v := self.robust_view(phase, c, a)) is not None}
+        return byzantine_outliers(views, factor=s.byzantine_factor, floor=s.byzantine_floor)

@@ -56,6 +56,8 @@ class Recorder:
         self.dropped: list[str] = []
         self.accepted = 0  # valid replies of the last exchange
         self.took_part: set[int] = set()  # client ids with at least one valid reply
+        self.flagged: dict[int, int] = {}  # client id -> exchanges the Byzantine screen flagged
+        self._round_flagged: set[int] = set()
         self.max_rounds: int | None = None
         self._t_round, self._n_dropped = time.time(), 0
 
@@ -63,6 +65,12 @@ class Recorder:
         """Log and count a dropped node or reply."""
         self.dropped.append(f"{who}: {why}")
         log(WARNING, "dropped %s: %s", who, why)
+
+    def flag(self, cid: int) -> None:
+        """Count a reply of client ``cid`` flagged by the Byzantine screen (its drop is
+        logged and counted by :meth:`drop`)."""
+        self.flagged[cid] = self.flagged.get(cid, 0) + 1
+        self._round_flagged.add(cid)
 
     def budget_spent(self, result: RunResult) -> bool:
         """``start(num_rounds=...)`` rounds are recorded."""
@@ -74,6 +82,7 @@ class Recorder:
         self.bytes = {"up": 0, "down": 0}
         self.exchanges["round"] = 0
         self.retries = 0
+        self._round_flagged = set()
         self._t_round, self._n_dropped = time.time(), len(self.dropped)
         return {"round": self.round}
 
@@ -87,6 +96,8 @@ class Recorder:
                     "exchanges": self.exchanges["round"]})
         if self.retries:  # only where a retry happened: honest records stay as they were
             rec["retries"] = self.retries
+        if self._round_flagged:  # likewise: a round with a flagged client says which
+            rec["flagged"] = sorted(self._round_flagged)
         if s.evaluate_fn is not None:
             ev = s.evaluate_fn(s.round_estimates(), sorted(s.nodes))
             rec.update(ev)
@@ -113,8 +124,10 @@ class Recorder:
         """Final estimates and metrics.
 
         ``metrics["clients"]`` counts the clients that took part (a valid reply at least
-        once), ``metrics["clients_discovered"]`` those discovery kept. An error while scoring
-        the final estimates is recorded in ``result.errors``, never replaces the status.
+        once), ``metrics["clients_discovered"]`` those discovery kept, ``metrics["flagged"]``
+        (only when the Byzantine screen flagged someone) ``{"client k": replies flagged}``.
+        An error while scoring the final estimates is recorded in ``result.errors``, never
+        replaces the status.
         """
         s = self.strategy
         try:
@@ -129,6 +142,9 @@ class Recorder:
         result.metrics.update({"rounds": self.round, "clients": len(self.took_part),
                                "clients_discovered": len(s.nodes),
                                "dropped": list(self.dropped)})
+        if self.flagged:
+            result.metrics["flagged"] = {f"client {c}": n
+                                         for c, n in sorted(self.flagged.items())}
         result.timing = {"wall_s": time.time() - t0, "rounds": self.round,
                          "exchanges": self.exchanges["total"]}
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from fedcausal_flwr.settings import MAX_ROUNDS, MAX_ROWS, RunSettings, setting
+from fedcausal_flwr.settings import MAX_ROUNDS, MAX_ROWS, ScreenedRunSettings, setting
 
 __all__ = ["FedIVSettings"]
 
 
 @dataclass(frozen=True)
-class FedIVSettings(RunSettings):
+class FedIVSettings(ScreenedRunSettings):
     """Every setting of FedIV / (Fed)DeepGMM, with the App's defaults (the one source of them).
 
     How the defaults were chosen: ``docs/algorithms/fediv.md``.

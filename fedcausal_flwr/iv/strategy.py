@@ -113,6 +113,14 @@ class FedIV(CausalStrategy):
         n = len(th)
         self.state = dg.FedState(arrays[:n], arrays[n:] or self.state.tau)
 
+    def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
+                    ) -> list[np.ndarray] | None:
+        """The Byzantine screen compares the players' deltas of ``train.local`` (the
+        validation sums scale with a client's sample count; they only score rounds)."""
+        if phase != "local":
+            return None
+        return [np.concatenate([np.ravel(a) for a in arrays[:-3]])]
+
     def _criterion(self, sums: Mapping[int, Sequence[np.ndarray]]) -> float:
         """Pooled validation criterion from the clients' ``(psi_sum, C_sum)``."""
         return dg.pooled_criterion([(s[0], s[1], int(self.nodes[c].props["n-val"]))
