@@ -1,0 +1,248 @@
+"""The Byzantine screen on lying clients (issue 20): detection, false flags, accuracy, cost.
+
+One client (partition 1) of K = 5 or K = 10 lies in every ``train.*`` reply from round 1 on,
+multiplying every float array by a factor (``fedcausal_flwr.testing.ATTACKS``): sign-flip
+(-1), 50x, zeros (0) and a subtle 2x. Each run is the App in process (``InProcessGrid``) with
+the App's defaults for FDBNL, PFDBNL on its heterogeneous generator (every client its own
+graph perturbation) and FedIV on its Dirichlet(0.3) client splits; FDBNL/PFDBNL runs are
+capped at 50 ADMM rounds (honest runs stop by round 34; a lie the screen lets through can keep
+h(W) from ever reaching h-tol, and the App's 200 rounds then cost minutes a run). Per
+(algorithm, K, seed):
+
+- **honest**: nobody lies, screen off; every client's screen ratio r_k (distance from the
+  median update over the typical distance, ``federation.robust.screen_ratios``) is recorded
+  in every exchange: what a threshold ``byzantine-factor`` would flag honestly;
+- **screened**: each attack with the screen at the App's defaults: the liar's detection rate
+  (flagged exchanges over its replies), honest clients flagged, and the result's accuracy
+  (FDBNL/PFDBNL SHD of W, FedIV test MSE of the selected round) beside the honest run's;
+- **unscreened** (K = 5 only): each attack with ``byzantine-screen = false``: the damage.
+
+The cost of the screen is the time spent in ``flag`` per exchange beside the round's seconds.
+Development seeds 0-2 chose ``byzantine-factor`` and ``byzantine-floor``; evaluation seeds
+10-12 were run once with the chosen defaults:
+
+    nice python simulations/studies/byzantine.py --seeds 0..2 --jsonl /tmp/byzantine_dev.jsonl
+    nice python simulations/studies/byzantine.py --seeds 10..12 \\
+        --jsonl simulations/results/byzantine_eval.jsonl
+    python simulations/studies/byzantine.py --summarize simulations/results/byzantine_eval.jsonl
+
+A run already in ``--jsonl`` is skipped (resume). ``--summarize`` writes
+``results/byzantine.json`` and prints the tables (``simulations/tables.py`` puts them in
+``results/reliability.md``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import _sims  # noqa: F401 - simulations/ on sys.path
+import numpy as np
+from harness import (
+    Clock,
+    append_jsonl,
+    fmt,
+    log,
+    markdown,
+    mean_sd,
+    parser,
+    read_jsonl,
+    read_results,
+    seed_range,
+    write_results,
+)
+
+from fedcausal_flwr import testing as T
+from fedcausal_flwr.appconfig import glue, view
+from fedcausal_flwr.client_app import app as client_app
+from fedcausal_flwr.federation.robust import screen_ratios
+
+#: algorithm -> (extra run config, the accuracy metric, lower is better)
+CASES: dict[str, tuple[dict[str, Any], str]] = {
+    "fdbnl": ({"dbn.num-rounds": 50}, "shd_w"),
+    "pfdbnl": ({"dbn.heterogeneous": True, "dbn.num-rounds": 50}, "shd_w"),
+    "fediv": ({}, "test_mse_selected"),
+}
+LIAR = 1
+
+
+def run_one(alg: str, k: int, seed: int, attack: str | None, screen: bool) -> dict[str, Any]:
+    """One in-process App run; its screen ratios, flags, accuracy and costs."""
+    extra, metric = CASES[alg]
+    rc = {"algorithm": alg, "seed": seed, "round-timeout-s": 600.0, **extra,
+          f"{glue_section(alg)}.byzantine-screen": screen}
+    strategy = glue(alg).strategy(alg, view(alg, rc))
+    ratios: list[dict[int, float]] = []
+    cost = {"s": 0.0, "n": 0}
+    flag = strategy.flag
+
+    def watched(phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
+        t = time.perf_counter()
+        out = flag(phase, replies)
+        cost["s"] += time.perf_counter() - t
+        cost["n"] += 1
+        views = {c: v for c, a in replies.items()
+                 if (v := strategy.robust_view(phase, c, a)) is not None}
+        if views:
+            ratios.append(screen_ratios(views, strategy.settings.byzantine_floor))
+        return out
+
+    strategy.flag = watched  # type: ignore[method-assign]
+    app = client_app if attack is None else T.lying_app(client_app, attack, [LIAR])
+    t0 = time.perf_counter()
+    res = strategy.start(grid=T.InProcessGrid(app, k, rc))
+    wall = time.perf_counter() - t0
+    return {"algorithm": alg, "k": k, "seed": seed, "attack": attack, "screen": screen,
+            "status": res.status, "rounds": len(res.history), "metric": metric,
+            "value": res.metrics.get(metric), "flagged": res.metrics.get("flagged", {}),
+            "ratios": [{str(c): r for c, r in d.items()} for d in ratios],
+            "flag_s": cost["s"], "flag_calls": cost["n"], "wall_s": wall,
+            "factor": strategy.settings.byzantine_factor,
+            "floor": strategy.settings.byzantine_floor}
+
+
+def glue_section(alg: str) -> str:
+    """The run-config section of ``alg``."""
+    from fedcausal_flwr.registry import get
+
+    return get(alg).section
+
+
+def jobs(algs: list[str], ks: list[int], seeds: list[int]) -> list[tuple]:
+    """(alg, k, seed, attack, screen) of every run: the honest runs first (they set the
+    threshold), then the attacks with the screen, then without it."""
+    cases = [(alg, k, seed) for alg in algs for k in ks for seed in seeds]
+    honest = [(*c, None, False) for c in cases]
+    screened = [(*c, a, True) for c in cases for a in T.ATTACKS]
+    unscreened = [(*c, a, False) for c in cases if c[1] == 5 for a in T.ATTACKS]
+    return honest + screened + unscreened
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per (algorithm, K): honest ratios and false flags; per attack: detection, accuracy."""
+    out: dict[str, Any] = {"rows": [], "honest": []}
+    keys = sorted({(r["algorithm"], r["k"]) for r in records},
+                  key=lambda x: (list(CASES).index(x[0]), x[1]))
+    for alg, k in keys:
+        runs = [r for r in records if r["algorithm"] == alg and r["k"] == k]
+        honest = [r for r in runs if r["attack"] is None]
+        factor = next((r["factor"] for r in runs if r["screen"]), None)
+        hr = [x for r in honest for d in r["ratios"] for x in d.values()]
+        base = [r["value"] for r in honest]
+        flag_s = [r["flag_s"] / max(r["flag_calls"], 1) for r in runs if r["screen"]]
+        round_s = [r["wall_s"] / max(r["rounds"], 1) for r in runs]
+        out["honest"].append({
+            "algorithm": alg, "k": k, "seeds": sorted({r["seed"] for r in honest}),
+            "replies": len(hr), "max_ratio": max(hr, default=0.0),
+            "p99_ratio": float(np.quantile(hr, 0.99)) if hr else 0.0,
+            "false_flags": int(sum(x > factor for x in hr)) if factor else None,
+            "value": mean_sd(base), "flag_ms": 1e3 * float(np.mean(flag_s)) if flag_s else 0,
+            "round_s": float(np.mean(round_s)) if round_s else 0.0})
+        for attack in T.ATTACKS:
+            on = [r for r in runs if r["attack"] == attack and r["screen"]]
+            off = [r for r in runs if r["attack"] == attack and not r["screen"]]
+            if not on:
+                continue
+            liar_replies = sum(len(r["ratios"]) for r in on)
+            caught = sum(r["flagged"].get(f"client {LIAR}", 0) for r in on)
+            wrong = sum(n for r in on for c, n in r["flagged"].items() if c != f"client {LIAR}")
+            out["rows"].append({
+                "algorithm": alg, "k": k, "attack": attack, "runs": len(on),
+                "detected": caught / max(liar_replies, 1), "liar_replies": liar_replies,
+                "first_caught": sum(r["flagged"].get(f"client {LIAR}", 0) > 0 for r in on),
+                "honest_flagged": wrong,
+                "liar_ratio_median": float(np.median([d.get(str(LIAR), np.nan) for r in on
+                                                      for d in r["ratios"]])),
+                "honest": mean_sd(base), "screened": mean_sd([r["value"] for r in on]),
+                "unscreened": mean_sd([r["value"] for r in off]) if off else None,
+                "status": sorted({r["status"].split(":")[0] for r in on + off})})
+    return out
+
+
+def print_summary(s: dict[str, Any]) -> None:
+    """The tables of :func:`summarize`."""
+    log("honest runs: screen ratios of every reply (flagged above byzantine-factor)")
+    for h in s["honest"]:
+        log(f"  {h['algorithm']:7s} K={h['k']:2d} seeds {h['seeds']} replies {h['replies']:5d} "
+            f"max {h['max_ratio']:.2f} p99 {h['p99_ratio']:.2f} false flags {h['false_flags']} "
+            f"metric {h['value'][0]:.4g}  flag {h['flag_ms']:.2f} ms/exchange, "
+            f"round {h['round_s']:.2f} s")
+    log("attacks (1 liar): detected = flagged replies / liar's replies")
+    for r in s["rows"]:
+        un = r["unscreened"]
+        log(f"  {r['algorithm']:7s} K={r['k']:2d} {r['attack']:9s} detected {r['detected']:.2f} "
+            f"({r['first_caught']}/{r['runs']} runs) honest flagged {r['honest_flagged']} "
+            f"liar ratio {r['liar_ratio_median']:.3g}  metric honest {r['honest'][0]:.4g} "
+            f"screened {r['screened'][0]:.4g} "
+            + (f"unscreened {un[0]:.4g}" if un else "") + f" {r['status']}")
+
+
+def main() -> None:
+    ap = parser(__doc__, seeds=[0, 1, 2])
+    ap.add_argument("--algorithms", nargs="+", default=list(CASES))
+    ap.add_argument("--clients", nargs="+", type=int, default=[5, 10])
+    ap.add_argument("--jsonl", type=Path, default=None, help="append each run here (resume)")
+    ap.add_argument("--summarize", nargs="+", type=Path, default=None,
+                    help="summarize these JSON-lines files and write results/byzantine.json")
+    args = ap.parse_args()
+    if args.summarize:
+        records = [r for p in args.summarize for r in read_jsonl(p)]
+        s = summarize(records)
+        print_summary(s)
+        write_results("byzantine", {"files": [str(p) for p in args.summarize], **s}, args.out)
+        return
+    logging.getLogger("flwr").setLevel(logging.ERROR)
+    done = set()
+    if args.jsonl and args.jsonl.exists():
+        done = {(r["algorithm"], r["k"], r["seed"], r["attack"], r["screen"])
+                for r in read_jsonl(args.jsonl)}
+    clock, records = Clock(), []
+    todo = [j for j in jobs(args.algorithms, args.clients, args.seeds) if j not in done]
+    for i, job in enumerate(todo, 1):
+        rec = run_one(*job)
+        records.append(rec)
+        if args.jsonl:
+            append_jsonl(args.jsonl, rec)
+        log(f"[{i}/{len(todo)} {clock():.0f}s] {job}: {rec['status'][:40]} "
+            f"{rec['metric']}={rec['value']} flagged={rec['flagged']} "
+            f"max ratio={max((x for d in rec['ratios'] for x in d.values()), default=0):.3g}")
+    if not args.jsonl:
+        print_summary(summarize(records))
+
+
+# ----------------------------------------------------------------------------- tables
+def table_byzantine() -> str:
+    """Issue 20's Byzantine rows (byzantine.json): false flags and margins of honest runs, then
+    per attack the detection rate and the result beside the honest and unscreened runs."""
+    r = read_results("byzantine")
+    seeds = seed_range(sorted({s for h in r["honest"] for s in h["seeds"]}))
+    metric = {a: m for a, (_, m) in CASES.items()}
+    head = (f"**Byzantine screen, one liar (partition {LIAR}) of K, evaluation seeds {seeds}.** "
+            f"Made by `{r['meta']['script']}` on {r['meta']['finished']}.\n\n")
+    honest = markdown(
+        ["algorithm", "K", "honest replies", "largest honest ratio", "flagged honestly",
+         "screen per exchange", "round"],
+        [[h["algorithm"], h["k"], h["replies"], f"{h['max_ratio']:.2f}", h["false_flags"],
+          f"{h['flag_ms']:.2f} ms", f"{h['round_s']:.2f} s"] for h in r["honest"]])
+    rows = [[x["algorithm"], x["k"], x["attack"],
+             f"{x['detected']:.2f} ({x['first_caught']}/{x['runs']} runs)",
+             x["honest_flagged"], f"{x['liar_ratio_median']:.3g}",
+             f"{metric[x['algorithm']]} {fmt(*x['honest'], digits=3)}",
+             fmt(*x["screened"], digits=3),
+             fmt(*x["unscreened"], digits=3) if x["unscreened"] else "-"]
+            for x in r["rows"]]
+    attacks = markdown(["algorithm", "K", "attack", "liar's replies flagged",
+                        "honest replies flagged", "liar's median ratio", "result, honest run",
+                        "with the liar, screened", "with the liar, no screen"], rows)
+    return head + honest + "\n" + attacks
+
+
+#: this script's table in results/reliability.md (``simulations/tables.py`` renders it)
+TABLES = {"byzantine": table_byzantine}
+
+
+if __name__ == "__main__":
+    main()
