@@ -34,6 +34,7 @@ from fedcausal_flwr.threads import limit_blas_threads
 APP_DIR = Path(__file__).resolve().parents[1]  # the App's pyproject in a source checkout
 PATH_KEYS = ("outputs", "data-path")
 SIMULATE_PORTS = 3  # local SuperLink: HTTP API on port, control API address port + 2
+BIND_KEY = "bind-partitions"  # the shared run-config key that binds partitions to node ids
 
 
 class AppDirError(ValueError):
@@ -106,6 +107,24 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[f"{prefix}{k}"] = v
     return out
+
+
+def declared_keys(app_dir: Path | str) -> set[str]:
+    """The run-config keys the App's ``pyproject.toml`` declares, flattened as Flower does."""
+    doc = tomllib.loads((Path(app_dir) / "pyproject.toml").read_text())
+    return set(_flat(doc.get("tool", {}).get("flwr", {}).get("app", {}).get("config", {})))
+
+
+def deploy_run_config(run_config: Mapping[str, Any], app_dir: Path | str,
+                      secure: bool) -> dict[str, Any]:
+    """The run config of a deployment: with SuperNode authentication, ``bind-partitions=true``
+    (a partition stays with the node id of the registered key that held it) unless
+    ``run_config`` sets it, where the App declares the key (``flwr run`` refuses a key its App
+    does not declare; such an App decides in its own ServerApp)."""
+    cfg = dict(run_config)
+    if secure and BIND_KEY in declared_keys(app_dir):
+        cfg.setdefault(BIND_KEY, True)
+    return cfg
 
 
 def renamed_keys(cfg: Mapping[str, Any]) -> list[str]:
@@ -316,10 +335,16 @@ class Deployment:
 
     ``supernodes[i]`` is partition i's latest SuperNode process (its own process group);
     ``start_supernode(i)`` starts another SuperNode for partition i (e.g. after stopping the
-    first; with node authentication under a new, registered key, so it gets a new node id),
-    which ``deploy`` stops at the end like the others. ``start_supernode(i, register=False)``
-    starts one whose key the SuperLink does not know (a secure SuperLink refuses it: the
-    SuperNode exits with code 305). ``certs`` are the TLS files (``None`` when insecure).
+    first; with node authentication under a new, registered key, so it gets a new node id:
+    another operator claiming the partition), which ``deploy`` stops at the end like the
+    others. ``start_supernode(i, same_key=True)`` restarts partition i's node under the key
+    ``deploy`` first started it with (the SuperLink gives it that key's node id again; only
+    once the process holding that key has left: stopped by SIGTERM, or silent for Flower's
+    heartbeat patience, 60 s). Restarts of partition i take its port: stop the previous one
+    first.
+    ``start_supernode(i, register=False)`` starts one whose key the SuperLink does not know (a
+    secure SuperLink refuses it: the SuperNode exits with code 305). ``certs`` are the TLS
+    files (``None`` when insecure).
     """
 
     port: int
@@ -374,7 +399,9 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
     ``<FLWR_HOME or ./.flwr>/deployment``; certificates and keys are kept and reused). Unless
     ``insecure``, the SuperLink serves TLS with a certificate from a local CA and admits only
     SuperNodes whose public key was registered (``flwr supernode register``) before they
-    start. Everything started here (and only that: by PID) is stopped before returning.
+    start; the run config then gets ``bind-partitions=true`` unless it sets the key
+    (:func:`deploy_run_config`). Everything started here (and only that: by PID) is stopped
+    before returning.
     ``on_start``, if given, gets the :class:`Deployment` just before ``flwr run`` starts
     (fault tests stop and restart SuperNodes from a thread it starts). ``node_configs``: extra
     ``--node-config`` entries per SuperNode index (e.g. ``{0: {"data-path": "/d/site0.csv"}}``,
@@ -409,13 +436,22 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
         return key
 
     supernodes: dict[int, subprocess.Popen] = {}
+    keys: dict[int, Path] = {}  # partition -> the registered key it was first started with
 
-    def supernode(i: int, register: bool = True) -> subprocess.Popen:
+    def node_key(i: int, name: str, register: bool, same_key: bool) -> Path | None:
+        if certs is None:
+            return None
+        if same_key:
+            return keys[i]
+        if not register:
+            return tls.make_node_key(workdir / "keys" / f"{name}-unregistered")[0]
+        key = registered_key(name)
+        keys.setdefault(i, key)
+        return key
+
+    def supernode(i: int, register: bool = True, same_key: bool = False) -> subprocess.Popen:
         name = f"supernode{i}" + (f"-{len(procs)}" if i in supernodes else "")  # a restart
-        key = None
-        if certs is not None:
-            key = (registered_key(name) if register
-                   else tls.make_node_key(workdir / "keys" / f"{name}-unregistered")[0])
+        key = node_key(i, name, register, same_key)
         spawn(name, [str(bindir / "flower-supernode"),
                      *supernode_args(f"127.0.0.1:{port}", port + 1 + i,
                                      node_config_arg(i, num_supernodes,
@@ -432,8 +468,8 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
             connection_toml("loopback", f"127.0.0.1:{port}", ca))
         for i in range(num_supernodes):
             supernode(i)
-        cmd = [_flwr(), "run", str(app_dir), "loopback", "--stream",
-               "--run-config", run_config_arg(run_config)]
+        cmd = [_flwr(), "run", str(app_dir), "loopback", "--stream", "--run-config",
+               run_config_arg(deploy_run_config(run_config, app_dir, certs is not None))]
         if on_start is not None:
             on_start(Deployment(port, workdir, supernodes, supernode, certs is not None, certs))
         return subprocess.run(cmd, env=cli_env, timeout=timeout, check=True)

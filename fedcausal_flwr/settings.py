@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Self
 _META = "fedcausal"
 
 SHARED_KEYS = frozenset({"algorithm", "seed", "outputs", "run-name", "min-nodes", "node-wait-s",
-                         "round-timeout-s", "node-grace-s"})
+                         "round-timeout-s", "node-grace-s", "bind-partitions"})
 """Run-config keys at the top of the run config, read alike by every algorithm."""
 
 # Upper bounds of every size a run config sets: generous for real use, they stop an absurd value
@@ -239,7 +239,8 @@ class Settings:
 
 @dataclass(frozen=True)
 class RunSettings(Settings):
-    """What every strategy shares: how many replies an exchange needs and how long to wait."""
+    """What every strategy shares: how many replies an exchange needs, how long to wait, and
+    whether a client's partition is bound to its node id."""
 
     min_nodes: int = setting(2, "min-nodes", ge=1, le=MAX_CLIENTS)
     node_wait_s: float = setting(60.0, "node-wait-s", gt=0)
@@ -248,6 +249,14 @@ class RunSettings(Settings):
                              doc="the wait for a node that stopped answering and came back, "
                                  "and for a new SuperNode's query.info between rounds "
                                  "(at most round-timeout-s)")
+    bind_partitions: bool = setting(False, "bind-partitions",
+                                    doc="a client's partition stays with the node id that "
+                                        "held it at discovery: only that node id may rejoin, "
+                                        "another node claiming it is refused (use with "
+                                        "SuperNode authentication, where a node id is its "
+                                        "registered key's); false: partition ids are "
+                                        "self-declared and a new node id may take a missing "
+                                        "client's place")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,10 @@ persistent ``state``), exactly as in a simulation. Every message in both directi
 does not serialise messages.
 
 Faults of nodes, as a real SuperLink shows them: :meth:`InProcessGrid.restart_node` replaces a
-partition's node by a new node id with a fresh ``state`` (a restarted SuperNode);
+partition's node by a new node id with a fresh ``state`` (a restarted SuperNode without
+authentication; ``keep_id=True``: an authenticated one, which Flower gives its registered key's
+node id again); :meth:`InProcessGrid.add_node` registers a node, under a given node id if one
+is named (a SuperNode back under its key, or another key claiming a partition);
 :meth:`InProcessGrid.hang` keeps a node's messages unanswered until
 :meth:`InProcessGrid.wake` answers them late; a message to a node id that is not registered
 is refused (``None`` in place of its message id); :meth:`InProcessGrid.delay` makes a node's
@@ -90,13 +93,21 @@ class InProcessGrid(Grid):
             raise KeyError(f"no node holds partition {partition_id}")
         return ids[-1]
 
-    def add_node(self, partition_id: int, node_config: Mapping[str, Any] | None = None) -> int:
-        """Register a new node (new id, empty ``state``) for ``partition_id``; its node id.
+    def add_node(self, partition_id: int, node_config: Mapping[str, Any] | None = None, *,
+                 node_id: int | None = None) -> int:
+        """Register a node (empty ``state``) for ``partition_id``; its node id.
 
         Its node config is the partition's (given at construction) updated by
-        ``node_config``.
+        ``node_config``. ``node_id``: the id it comes back under (an authenticated SuperNode
+        restarted with its registered key), which must not be registered now; default: a new
+        id (1000 + i at construction).
         """
-        node, self._next_id = self._next_id, self._next_id + 1  # 1000 + i at construction
+        if node_id is None:
+            node, self._next_id = self._next_id, self._next_id + 1
+        elif node_id in self.contexts:
+            raise ValueError(f"node {node_id} is registered already")
+        else:
+            node = int(node_id)
         cfg = {**self.node_configs.get(partition_id, {"partition-id": partition_id,
                                                       ALLOW_RUN_CONFIG_PATHS: True}),
                **dict(node_config or {})}
@@ -109,11 +120,13 @@ class InProcessGrid(Grid):
         del self.contexts[node_id]
         self._hung.pop(node_id, None)
 
-    def restart_node(self, partition_id: int) -> int:
-        """A restarted SuperNode: the partition's node leaves, a new node id with the same
-        partition id and a fresh ``state`` joins. Returns the new node id."""
-        self.remove_node(self.node_id(partition_id))
-        return self.add_node(partition_id)
+    def restart_node(self, partition_id: int, *, keep_id: bool = False) -> int:
+        """A restarted SuperNode: the partition's node leaves and comes back with the same
+        partition id and a fresh ``state``, under a new node id (no authentication) or, with
+        ``keep_id``, its old one (SuperNode authentication). Returns the node id."""
+        old = self.node_id(partition_id)
+        self.remove_node(old)
+        return self.add_node(partition_id, node_id=old if keep_id else None)
 
     def hang(self, node_id: int) -> None:
         """Keep every message to ``node_id`` unanswered (a hung node) until :meth:`wake`."""

@@ -11,6 +11,12 @@ looked for among new node ids: a restarted SuperNode (new node id, same ``partit
 properties) takes the client's place, and the server-held state (kept by partition id) carries
 on. A protocol that keeps state on the node (``rejoinable = False``) stops instead, naming the
 client.
+
+Partition ids are self-declared (node config ``partition-id``). With ``bind-partitions``
+(meant for SuperNode authentication, under which Flower keeps a registered key's node id
+across restarts of its SuperNode) a client's partition stays with the node id that held it at
+discovery: that node may leave and come back under its id (retried as above), and another
+node id claiming the partition is refused, named (:meth:`Roster.claim_refused`).
 """
 
 from __future__ import annotations
@@ -240,6 +246,10 @@ class Roster:
             raise TooFewReplies(f"{len(nodes)} consistent clients, min-nodes={s.min_nodes}"
                                 f"{_dropped_so_far(dropped)}")
         log(INFO, "%s: %d clients %s", type(s).__name__, len(nodes), want)
+        log(INFO, "%s", "partitions are bound to these node ids (bind-partitions=true): another "
+            "node claiming one is refused" if s.bind_partitions else "partition ids are "
+            "self-declared (bind-partitions=false): a new node id may take a missing client's "
+            "place")
         return nodes
 
     def refresh(self, grid: Grid, channel: Exchange) -> None:
@@ -299,8 +309,22 @@ class Roster:
                 log(INFO, "%s: late reply to %s; its next message is waited for %.3gs",
                     self.who(node), kind, self.strategy.grace_s)
 
+    def claim_refused(self, node: int, cid: int) -> str | None:
+        """Why ``node`` may not hold client ``cid``'s partition, or None if it may.
+
+        Only with ``bind-partitions``: the partition is bound to the node id that held it at
+        discovery, so another node id claiming it is refused, whether or not that node still
+        answers.
+        """
+        held = self.nodes.get(cid)
+        if not self.strategy.bind_partitions or held is None or held.node_id == node:
+            return None
+        return (f"claims client {cid}, whose partition is bound to node {held.node_id} "
+                "(bind-partitions=true: only that node may rejoin); refused")
+
     def _take_info(self, node: int, reply: Message) -> None:
-        """A ``query.info`` answer between rounds: a restarted node takes its client's place."""
+        """A ``query.info`` answer between rounds: a restarted node takes its client's place
+        (under ``bind-partitions`` only its own node id may, see :meth:`claim_refused`)."""
         self.probation.discard(node)
         self.unresponsive.pop(node, None)  # it answered
         info = parse_info(node, reply, self.strategy.grace_s)
@@ -311,6 +335,8 @@ class Roster:
         who, old = f"client {info.cid} (node {node})", self.nodes.get(info.cid)
         if old is None:
             drop(who, "joined after discovery; this run's clients were fixed then")
+        elif refused := self.claim_refused(node, info.cid):
+            drop(f"node {node} (partition-id {info.cid})", refused)
         elif old.node_id not in self.unresponsive:
             drop(who, f"duplicate partition-id {info.cid} (client {info.cid} is node "
                       f"{old.node_id}, which still answers)")

@@ -69,7 +69,8 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
     ----------
     settings : RunSettings
         The algorithm's settings (a subclass of :class:`RunSettings`: ``min_nodes``,
-        ``node_wait_s``, ``timeout_s`` and the algorithm's own fields); default: its class's
+        ``node_wait_s``, ``timeout_s``, ``grace_s``, ``bind_partitions`` and the algorithm's
+        own fields); default: its class's
         defaults, the App's defaults.
     evaluate_fn : callable, optional
         ``evaluate_fn(estimates, client_ids) -> dict`` of metrics, called after each round
@@ -158,6 +159,11 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
     def grace_s(self) -> float:
         """Wait for a node on probation or a new SuperNode (at most :attr:`timeout_s`)."""
         return min(self.settings.grace_s, self.timeout_s)
+
+    @property
+    def bind_partitions(self) -> bool:
+        """Whether only the node id that held a partition at discovery may hold it later."""
+        return self.settings.bind_partitions
 
     def summary(self) -> None:
         """Log the strategy's settings."""

@@ -33,9 +33,12 @@ RC = {"algorithm": "fdbnl", "seed": 7, "dbn.d": 5, "dbn.samples-per-client": 40,
 
 
 def rounds_done(path) -> int:
+    """Rounds recorded in a result.json: while the run goes on its checkpoint is a summary
+    that counts them (``history_rounds``); the final one holds the ``history``."""
     try:
-        return len(json.loads(path.read_text())["history"])
-    except (OSError, ValueError, KeyError):
+        doc = json.loads(path.read_text())
+        return int(doc.get("history_rounds", len(doc.get("history", []))))
+    except (OSError, ValueError, TypeError):
         return 0
 
 

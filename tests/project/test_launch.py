@@ -116,3 +116,17 @@ def test_secure_flags_by_default_insecure_only_when_asked(tmp_path):
     toml = launch.connection_toml("loopback", "127.0.0.1:9999", certs["ca"])
     assert "root-certificates" in toml and "insecure" not in toml
     assert "insecure = true" in launch.connection_toml("loopback", "127.0.0.1:9999", None)
+
+
+def test_an_authenticated_deployment_binds_partitions_where_the_app_declares_the_key():
+    app, example = launch.APP_DIR, launch.APP_DIR / "examples" / "fdbnl"
+    assert launch.BIND_KEY in launch.declared_keys(app)
+    assert launch.deploy_run_config({"seed": 1}, app, secure=True) == {
+        "seed": 1, "bind-partitions": True}
+    assert launch.deploy_run_config({"seed": 1}, app, secure=False) == {"seed": 1}
+    # the submitter's own value stays
+    assert launch.deploy_run_config({"bind-partitions": False}, app, secure=True) == {
+        "bind-partitions": False}
+    # an App that does not declare it (flwr run would refuse the key) decides in its ServerApp
+    assert launch.BIND_KEY not in launch.declared_keys(example)
+    assert launch.deploy_run_config({}, example, secure=True) == {}
