@@ -14,7 +14,8 @@ h(W) from ever reaching h-tol, and the App's 200 rounds then cost minutes a run)
   in every exchange: what a threshold ``byzantine-factor`` would flag honestly;
 - **screened**: each attack with the screen at the App's defaults: the liar's detection rate
   (flagged exchanges over its replies), honest clients flagged, and the result's accuracy
-  (FDBNL/PFDBNL SHD of W, FedIV test MSE of the selected round) beside the honest run's;
+  (FDBNL SHD of the global W, PFDBNL mean SHD of the honest clients' personalized W (the
+  liar's own graph left out), FedIV test MSE of the selected round) beside the honest run's;
 - **unscreened** (K = 5 only): each attack with ``byzantine-screen = false``: the damage.
 
 The cost of the screen is the time spent in ``flag`` per exchange beside the round's seconds.
@@ -96,12 +97,27 @@ def run_one(alg: str, k: int, seed: int, attack: str | None, screen: bool) -> di
     res = strategy.start(grid=T.InProcessGrid(app, k, rc))
     wall = time.perf_counter() - t0
     return {"algorithm": alg, "k": k, "seed": seed, "attack": attack, "screen": screen,
+            "value_honest": honest_value(strategy, res.estimates, metric),
             "status": res.status, "rounds": len(res.history), "metric": metric,
             "value": res.metrics.get(metric), "flagged": res.metrics.get("flagged", {}),
             "ratios": [{str(c): r for c, r in d.items()} for d in ratios],
             "flag_s": cost["s"], "flag_calls": cost["n"], "wall_s": wall,
             "factor": strategy.settings.byzantine_factor,
             "floor": strategy.settings.byzantine_floor}
+
+
+def honest_value(strategy: Any, est: Mapping[str, Any], metric: str) -> float | None:
+    """The metric over the honest clients only (PFDBNL scores each client's personalized
+    graph; the liar's own graph is not what the screen protects); others: the run's value."""
+    if strategy.evaluate_fn is None or not est:
+        return None
+    cids = sorted(strategy.nodes)
+    if "W_local" in est:
+        keep = [i for i, c in enumerate(cids) if c != LIAR]
+        est = {k: (np.asarray(v)[keep] if k.startswith(("W_local", "A_local", "client_ids"))
+                   else v) for k, v in est.items()}
+        cids = [c for c in cids if c != LIAR]
+    return strategy.evaluate_fn(est, cids).get(metric)
 
 
 def glue_section(alg: str) -> str:
@@ -131,7 +147,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         honest = [r for r in runs if r["attack"] is None]
         factor = next((r["factor"] for r in runs if r["screen"]), None)
         hr = [x for r in honest for d in r["ratios"] for x in d.values()]
-        base = [r["value"] for r in honest]
+        base = [r["value_honest"] for r in honest]
         flag_s = [r["flag_s"] / max(r["flag_calls"], 1) for r in runs if r["screen"]]
         round_s = [r["wall_s"] / max(r["rounds"], 1) for r in runs]
         out["honest"].append({
@@ -156,8 +172,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
                 "honest_flagged": wrong,
                 "liar_ratio_median": float(np.median([d.get(str(LIAR), np.nan) for r in on
                                                       for d in r["ratios"]])),
-                "honest": mean_sd(base), "screened": mean_sd([r["value"] for r in on]),
-                "unscreened": mean_sd([r["value"] for r in off]) if off else None,
+                "honest": mean_sd(base), "screened": mean_sd([r["value_honest"] for r in on]),
+                "unscreened": mean_sd([r["value_honest"] for r in off]) if off else None,
                 "status": sorted({r["status"].split(":")[0] for r in on + off})})
     return out
 
