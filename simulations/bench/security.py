@@ -210,14 +210,25 @@ def verdict(checks: Mapping[str, bool]) -> tuple[bool, str]:
 
 
 # ----------------------------------------------------------------------------- node files
+PASSWD = Path("/etc/passwd")
+
+
+def file_lines(path: Path) -> list[str]:
+    """The lines of ``path`` that no message may repeat (those of 8 characters or more, and
+    ``root:x``); none if it is absent."""
+    if not path.is_file():
+        return ["root:x"]
+    lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()]
+    return [ln for ln in lines if len(ln) >= 8] + ["root:x"]
+
+
 def passwd(tmp: Path) -> tuple[Path, list[str]]:
     """``/etc/passwd`` and its lines (a stand-in with the same kind of lines where absent)."""
-    path = Path("/etc/passwd")
+    path = PASSWD
     if not path.is_file():
         path = tmp / "passwd"
         path.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/:/bin/false\n")
-    lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines()]
-    return path, [ln for ln in lines if len(ln) >= 8] + ["root:x"]
+    return path, file_lines(path)
 
 
 @probe("run-config-path", "run config `dbn.data-path=/etc/passwd` (`dbn.data=dream4`), nodes "
@@ -480,38 +491,6 @@ def vfedcd_consent(tmp: Path) -> Outcome:
     return words, ok, clip(st, 220)
 
 
-def without_metrics(app: Callable, pid: int = 1) -> Callable:
-    """``app`` whose partition ``pid`` answers its decode messages without a metrics record."""
-    from flwr.app import Message, RecordDict
-
-    def call(msg: Any, context: Any) -> Any:
-        reply = app(msg, context)
-        if msg.metadata.message_type.endswith("decode") and not reply.has_error() \
-                and int(context.node_config["partition-id"]) == pid:
-            reply = Message(RecordDict({"arrays": reply.content["arrays"]}), reply_to=msg)
-        return reply
-
-    return call
-
-
-@probe("vfedcd-no-metrics", "a VFedCD party's decode reply without its metrics record",
-       "the server failed with `KeyError: 'loss'`, naming no party")
-def vfedcd_no_metrics(tmp: Path) -> Outcome:
-    """A malformed reply of an every-party protocol stops the run naming the party."""
-    rc = {**SMALL["vfedcd"][0], "vertical.num-epochs": 1}
-    grid = InProcessGrid(without_metrics(client_app), SMALL["vfedcd"][1], rc)
-    result = glue("vfedcd").strategy("vfedcd", view("vfedcd", rc)).start(grid=grid)
-    st = result.status
-    ok, failed = verdict({
-        "the run did not stop naming client 1 and the phase":
-            st.startswith("stopped") and "client 1 failed in phase vfedcd_decode" in st,
-        "it says the metrics record is missing": "without its metrics record" in st,
-        "a KeyError": "KeyError" not in st})
-    words = ("stopped, naming party 1, its phase and the missing metrics record" if ok
-             else f"NOT HANDLED: {failed}")
-    return words, ok, clip(st)
-
-
 # ----------------------------------------------------------------------------- late nodes
 class SlowStart(InProcessGrid):
     """Every node answers its first message (``query.info``) 0.8 s late (a cold app install),
@@ -569,6 +548,39 @@ def late_round(tmp: Path) -> Outcome:
     words = ("the exchange waits once more: the run completes with every node, the retry "
              "counted in round 3" if ok else f"NOT HANDLED: {failed}")
     return words, ok, f"status {clip(result.status)}, retries per round {retries}"
+
+
+# ----------------------------------------------------------------------------- replies
+def without_metrics(app: Callable, pid: int = 1) -> Callable:
+    """``app`` whose partition ``pid`` answers its decode messages without a metrics record."""
+    from flwr.app import Message, RecordDict
+
+    def call(msg: Any, context: Any) -> Any:
+        reply = app(msg, context)
+        if msg.metadata.message_type.endswith("decode") and not reply.has_error() \
+                and int(context.node_config["partition-id"]) == pid:
+            reply = Message(RecordDict({"arrays": reply.content["arrays"]}), reply_to=msg)
+        return reply
+
+    return call
+
+
+@probe("vfedcd-no-metrics", "a VFedCD party's decode reply without its metrics record",
+       "the server failed with `KeyError: 'loss'`, naming no party")
+def vfedcd_no_metrics(tmp: Path) -> Outcome:
+    """A malformed reply of an every-party protocol stops the run naming the party."""
+    rc = {**SMALL["vfedcd"][0], "vertical.num-epochs": 1}
+    grid = InProcessGrid(without_metrics(client_app), SMALL["vfedcd"][1], rc)
+    result = glue("vfedcd").strategy("vfedcd", view("vfedcd", rc)).start(grid=grid)
+    st = result.status
+    ok, failed = verdict({
+        "the run did not stop naming client 1 and the phase":
+            st.startswith("stopped") and "client 1 failed in phase vfedcd_decode" in st,
+        "it says the metrics record is missing": "without its metrics record" in st,
+        "a KeyError": "KeyError" not in st})
+    words = ("stopped, naming party 1, its phase and the missing metrics record" if ok
+             else f"NOT HANDLED: {failed}")
+    return words, ok, clip(st)
 
 
 # ----------------------------------------------------------------------------- checkpoints
