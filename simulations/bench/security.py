@@ -12,9 +12,12 @@ must not be says where, redacted. Writes ``results/security.json``, then regener
 ``security`` table of ``results/reliability.md`` from it (``simulations/tables.py``).
 ``tests/federation/test_security_rows.py`` reruns the cheap probes against the committed JSON.
 
-    python simulations/bench/security.py                   # every probe (~30 s)
+    python simulations/bench/security.py                   # every probe (~10 s)
     python simulations/bench/security.py --quick           # the cheap ones (no 3,000 rounds)
-    python simulations/bench/security.py --probes run-name late-round
+    python simulations/bench/security.py --probes run-name late-round --out /tmp/s.json
+
+The committed JSON is a full run: ``--quick`` or ``--probes`` without ``--out`` overwrite it
+with fewer rows (the test then fails until a full run).
 """
 
 from __future__ import annotations
