@@ -616,9 +616,9 @@ def checkpoint_cost(tmp: Path) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- identity
-# SLOT: partition binding (issue 20, branch i20-bind). Until the shared keys have
-# ``bind-partitions`` this probe reports "not handled: partitions are self-declared"; once
-# binding lands it runs with ``bind-partitions=true`` and reports what the roster did.
+# SLOT: partition binding (issue 20, branch i20-bind, merged). Where the shared keys lack
+# ``bind-partitions`` this probe reports "not handled: partitions are self-declared"; where
+# they have it, it runs with ``bind-partitions=true`` and reports what the roster did.
 #: the run-config key that binds a partition to its node id, where the settings have it
 BIND_KEY = "bind-partitions"
 
@@ -651,7 +651,9 @@ def impersonation(tmp: Path) -> Outcome:
                 "client 1's place", False, f"status {clip(result.status)}; client 1 is now "
                 f"node {new}")
     ok = bool(named) and "refused" in named[0] and result.status == "completed"
-    words = (f"refused and named ({setting}); the run goes on without client 1" if ok
+    words = (f"refused and named ({setting}, which the launcher's authenticated deployment "
+             "sets; by default partitions stay self-declared: `docs/threat-model.md`); the run "
+             "goes on without client 1" if ok
              else f"NOT HANDLED: the claim was neither taken nor refused by name ({setting})")
     return words, ok, clip(named[0] if named else result.status)
 

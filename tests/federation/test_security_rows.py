@@ -41,10 +41,9 @@ ISSUE_ROWS = {
     "impersonation of a bound partition": ["impersonation"],
 }
 #: probes that report "not handled" today, and why (the table says so too):
-#: - unknown-key-library: ``Settings.from_run_config`` reads only its own keys by design (a
-#:   user's Flower project has keys of its own); the App's ServerApp refuses the key
-#: - impersonation: partition ids are self-declared until partition binding lands (i20-bind)
-KNOWN_GAPS = {"unknown-key-library", "impersonation"}
+#: ``Settings.from_run_config`` reads only its own keys by design (a user's Flower project has
+#: keys of its own); the App's ServerApp refuses the key
+KNOWN_GAPS = {"unknown-key-library"}
 CHEAP = [name for name, p in security.PROBES.items() if p.cheap]
 
 
