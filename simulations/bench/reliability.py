@@ -7,8 +7,9 @@ oracle: the run in which that node simply went silent (raised) at the same round
 "stopped, names party k" (a protocol that needs every party; it keeps exactly what the silent
 run keeps), "not handled: ..." (named failures of the run itself) and "SILENT WRONG RESULT"
 (status "completed" with a result that differs from the silent run). Writes
-``results/reliability.json``, then regenerates the table of ``results/reliability.md`` from it
-(``simulations/tables.py``, table ``reliability``).
+``results/reliability.json``, then regenerates the tables of ``results/reliability.md`` from the
+results (``simulations/tables.py``: table ``reliability``, and ``security`` of
+``security.py``).
 
     python simulations/bench/reliability.py                 # all 6 algorithms x 14 faults (~25 s)
     python simulations/bench/reliability.py --quick         # FDBNL and VFedCD only
@@ -35,6 +36,24 @@ from harness import (
 from fedcausal_flwr import testing as T
 
 MD = RESULTS_DIR / "reliability.md"
+#: the security section (``security.py``'s table) that follows the fault table
+SECURITY_HEAD = """
+## Security: issue 20's probes
+
+Generated: `python simulations/bench/security.py` repeats every finding of issue 20 ("Trust no
+one": a run submitter, a node operator or a client acting against the others) the way it was
+seen, in process (the App's ServerApp and ClientApp on `InProcessGrid`, or the public function
+the finding went through), and writes `security.json`; the table below is regenerated from that
+JSON by `python simulations/tables.py` (table `security`).
+`tests/federation/test_security_rows.py` reruns the cheap probes and checks they agree with the
+JSON. "before" is what the same probe gave on the code before the issue's fixes (be41777,
+checked once by hand; the script runs only today's code). "handled": refused or survived as
+`docs/threat-model.md` says, named, with no file content or cell value on the server side.
+
+<!-- table:security -->
+<!-- /table -->
+"""
+
 MD_HEAD = """# Reliability: fault x algorithm (issue 11)
 
 Generated: `python simulations/bench/reliability.py` runs the matrix and writes `reliability.json`;
@@ -57,7 +76,7 @@ or over 1e6 x max(1, median max |x| of the same array in the other replies of th
 
 <!-- table:reliability -->
 <!-- /table -->
-"""
+""" + SECURITY_HEAD
 
 
 def main() -> None:
@@ -101,12 +120,18 @@ def main() -> None:
         "elapsed_s": clock()}, args.out)
     log(f"wrote {path}")
     if args.out is None:  # the committed table follows the committed JSON
-        import tables
-
-        if not MD.exists():
-            MD.write_text(MD_HEAD)
-        MD.write_text(tables.render(MD.read_text(), {"reliability": tables.reliability}))
+        write_md()
         log(f"wrote {MD}")
+
+
+def write_md() -> None:
+    """Regenerate every marked table of ``reliability.md`` (this script's and
+    ``security.py``'s) from the committed JSON; the file starts as :data:`MD_HEAD`."""
+    import tables
+
+    if not MD.exists():
+        MD.write_text(MD_HEAD)
+    MD.write_text(tables.render(MD.read_text(), tables.all_tables()))
 
 
 # ----------------------------------------------------------------------------- tables
