@@ -22,7 +22,7 @@ def handle(msg: Message, context: Context) -> Message:
     limit_blas_threads()
     algorithm = str(context.run_config.get("algorithm", "fdbnl"))
     with node_limits(context.node_config):  # the node's limits on the files it reads
-        return reply(glue(algorithm).client(algorithm, context), msg)
+        return reply(glue(algorithm).client(algorithm, context), msg, context)
 
 
 class CausalClientApp(ClientApp):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -12,6 +13,8 @@ import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.client import NumPyClient
 from flwr.clientapp import ClientApp
+
+from fedcausal_flwr.federation.wire import NODE_RECORD
 
 Fit = tuple[list[np.ndarray], int, dict[str, Any]]
 
@@ -57,6 +60,15 @@ def client_class(algorithm: str) -> type[CausalClient]:
     return registry.get(algorithm).client_class()
 
 
+def incarnation(context: Context) -> int:
+    """This node's incarnation (see :data:`NODE_RECORD`), drawn on first use."""
+    rec = context.state.config_records.get(NODE_RECORD)
+    if rec is None or "incarnation" not in rec:
+        context.state[NODE_RECORD] = ConfigRecord({"incarnation": secrets.randbits(53)})
+        rec = context.state[NODE_RECORD]
+    return int(rec["incarnation"])
+
+
 #: The message-config key naming the algorithm a message belongs to (every strategy sends
 #: its ``algorithm`` with each ``query.info`` and ``train.<phase>`` message).
 ALGORITHM_KEY = "algorithm"
@@ -89,11 +101,12 @@ class _Served:
                          f"sends its algorithm as the message config key {ALGORITHM_KEY!r})")
 
     def handle(self, msg: Message, context: Context) -> Message:
-        """Build the picked algorithm's client for this node and let it answer ``msg``."""
+        """Build the picked algorithm's client for this node and let it answer ``msg``; the
+        reply carries the node's :func:`incarnation`."""
         cls, make = self.algorithms[self.pick(msg)]
         made = make(context)
         client = made if isinstance(made, NumPyClient) else cls.from_context(context, made)
-        return reply(client, msg)
+        return reply(client, msg, context)
 
 
 _SERVED: WeakKeyDictionary[ClientApp, _Served] = WeakKeyDictionary()
@@ -165,25 +178,28 @@ def check_shapes(who: str, arrays: list[np.ndarray], shapes: list[tuple[int, ...
                              f"client's data needs {tuple(shape)} (wrong number of columns?)")
 
 
-def reply(client: NumPyClient, msg: Message) -> Message:
+def reply(client: NumPyClient, msg: Message, context: Context | None = None) -> Message:
     """Answer a ``train.<phase>`` or ``query.<phase>`` message with a NumPyClient.
 
     ``train.<phase>`` calls ``client.fit(arrays, {**config, "phase": phase})`` and replies
-    with its arrays and metrics; ``query.<phase>`` calls ``client.get_properties``.
+    with its arrays and metrics; ``query.<phase>`` calls ``client.get_properties``. With the
+    node's ``context``, the reply carries the node's :func:`incarnation` (record
+    :data:`NODE_RECORD`).
     """
     kind, _, phase = msg.metadata.message_type.partition(".")
     config: dict[str, Any] = dict(msg.content.config_records.get("config", {}))
     config["phase"] = phase or "default"
     if kind == "query":
-        props = client.get_properties(config)
-        return Message(RecordDict({"properties": ConfigRecord(props)}), reply_to=msg)
-    arrays = (msg.content["arrays"].to_numpy_ndarrays()
-              if "arrays" in msg.content.array_records else [])
-    out, n, metrics = client.fit(arrays, config)
-    return Message(RecordDict({
-        "arrays": ArrayRecord([np.asarray(a) for a in out]),
-        "metrics": MetricRecord({"num-examples": int(n), **metrics}),
-    }), reply_to=msg)
+        content = RecordDict({"properties": ConfigRecord(client.get_properties(config))})
+    else:
+        arrays = (msg.content["arrays"].to_numpy_ndarrays()
+                  if "arrays" in msg.content.array_records else [])
+        out, n, metrics = client.fit(arrays, config)
+        content = RecordDict({"arrays": ArrayRecord([np.asarray(a) for a in out]),
+                              "metrics": MetricRecord({"num-examples": int(n), **metrics})})
+    if context is not None:
+        content[NODE_RECORD] = ConfigRecord({"incarnation": incarnation(context)})
+    return Message(content, reply_to=msg)
 
 
 def section_context(context: Context, section: str) -> Context:

@@ -70,7 +70,9 @@ class Exchange:
         raise :class:`TooFewReplies`; with ``every``, any dropped reply raises
         :class:`ProtocolStopped` naming that client. A reply without a finite number for each
         of ``metrics`` (e.g. ``("loss",)``) is dropped the same way. The accepted replies'
-        metrics are left in :attr:`reply_metrics`.
+        metrics are left in :attr:`reply_metrics`. A reply from a node that restarted under
+        its node id (:meth:`Roster.check_incarnation`) stops a protocol that keeps state on
+        the node.
 
         Late is not dead: when replies are missing after the reply timeout and too few
         well-formed replies are in (fewer than ``need``; with ``every``, any missing), the
@@ -119,6 +121,7 @@ class Exchange:
                 if every:
                     raise ProtocolStopped(f"client {cid} failed in phase {phase}: {problem}")
                 continue
+            self.roster.check_incarnation(cid, r)
             ok[cid] = arrays
             self.reply_metrics[cid] = (dict(r.content["metrics"])
                                        if "metrics" in r.content.metric_records else {})

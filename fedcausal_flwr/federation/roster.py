@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from logging import INFO, WARNING
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from flwr.common.logger import log
 from flwr.serverapp import Grid
 
 from fedcausal_flwr.federation.errors import ProtocolStopped, TooFewReplies
+from fedcausal_flwr.federation.wire import NODE_RECORD
 from fedcausal_flwr.names import default_names, split
 
 if TYPE_CHECKING:
@@ -49,6 +50,15 @@ class NodeInfo:
     cid: int
     num_partitions: int
     props: dict[str, Any]
+    #: which life of the node answered (``federation.client.incarnation``; None: not said)
+    incarnation: int | None = None
+
+
+def incarnation_of(reply: Message) -> int | None:
+    """The incarnation a reply carries (its ``node`` record), or None."""
+    rec = reply.content.config_records.get(NODE_RECORD) if reply.has_content() else None
+    value = rec.get("incarnation") if rec is not None else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def parse_info(node: int, reply: Message | None, timeout: float) -> NodeInfo | str:
@@ -74,7 +84,7 @@ def parse_info(node: int, reply: Message | None, timeout: float) -> NodeInfo | s
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             return f"query.info reply has {key} = {v!r}, not an integer >= 0"
     return NodeInfo(node, int(props["partition-id"]), int(props.get("num-partitions", 0)),
-                    props)
+                    props, incarnation_of(reply))
 
 
 def majority_props(infos: Sequence[NodeInfo], keys: Sequence[str]) -> dict[str, Any]:
@@ -321,6 +331,23 @@ class Roster:
             return None
         return (f"claims client {cid}, whose partition is bound to node {held.node_id} "
                 "(bind-partitions=true: only that node may rejoin); refused")
+
+    def check_incarnation(self, cid: int, reply: Message) -> None:
+        """Client ``cid``'s node answered in a new life (:func:`incarnation_of` changed: a
+        SuperNode restarted, with an empty ``context.state``, under the same node id, which
+        the SuperLink does not show). A protocol with state on the node stops, naming the
+        client; otherwise the server-held state carries on and the new life is recorded."""
+        info, now = self.nodes[cid], incarnation_of(reply)
+        if info.incarnation is None or now is None or now == info.incarnation:
+            return
+        if not self.strategy.rejoinable:
+            raise ProtocolStopped(
+                f"client {cid} (node {info.node_id}) restarted under the same node id and has "
+                f"lost the protocol state {type(self.strategy).__name__} keeps on the node "
+                "(context.state); the run cannot go on without it")
+        log(INFO, "client %d (node %d) restarted under the same node id; its server-held "
+            "state carries on", cid, info.node_id)
+        self.nodes[cid] = replace(info, incarnation=now)
 
     def _take_info(self, node: int, reply: Message) -> None:
         """A ``query.info`` answer between rounds: a restarted node takes its client's place

@@ -7,6 +7,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+#: The reply record that says which life of its node answered: ``{"incarnation": int}``, a
+#: random number a node draws the first time its ``context.state`` is used and keeps there
+#: (``federation.client.incarnation``). A SuperNode that restarted has lost its state and
+#: answers with another, even under the same node id (SuperNode authentication gives a
+#: registered key its node id at every start).
+NODE_RECORD = "node"
+
 
 class WireLog:
     """What crossed the wire, bounded: per-phase summaries, full entries only when auditing.

@@ -94,3 +94,29 @@ def test_an_impostor_cannot_stop_a_protocol_with_state_on_the_node():
     assert any(d.startswith("node 1003 (partition-id 1): claims client 1, whose partition is "
                             "bound to node 1001") for d in result.metrics["dropped"])
     assert [h["n_clients"] for h in result.history] == [3, 3] + [2] * 6
+
+
+def test_a_restart_under_the_same_node_id_stops_a_protocol_with_state_on_the_node():
+    # under SuperNode authentication a SuperNode restarted between two rounds comes back
+    # under its node id, so the SuperLink shows nothing; its context.state is empty. FedGC
+    # keeps theta_m there: its reply says it is another life of the node, and the run stops
+    # naming the client instead of going on from a silently re-initialised theta_m
+    from fedcausal_flwr.appconfig import glue, view
+    from fedcausal_flwr.client_app import app as client_app
+    from fedcausal_flwr.testing import SMALL, InProcessGrid
+
+    rc, k = dict(SMALL["fedgc"][0]), SMALL["fedgc"][1]
+    grid = InProcessGrid(client_app, k, rc)
+    strategy = glue("fedgc").strategy("fedgc", view("fedgc", rc))
+    done: list[int] = []
+
+    def restart_after_round_1(res) -> None:
+        if len(res.history) == 1 and not done:
+            done.append(grid.restart_node(1, keep_id=True))
+
+    strategy.checkpoint = restart_after_round_1
+    result = strategy.start(grid=grid)
+    assert done == [1001]
+    assert result.status.startswith("stopped: client 1 (node 1001) restarted under the same "
+                                    "node id"), result.status
+    assert len(result.history) == 1
