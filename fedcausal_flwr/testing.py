@@ -431,10 +431,16 @@ def run_app(algorithm: str, app: ClientCallable, k: int,
             node_configs: Mapping[int, Mapping[str, Any]] | None = None,
             rc: Mapping[str, Any] | None = None) -> RunResult:
     """One in-process run of ``algorithm`` (its :data:`SMALL` config) against ``app``; a run
-    that raises comes back as a RunResult with ``failed: ...`` status."""
-    from fedcausal_flwr.appconfig import glue, view
+    that raises comes back as a RunResult with ``failed: ...`` status. The run config is
+    checked as the App's ServerApp checks it (:func:`fedcausal_flwr.appconfig.check`: an
+    unknown or misplaced key fails the run, named)."""
+    from fedcausal_flwr.appconfig import check, glue, view
 
     rc = dict(rc or SMALL[algorithm][0])
+    try:
+        check(algorithm, rc)
+    except ValueError as e:
+        return RunResult(algorithm, {}, status=f"failed: {type(e).__name__}: {e}")
     strategy = glue(algorithm).strategy(algorithm, view(algorithm, rc))
     try:
         return strategy.start(grid=InProcessGrid(app, k, rc, node_configs))

@@ -414,11 +414,13 @@ def unknown_key_app(tmp: Path) -> Outcome:
     return words, ok, " | ".join(clip(s[2], 120) for s in said)
 
 
-@probe("unknown-key-library", "the same key through the in-process entry points "
-       "(`testing.run_app`, a strategy from `Settings.from_run_config`)",
+@probe("unknown-key-library", "the same key through `testing.run_app` (the App in process "
+       "without its ServerApp)",
        "ignored: the run completed with the default number of rounds")
 def unknown_key_library(tmp: Path) -> Outcome:
-    """A misspelt key through the library's own entry: the settings read only their keys."""
+    """A misspelt key through the test helper that runs the App in process: checked as the
+    App's ServerApp checks it. (A strategy built from ``Settings.from_run_config`` reads only
+    its own keys by design: a user's Flower project has keys of its own.)"""
     rc, k = {**SMALL["fdbnl"][0], "num-round": 5}, SMALL["fdbnl"][1]
     result = run_app("fdbnl", client_app, k, rc=rc)
     if result.status.startswith("failed") and "num-round" in result.status:

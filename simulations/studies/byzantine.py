@@ -19,11 +19,13 @@ h(W) from ever reaching h-tol, and the App's 200 rounds then cost minutes a run)
 - **unscreened** (K = 5 only): each attack with ``byzantine-screen = false``: the damage.
 
 The cost of the screen is the time spent in ``flag`` per exchange beside the round's seconds.
-Development seeds 0-2 chose ``byzantine-factor`` and ``byzantine-floor``; evaluation seeds
-10-12 were run once with the chosen defaults:
+Development seeds 100-102 chose ``byzantine-factor``: about twice the largest honest ratio,
+rounded (``--honest``: the honest runs alone); evaluation seeds 8000-8002, new to every
+study, were run once with the chosen defaults:
 
-    nice python simulations/studies/byzantine.py --seeds 0..2 --jsonl /tmp/byzantine_dev.jsonl
-    nice python simulations/studies/byzantine.py --seeds 10..12 \\
+    nice python simulations/studies/byzantine.py --seeds 100..102 --honest \\
+        --jsonl simulations/results/byzantine_dev.jsonl
+    nice python simulations/studies/byzantine.py --seeds 8000..8002 \\
         --jsonl simulations/results/byzantine_eval.jsonl
     python simulations/studies/byzantine.py --summarize simulations/results/byzantine_eval.jsonl
 
@@ -201,6 +203,8 @@ def main() -> None:
     ap.add_argument("--algorithms", nargs="+", default=list(CASES))
     ap.add_argument("--clients", nargs="+", type=int, default=[5, 10])
     ap.add_argument("--jsonl", type=Path, default=None, help="append each run here (resume)")
+    ap.add_argument("--honest", action="store_true",
+                    help="only the honest runs (what the thresholds are chosen on)")
     ap.add_argument("--summarize", nargs="+", type=Path, default=None,
                     help="summarize these JSON-lines files and write results/byzantine.json")
     args = ap.parse_args()
@@ -216,7 +220,8 @@ def main() -> None:
         done = {(r["algorithm"], r["k"], r["seed"], r["attack"], r["screen"])
                 for r in read_jsonl(args.jsonl)}
     clock, records = Clock(), []
-    todo = [j for j in jobs(args.algorithms, args.clients, args.seeds) if j not in done]
+    todo = [j for j in jobs(args.algorithms, args.clients, args.seeds) if j not in done
+            and (j[3] is None or not args.honest)]
     for i, job in enumerate(todo, 1):
         rec = run_one(*job)
         records.append(rec)

@@ -40,10 +40,8 @@ ISSUE_ROWS = {
     "the result.json checkpoint cost": ["checkpoint-cost"],
     "impersonation of a bound partition": ["impersonation"],
 }
-#: probes that report "not handled" today, and why (the table says so too):
-#: ``Settings.from_run_config`` reads only its own keys by design (a user's Flower project has
-#: keys of its own); the App's ServerApp refuses the key
-KNOWN_GAPS = {"unknown-key-library"}
+#: probes that report "not handled" today, and why (the table says so too); none now
+KNOWN_GAPS: set[str] = set()
 CHEAP = [name for name, p in security.PROBES.items() if p.cheap]
 
 
