@@ -182,6 +182,11 @@ def admm_local_step(mom: Moments, W: np.ndarray, A: np.ndarray, beta: np.ndarray
     return BD[:d], BD[d:]
 
 
+def consensus_target(B: np.ndarray, beta: np.ndarray, rho2: float) -> np.ndarray:
+    """B_k + beta_k / rho2: client k's term of the consensus (what the server averages)."""
+    return B + beta / rho2
+
+
 def consensus_targets(B: Sequence[np.ndarray], beta: Sequence[np.ndarray], rho2: float
                       ) -> np.ndarray:
     """V = mean_k(B_k + beta_k / rho2): the consensus terms equal K rho2/2 ||W - V||^2 + c."""
@@ -189,7 +194,7 @@ def consensus_targets(B: Sequence[np.ndarray], beta: Sequence[np.ndarray], rho2:
         raise ValueError(f"need as many duals as locals (> 0), got {len(B)} and {len(beta)}")
     V = np.zeros_like(B[0], dtype=float)
     for Bk, bk in zip(B, beta, strict=True):
-        V = V + (Bk + bk / rho2)
+        V = V + consensus_target(Bk, bk, rho2)
     return V / len(B)
 
 

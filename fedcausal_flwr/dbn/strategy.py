@@ -84,9 +84,15 @@ class FDBNL(CausalStrategy):
 
     def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
                     ) -> list[np.ndarray]:
-        """The Byzantine screen compares the whole reply (FDBNL: the local solution
-        ``[B_k, D_k]``; PFDBNL: the copies, the personalized graph and h)."""
-        return [np.concatenate([np.ravel(a) for a in arrays])]
+        """The Byzantine screen compares what the server averages of a reply: client k's
+        consensus targets ``B_k + beta_k / rho2`` and ``D_k + gamma_k / rho2`` (PFDBNL: of its
+        copies ``W~_k, A~_k``). Not ``B_k`` alone: a client back from missed rounds answers
+        with its older duals, and its ``B_k`` differs by what they lag, its target does not."""
+        st, rho2 = self.state, self.state.rho2
+        zW, zA = np.zeros_like(st.W), np.zeros_like(st.A)
+        return [np.concatenate([
+            np.ravel(dbn.consensus_target(arrays[0], st.beta.get(cid, zW), rho2) - st.W),
+            np.ravel(dbn.consensus_target(arrays[1], st.gamma.get(cid, zA), rho2) - st.A)])]
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Global step, duals, alpha and rho."""
