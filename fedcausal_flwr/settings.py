@@ -270,7 +270,7 @@ class ScreenedRunSettings(RunSettings):
         True, "byzantine-screen",
         doc="flag and leave out clients whose update is far from the others' (3+ replies)")
     byzantine_factor: float = setting(
-        3.0, "byzantine-factor", gt=1,
+        2.5, "byzantine-factor", gt=1,
         doc="a client is flagged when its distance from the median update exceeds this times "
             "the median client's distance")
     byzantine_floor: float = setting(

@@ -62,7 +62,7 @@ class FedIVSettings(ScreenedRunSettings):
         25.0, "byzantine-factor", gt=1,
         doc="a client is flagged when its distance from the median update exceeds this times "
             "the median client's distance (FedIV's clients differ far more than FDBNL's: under "
-            "Dirichlet(0.3) splits an honest client of a few samples reaches 12)")
+            "Dirichlet(0.3) splits an honest client of a few samples reaches 12.6)")
     seed: int = setting(0, "seed", ge=0, wire=True)
     val_features: int = setting(32, "iv-val-features", ge=1, le=4096, wire=True)
     device: str = setting("auto", "iv-device", choices=("auto", "cpu", "cuda"))
