@@ -24,10 +24,13 @@ rounded (``--honest``: the honest runs alone); evaluation seeds 8000-8002, new t
 study, were run once with the chosen defaults:
 
     nice python simulations/studies/byzantine.py --seeds 100..102 --honest \\
-        --jsonl simulations/results/byzantine_dev.jsonl
-    nice python simulations/studies/byzantine.py --seeds 8000..8002 \\
+        --jsonl simulations/results/byzantine_dev.jsonl      # and --clients 3 for FDBNL
+    nice python simulations/studies/byzantine.py --seeds 8000..8002 --algorithms fdbnl pfdbnl \\
         --jsonl simulations/results/byzantine_eval.jsonl
-    python simulations/studies/byzantine.py --summarize simulations/results/byzantine_eval.jsonl
+    nice python simulations/studies/byzantine.py --seeds 8000..8002 --algorithms fediv \\
+        --jsonl simulations/results/byzantine_eval_iv.jsonl  # beside the first, on a 2nd core
+    python simulations/studies/byzantine.py --summarize simulations/results/byzantine_eval.jsonl \\
+        simulations/results/byzantine_eval_iv.jsonl
 
 A run already in ``--jsonl`` is skipped (resume). ``--summarize`` writes
 ``results/byzantine.json`` and prints the tables (``simulations/tables.py`` puts them in
