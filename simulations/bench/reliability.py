@@ -65,11 +65,14 @@ on; `--summarize` writes `byzantine.json`, from which `python simulations/tables
 table below (table `byzantine`). The screen (`federation/robust.py`): a client whose update
 (FDBNL/PFDBNL: its consensus targets `B_k + beta_k / rho2`, `D_k + gamma_k / rho2`; FedIV: both
 players' deltas) is more than `byzantine-factor` times the median client's distance from the
-coordinate-wise median of the exchange's updates is flagged, named and left out of the round (2.5 for `dbn`, 25 for `iv`,
-about twice the largest honest ratio of the development seeds 100-102; the evaluation seeds
-below were run once, after that choice). "ratio": a reply's distance over the typical distance.
-Results are the honest clients' (FDBNL: SHD of W; PFDBNL: mean SHD of the honest clients'
-personalized W; FedIV: test MSE of the selected round); means ± sample sd over the seeds.
+coordinate-wise median of the exchange's updates is flagged, named and left out of the round
+(2.5 for `dbn`, 25 for `iv`: about twice the largest honest ratio of the development seeds
+100-102; the evaluation seeds below were run once, after that choice). "ratio": a reply's
+distance over the typical distance; "runs caught": runs in which the liar was flagged at least
+once. Results are the honest clients' (FDBNL: SHD of W; PFDBNL: mean SHD of the honest
+clients' personalized W; FedIV: test MSE of the selected round); means ± sample sd over the
+seeds. With the liar flagged, a run learns from the other K - 1 clients' data, so its result
+may differ from the honest run of all K.
 `tests/federation/test_byzantine.py` asserts the rule and, on small configs, that a liar flagged
 in every round leaves exactly the result of the run in which it went silent.
 

@@ -258,10 +258,10 @@ def table_byzantine() -> str:
              fmt(*x["screened"], digits=3),
              fmt(*x["unscreened"], digits=3) if x["unscreened"] else "-"]
             for x in r["rows"]]
-    attacks = markdown(["algorithm", "K", "attack", "liar's replies flagged",
+    attacks = markdown(["algorithm", "K", "attack", "liar's replies flagged (runs caught)",
                         "honest replies flagged", "liar's median ratio", "result, honest run",
                         "with the liar, screened", "with the liar, no screen"], rows)
-    return head + honest + "\n" + attacks
+    return head + honest + "\n\n" + attacks
 
 
 #: this script's table in results/reliability.md (``simulations/tables.py`` renders it)
