@@ -71,6 +71,13 @@ def inside(directory: str | Path, root: str | Path) -> Path:
     return d
 
 
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    """Write ``doc`` to ``path`` atomically (a reader sees the old file or the new one)."""
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    tmp.replace(path)
+
+
 @dataclass
 class RunResult:
     """What one federated (or reference) run produced.
@@ -179,9 +186,7 @@ class RunResult:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "result.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1))
-        tmp.replace(path)
+        _write_json(path, self.to_dict())
         (directory / HISTORY_FILE).unlink(missing_ok=True)  # the full history is in path now
         self._appended = None
         return path
@@ -223,9 +228,7 @@ class RunResult:
         doc.update({"history_file": HISTORY_FILE, "history_rounds": n,
                     "last_round": jsonable(self.history[-1]) if n else None})
         path = directory / "result.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(doc, indent=1))
-        tmp.replace(path)
+        _write_json(path, doc)
         return path
 
 

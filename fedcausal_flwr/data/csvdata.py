@@ -99,15 +99,17 @@ def _cell(text: str, where: str) -> float:
     return v
 
 
-def _rows(path: Path, head: str) -> list[tuple[int, list[str]]]:
+def csv_rows(path: str | Path, head: str, encoding: str | None = "utf-8-sig"
+             ) -> list[tuple[int, list[str]]]:
     """The file's rows (1-based row number, fields), read after the checks of
     :mod:`fedcausal_flwr.data.nodefiles`: a regular file within ``max-file-mb``, a first row
-    within ``max-columns`` (before any other row is read), at most ``max-rows`` rows."""
-    checked_file(path, head)
+    within ``max-columns`` (before any other row is read), at most ``max-rows`` rows. Errors
+    start with ``head`` and never carry the file's content."""
+    path = checked_file(path, head)
     out: list[tuple[int, list[str]]] = []
     max_rows = limits().max_rows
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
+        with open(path, newline="", encoding=encoding) as f:
             for n, r in enumerate(csv.reader(f), start=1):
                 if n == 1:
                     check_columns(len(r), f"{head}: row 1")
@@ -132,7 +134,7 @@ def read_csv(path: str | Path, who: str, *, min_rows: int = 2,
     """
     path = Path(path)
     head = f"{who}: data-path {path}"
-    rows = _rows(path, head)
+    rows = csv_rows(path, head)
     rows = [(n, r) for n, r in rows if r and any(c.strip() for c in r)]
     if not rows:
         raise ValueError(f"{head}: empty file; expected a header row of variable names, then "

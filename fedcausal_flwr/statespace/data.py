@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fedcausal_flwr.data.nodefiles import check_columns, check_rows, checked_file, limits, logged
+from fedcausal_flwr.data.nodefiles import checked_file, logged
 from fedcausal_flwr.settings import (
     MAX_CLIENTS,
     MAX_ROWS,
@@ -286,23 +286,10 @@ def load_plant_csv(path: str | Path, group: str = "prefix", nominal_only: bool =
     Attack rows are dropped (``nominal_only``), then constant and near-binary channels; every
     kept channel is z-scored; clients are tag prefixes (HAI ``P1..P4``) or stage digits (SWaT).
     """
-    import csv
+    from fedcausal_flwr.data.csvdata import csv_rows
 
-    checked_file(path, str(path))
-    lim = limits()
-    rows = []
-    try:
-        with open(path, newline="") as f:
-            for n, r in enumerate(csv.reader(f), start=1):
-                if n == 1:
-                    check_columns(len(r), f"{path}: row 1")
-                elif n > lim.max_rows + 1:
-                    check_rows(n - 1, str(path))
-                if any(c.strip() for c in r):
-                    rows.append((n, r))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise ValueError(logged(f"{path}: not a readable CSV file ({type(e).__name__})",
-                                str(e))) from None
+    rows = [(n, r) for n, r in csv_rows(path, str(path), encoding=None)
+            if any(c.strip() for c in r)]
     if not rows:
         raise ValueError(f"{path}: empty file; expected a header row of tag names, then one "
                          "row per time step")
