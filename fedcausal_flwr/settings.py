@@ -162,6 +162,14 @@ class Settings:
         return {_meta(f)["key"]: f.name for f in fields(cls) if _meta(f).get("key")}
 
     @classmethod
+    def coerced(cls, key: str, value: Any, where: str) -> Any:
+        """``value`` of the run-config key ``key`` (bare) coerced and bounded as its field is
+        (:func:`coerce`); a ValueError naming ``where``, where the value came from."""
+        name = cls.keys()[key]
+        field = next(f for f in fields(cls) if f.name == name)
+        return coerce(value, typing.get_type_hints(cls)[name], where, _meta(field))
+
+    @classmethod
     def app_key(cls, key: str) -> str:
         """The key as the App's run config spells it: ``<section>.<key>`` unless shared."""
         return key if key in SHARED_KEYS or not cls.section else f"{cls.section}.{key}"

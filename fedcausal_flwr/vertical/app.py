@@ -100,8 +100,9 @@ def _ignored_run_consent(context: Context, who: str) -> None:
         asked = PartyConsent.from_run_config(context.run_config)
     except ValueError:
         return  # the ServerApp refuses a bad consent key itself
+    secure = PartyConsent().run_config()
     wider = {PartyConsent.app_key(k): v for k, v in asked.run_config().items()
-             if v != PartyConsent().run_config()[k]}
+             if v != secure[k]}
     if wider:
         log(WARNING, "%s: the run config's consent %s is the run submitter's and is ignored: "
             "a party with its own data (node config data-path) takes consent only from its "

@@ -25,9 +25,8 @@ Pure numpy: no I/O, no data generation (:mod:`fedcausal_flwr.vertical.data`), no
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -38,7 +37,6 @@ from fedcausal_flwr.settings import (
     MAX_ROWS,
     RunSettings,
     Settings,
-    coerce,
     setting,
 )
 
@@ -202,10 +200,7 @@ class PartyConsent(Settings):
         coerced and validated; a ValueError naming ``where``, where the value came from (e.g.
         ``"node config 'vfedcd-accept-backends'"``: the run config's sectioned key is named
         only for values from the run config, by :meth:`from_run_config`)."""
-        name = cls.keys()[key]
-        meta = next(f.metadata for f in fields(cls) if f.name == name)
-        meta = next(iter(meta.values()))  # the setting()'s bounds
-        value = coerce(value, typing.get_type_hints(cls)[name], where, meta)
+        value = cls.coerced(key, value, where)
         if key in _LISTS:
             _check_items(value, key, where)
         return value
