@@ -95,6 +95,49 @@ def plot_graphs(estimates: Mapping[str, Any], truth: Mapping[str, Any], path: st
     return _saved(plt, fig, path, title)
 
 
+def plot_frequencies(freqs: Mapping[str, Any], path: str | Path, title: str = "",
+                     labels: Mapping[str, tuple[Sequence[str], Sequence[str]] | None] | None
+                     = None, threshold: float | None = None) -> Path:
+    """Heatmaps of each edge's selection frequency in [0, 1] (``{graph: frequency}``), the
+    stable ones (frequency >= ``threshold``) outlined."""
+    labels = labels or {}
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, max(len(freqs), 1), squeeze=False,
+                             figsize=(3.6 * max(len(freqs), 1), 3.4))
+    for ax, (name, f) in zip(axes[0], freqs.items(), strict=False):
+        f = np.asarray(f, dtype=float)
+        im = ax.imshow(f, cmap="Greys", vmin=0.0, vmax=1.0)
+        if threshold is not None:
+            for i, j in zip(*np.nonzero(f >= threshold), strict=True):
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
+                                           edgecolor="tab:red", linewidth=1.2))
+        _ticks(ax, f, labels.get(name))
+        ax.set_title(f"{name}: selection frequency")
+        ax.set_xlabel("to")
+        ax.set_ylabel("from")
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    return _saved(plt, fig, path, title)
+
+
+def plot_scores(lambdas: Sequence[float], taus: Sequence[float], scores: np.ndarray,
+                chosen: tuple[float, float], path: str | Path, title: str = "") -> Path:
+    """The held-out score of each (lambda, tau) against lambda, one line per tau, the
+    chosen pair marked."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(4.8, 3.4))
+    scores = np.asarray(scores, dtype=float)
+    for t, tau in enumerate(taus):
+        ax.plot(lambdas, scores[:, t], marker=".", label=f"tau {tau:g}")
+    g, t = list(lambdas).index(chosen[0]), list(taus).index(chosen[1])
+    ax.plot([lambdas[g]], [scores[g, t]], marker="o", markersize=10, fillstyle="none",
+            color="black", label="chosen")
+    ax.set_xscale("log")
+    ax.set_xlabel("lambda")
+    ax.set_ylabel("pooled held-out loss")
+    ax.legend(fontsize=7)
+    return _saved(plt, fig, path, title)
+
+
 def plot_history(history: Sequence[Mapping[str, Any]], keys: Sequence[str], path: str | Path,
                  title: str = "") -> Path:
     """One log-scale panel per key of the per-round history."""
@@ -118,7 +161,9 @@ def plot_history(history: Sequence[Mapping[str, Any]], keys: Sequence[str], path
 def result_plots(result: RunResult, directory: str | Path
                  ) -> list[tuple[str, Callable[[], Path]]]:
     """``(file name, draw)`` of each PNG of ``result``: ``graphs.png`` (the algorithm's graph
-    estimates, above their truth when ``result.truth`` holds it) and ``history.png``."""
+    estimates, above their truth when ``result.truth`` holds it), ``history.png`` and, for a
+    replicated run, ``confidence.png`` (selection frequencies) and ``penalty.png`` (the
+    held-out score curve)."""
     from fedcausal_flwr import registry
 
     out = Path(directory)
@@ -136,6 +181,18 @@ def result_plots(result: RunResult, directory: str | Path
     if result.history:
         plots.append(("history.png", lambda: plot_history(
             result.history, keys, out / "history.png", title=result.algorithm)))
+    est = result.estimates
+    freqs = {k: est[f"{k}_frequency"] for k in graphs if f"{k}_frequency" in est}
+    if freqs:
+        pi = result.metrics.get("stability", {}).get("threshold")
+        plots.append(("confidence.png", lambda: plot_frequencies(
+            freqs, out / "confidence.png", title=f"{result.algorithm}: edge confidence",
+            labels={k: result.labels(k) for k in freqs}, threshold=pi)))
+    if "holdout_score" in est:
+        plots.append(("penalty.png", lambda: plot_scores(
+            list(np.ravel(est["lambda_path"])), list(np.ravel(est["tau_path"])),
+            est["holdout_score"], (float(est["lambda_chosen"]), float(est["tau_chosen"])),
+            out / "penalty.png", title=f"{result.algorithm}: penalty chosen on held-out data")))
     return plots
 
 

@@ -314,14 +314,50 @@ class RunResult:
                         out.append((s, t, w, layer.lag))
         return out
 
+    def frequencies(self, client: int | None = None) -> dict[tuple[str, str, int], float]:
+        """``{(source, target, lag): frequency}``: the share of a replicated run's
+        half-sample replicas whose graph holds each edge (empty for a run without them)."""
+        out = {}
+        for layer in self.layers(client):
+            if layer.frequency is None:
+                continue
+            for i, s in enumerate(layer.sources):
+                for j, t in enumerate(layer.targets):
+                    if not (layer.lag == 0 and s == t):
+                        out[(s, t, layer.lag)] = float(layer.frequency[i, j])
+        return out
+
+    def stable_edges(self, threshold: float | None = None, client: int | None = None
+                     ) -> list[tuple[str, str, float, int, float]]:
+        """``(source, target, weight, lag, frequency)`` of every edge whose frequency is at
+        least ``threshold`` (default the run's ``stability_threshold``): the stable set of
+        stability selection, whose expected false edges ``metrics["stability"]`` bounds."""
+        pi = float(run_setting(self, "stability_threshold") if threshold is None
+                   else threshold)
+        freq = self.frequencies(client)
+        if not freq:
+            raise ValueError("no selection frequencies: run with replicas (e.g. "
+                             "'replicas' = 20) to get them")
+        weight = {(la.sources[i], la.targets[j], la.lag): float(la.matrix[i, j])
+                  for la in self.layers(client) for i in range(len(la.sources))
+                  for j in range(len(la.targets))}
+        return [(s, t, weight[(s, t, lag)], lag, f)
+                for (s, t, lag), f in freq.items() if f >= pi]
+
     def to_pandas(self, client: int | None = None) -> dict[str, Any]:
         """``{layer: DataFrame}`` of :meth:`layers`: index = sources (cause), columns =
-        targets (effect); DBNs: ``"W"`` (lag 0), ``"A1"``..``"Ap"``. Needs pandas
-        (``pip install pandas``)."""
+        targets (effect); DBNs: ``"W"`` (lag 0), ``"A1"``..``"Ap"``; a replicated run adds
+        ``"<layer>_frequency"`` frames. Needs pandas (``pip install pandas``)."""
         pd = _optional("pandas")
-        return {layer.name: pd.DataFrame(layer.matrix, index=list(layer.sources),
-                                         columns=list(layer.targets))
-                for layer in self.layers(client)}
+        out = {}
+        for layer in self.layers(client):
+            frame = {"": layer.matrix}
+            if layer.frequency is not None:
+                frame["_frequency"] = layer.frequency
+            for suffix, m in frame.items():
+                out[layer.name + suffix] = pd.DataFrame(m, index=list(layer.sources),
+                                                        columns=list(layer.targets))
+        return out
 
     def to_networkx(self, tau: float | None = None, client: int | None = None,
                     multigraph: bool = False) -> Any:
@@ -331,23 +367,26 @@ class RunResult:
         DiGraph holds one edge per pair: where several lags connect the same pair it keeps
         the strongest as ``weight``/``lag`` and all of them in ``weights``
         (``{lag: weight}``); ``multigraph=True`` gives a ``MultiDiGraph`` with one edge per
-        lag (key = lag) instead. ``G.graph["tau"]`` is the ``tau`` given, else the
+        lag (key = lag) instead. A replicated run adds ``frequency`` (of the edge's
+        ``lag``, :meth:`frequencies`). ``G.graph["tau"]`` is the ``tau`` given, else the
         ``{layer: tau}`` applied. Needs networkx (``pip install networkx``)."""
         nx = _optional("networkx")
         G = nx.MultiDiGraph() if multigraph else nx.DiGraph()
         G.graph.update({"algorithm": self.algorithm,
                         "tau": self.thresholds() if tau is None else tau})
         G.add_nodes_from(self.variables())
+        freq = self.frequencies(client)
         for s, t, w, lag in self.edges(tau, client):
+            f = {"frequency": freq[(s, t, lag)]} if freq else {}
             if multigraph:
-                G.add_edge(s, t, key=lag, weight=w, lag=lag)
+                G.add_edge(s, t, key=lag, weight=w, lag=lag, **f)
             elif G.has_edge(s, t):
                 e = G.edges[s, t]
                 e["weights"][lag] = w
                 if abs(w) > abs(e["weight"]):
-                    e.update(weight=w, lag=lag)
+                    e.update(weight=w, lag=lag, **f)
             else:
-                G.add_edge(s, t, weight=w, lag=lag, weights={lag: w})
+                G.add_edge(s, t, weight=w, lag=lag, weights={lag: w}, **f)
         return G
 
     def threshold(self, tau: float) -> RunResult:
@@ -374,13 +413,15 @@ class RunResult:
 
 class Layer(NamedTuple):
     """One labelled adjacency of a learned graph: ``matrix[i, j]`` is the weight of the edge
-    ``sources[i] -> targets[j]`` at ``lag``."""
+    ``sources[i] -> targets[j]`` at ``lag``; ``frequency[i, j]`` (a run with replicas) the
+    share of replicas whose graph holds it."""
 
     name: str
     lag: int
     matrix: np.ndarray
     sources: list[str]
     targets: list[str]
+    frequency: np.ndarray | None = None
 
 
 def _view(r: RunResult) -> Any:
@@ -405,6 +446,7 @@ def _graph_keys(r: RunResult) -> list[str]:
     extra = getattr(_view(r), "VARIANTS", ()) if alg.has_module("view") else ()
     return [k for k, v in r.estimates.items()
             if (k in base or k in extra or any(k.startswith(b + "_") for b in base))
+            and not k.endswith("_frequency")
             and np.asarray(v).dtype.kind in "biuf" and np.ndim(v) >= 2]
 
 

@@ -54,8 +54,15 @@ MAX_ROUNDS = 100_000
 """Rounds, epochs and local steps."""
 MAX_CLIENTS = 10_000
 """Clients (nodes) of a federation."""
+MAX_REPLICAS = 1000
+"""Replicas of one run (half samples times penalties)."""
 MAX_KEY_BITS = 16384
 """Paillier key size."""
+
+
+def numbers(text: str) -> tuple[float, ...]:
+    """A comma-separated list of numbers, e.g. ``"0.2,0.1,0.05"`` (empty: none)."""
+    return tuple(float(t) for t in str(text).split(",") if t.strip())
 
 
 def section_view(section: str, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.dbn import model as dbn
+from fedcausal_flwr.dbn.replicas import TRAIN_ROWS, ReplicaMoments, holdout_losses
 from fedcausal_flwr.dbn.wire import PHASES, shapes
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes, checked_lagged
 from fedcausal_flwr.names import checked_names, joined
+from fedcausal_flwr.settings import MAX_REPLICAS, numbers
 
 
 class FDBNLClient(CausalClient):
@@ -32,7 +34,7 @@ class FDBNLClient(CausalClient):
         same names in the same order, or the server drops it.
     """
 
-    phases = {"local": "local_step"}
+    phases = {"local": "local_step", "local_replicas": "replicas_step"}
 
     def __init__(self, Xt: np.ndarray, Xlag: np.ndarray, partition_id: int = 0,
                  num_partitions: int = 1, names: Sequence[str] | None = None) -> None:
@@ -43,6 +45,7 @@ class FDBNLClient(CausalClient):
         self.p = Xlag.shape[1] // self.d
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.mom = dbn.moments(Xt, Xlag)
+        self.replica_moments = ReplicaMoments(Xt, Xlag, self.mom)
 
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
         """Who this client is, the shape of its data and its variable names (no data)."""
@@ -60,11 +63,52 @@ class FDBNLClient(CausalClient):
         B, D = dbn.admm_local_step(self.mom, *parameters, rho2=float(config["rho2"]))
         return [B, D], self.n, {"loss": dbn.squared_loss(B, D, self.mom)}
 
+    def replicas(self, phase: str, parameters: list[np.ndarray], config: dict[str, Any]
+                 ) -> tuple[list[np.ndarray], list[tuple[dbn.Moments, np.ndarray]], np.ndarray]:
+        """Checked arrays of a replicated ``phase``, each replica's (moments, scalars), and
+        its held-out losses at the config's ``taus`` (zeros for replicas that learn from
+        other rows than the training block)."""
+        names = PHASES[phase].down
+        if len(parameters) != len(names):
+            check_shapes(self.who, parameters, [()] * len(names), list(names))
+        R = int(np.shape(parameters[names.index("rows")])[0])
+        if not 1 <= R <= MAX_REPLICAS:
+            raise ValueError(f"{self.who}: {R} replicas in one message (1 to {MAX_REPLICAS})")
+        check_shapes(self.who, parameters, shapes(names, self.d, self.p, R), list(names))
+        rows = np.asarray(parameters[names.index("rows")])
+        if not np.all(np.isfinite(rows)) or np.any(rows != np.round(rows)) or \
+                np.any(rows < TRAIN_ROWS) or np.any(rows > MAX_REPLICAS):
+            raise ValueError(f"{self.who}: replica rows must be whole numbers from "
+                             f"{TRAIN_ROWS} to {MAX_REPLICAS}")
+        seed, holdout = int(config["replica-seed"]), float(config["holdout"])
+        if not 0 < holdout < 1:
+            raise ValueError(f"{self.who}: holdout must be in (0, 1), got {holdout}")
+        taus = numbers(str(config.get("taus", "")))
+        scal = np.asarray(parameters[names.index("scalars")], dtype=float)
+        val = np.zeros((R, len(taus)))
+        out = []
+        for j, r in enumerate(int(x) for x in rows):
+            out.append((self.replica_moments.of(r, seed, holdout), scal[j]))
+            if r == TRAIN_ROWS and taus:
+                val[j] = holdout_losses(self.replica_moments.validation(holdout),
+                                        parameters[0][j], parameters[1][j], taus)
+        return parameters, out, val
+
+    def replicas_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """``train.local_replicas``: the local step (2) of every replica in the message,
+        each on its own rows -> [B, D, val] stacked by replica."""
+        (W, A, beta, gamma, _, _), reps, val = self.replicas("local_replicas", parameters,
+                                                             config)
+        BD = [dbn.admm_local_step(mom, W[j], A[j], beta[j], gamma[j], rho2=float(sc[2]))
+              for j, (mom, sc) in enumerate(reps)]
+        B, D = np.stack([b for b, _ in BD]), np.stack([d for _, d in BD])
+        return [B, D, val], self.n, {"loss": dbn.squared_loss(B[0], D[0], reps[0][0])}
+
 
 class PFDBNLClient(FDBNLClient):
     """Answers ``train.personal`` with ``[W~_k, A~_k, W_k, A_k, h(W_k)]``."""
 
-    phases = {"personal": "personal_step"}
+    phases = {"personal": "personal_step", "personal_replicas": "personal_replicas_step"}
 
     def personal_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.personal``: [W, A, W~_k, A~_k, beta_k, gamma_k] -> copies and W_k, A_k.
@@ -78,3 +122,18 @@ class PFDBNLClient(FDBNLClient):
                                      float(config["rho1"]), float(config["rho2"]),
                                      **s.to_wire())
         return out, self.n, {"loss": dbn.squared_loss(out[2], out[3], self.mom)}
+
+    def personal_replicas_step(self, parameters: list[np.ndarray], config: dict[str, Any]
+                               ) -> Fit:
+        """``train.personal_replicas``: :meth:`personal_step` for every replica in the
+        message, each on its own rows with its own scalars and lambdas, stacked by replica."""
+        arrays, reps, val = self.replicas("personal_replicas", parameters, config)
+        s = dbn.PFDBNLSettings.from_wire(config, self.who).to_wire()
+        outs = []
+        for j, (mom, sc) in enumerate(reps):
+            alpha, rho1, rho2, lw, la = (float(x) for x in sc)
+            outs.append(dbn.pfdbnl_client_step(mom, [a[j] for a in arrays[:6]], alpha, rho1,
+                                               rho2, **{**s, "lambda_w": lw, "lambda_a": la}))
+        stacked = [np.stack([o[i] for o in outs]) for i in range(5)]
+        return [*stacked, val], self.n, {
+            "loss": dbn.squared_loss(outs[0][2], outs[0][3], reps[0][0])}

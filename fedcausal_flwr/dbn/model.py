@@ -21,9 +21,11 @@ import scipy.optimize as sopt
 from fedcausal_flwr.settings import (
     MAX_CLIENTS,
     MAX_LAGS,
+    MAX_REPLICAS,
     MAX_ROUNDS,
     MAX_VARS,
     ScreenedRunSettings,
+    numbers,
     setting,
 )
 
@@ -79,6 +81,45 @@ class FDBNLSettings(ScreenedRunSettings):
     tau_a: float = setting(0.2, "tau-a", ge=0)
     d: int = setting(0, ge=0, le=MAX_VARS)
     p: int = setting(0, ge=0, le=MAX_LAGS)
+    replicas: int = setting(0, "replicas", ge=0, le=MAX_REPLICAS,
+                            doc="half-sample replicas for edge frequencies (even; 0: none)")
+    stability_threshold: float = setting(0.7, "stability-threshold", gt=0.5, le=1,
+                                         doc="frequency an edge needs to be stable")
+    lambda_select: str = setting("fixed", "lambda-select", choices=("fixed", "holdout"),
+                                 doc="lambdas as set, or chosen on held-out blocks")
+    lambda_path: str = setting("0.2,0.1,0.05,0.025,0.0125", "lambda-path",
+                               doc="candidate lambdas (both W and A) of lambda-select holdout")
+    tau_path: str = setting("0.1,0.2,0.3,0.4", "tau-path",
+                            doc="candidate thresholds (both W and A) of lambda-select holdout")
+    holdout: float = setting(0.2, "holdout", gt=0, lt=1,
+                             doc="share of each client's rows, its last, held out")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.replicas % 2:
+            raise ValueError(f"run config {self.app_key('replicas')!r} = {self.replicas}: "
+                             "must be even (replicas come in complementary pairs of halves)")
+        for key, text in (("lambda-path", self.lambda_path), ("tau-path", self.tau_path)):
+            try:
+                values = numbers(text)
+            except ValueError:
+                values = ()
+            if not values or min(values) < 0:
+                raise ValueError(f"run config {self.app_key(key)!r} = {text!r}: expected "
+                                 "comma-separated numbers >= 0 (allowed: str such as "
+                                 "'0.1,0.05')")
+        if len(numbers(self.lambda_path)) * (self.replicas + 2) > MAX_REPLICAS:
+            raise ValueError(f"{self.app_key('lambda-path')!r} x {self.app_key('replicas')!r}"
+                             f": more than {MAX_REPLICAS} replicas in one run")
+
+    @property
+    def replicated(self) -> bool:
+        """Whether a run carries replicas (half samples or a penalty path)."""
+        return self.replicas > 0 or self.lambda_select != "fixed"
+
+    def taus(self) -> tuple[float, ...]:
+        """The candidate thresholds of ``lambda-select holdout`` (none otherwise)."""
+        return numbers(self.tau_path) if self.lambda_select == "holdout" else ()
 
     def fdbnl_round_args(self) -> dict[str, Any]:
         """The numbers of FDBNL's server round (:func:`fdbnl_server_round`)."""

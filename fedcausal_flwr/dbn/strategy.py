@@ -11,10 +11,14 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.dbn import model as dbn
+from fedcausal_flwr.dbn import replicas as rep
 from fedcausal_flwr.dbn.model import FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.dbn.wire import PHASES, shapes
 from fedcausal_flwr.federation.strategy import CausalStrategy, NodeInfo, Payload, Shape
 from fedcausal_flwr.names import lagged_names
+from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.settings import numbers
+from fedcausal_flwr.stability import selection_frequency, stability_bound
 
 
 class FDBNL(CausalStrategy):
@@ -26,6 +30,12 @@ class FDBNL(CausalStrategy):
     them (by partition id) and clients stay stateless: a client left out of a round keeps its
     duals, a restarted SuperNode loses nothing.
     ``start(initial_arrays=[W, A])`` warm-starts the consensus graph.
+
+    With ``replicas`` > 0 or ``lambda_select="holdout"`` every message carries a stack of
+    replicas (:mod:`~fedcausal_flwr.dbn.replicas`), each with its own server state, frozen
+    once it meets the stop rule; the run ends when every replica has. The estimates then add
+    each edge's selection frequency over the half-sample replicas and, for a penalty path,
+    the held-out score of every (lambda, tau) and the chosen pair.
 
     Parameters
     ----------
@@ -45,6 +55,7 @@ class FDBNL(CausalStrategy):
     def __init__(self, settings: FDBNLSettings | None = None, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
         self.state: dbn.ServerState | None = None
+        self.table: list[rep.Replica] = []
 
     def expected_props(self, infos):
         """Clients must agree on d and p (the configured ones when given)."""
@@ -58,8 +69,17 @@ class FDBNL(CausalStrategy):
         info = next(iter(nodes.values())).props
         self.d, self.p = int(info["d"]), int(info["p"])
         self.variables = self.agreed_names(self.d)
-        self.state = dbn.initial_state(self.d, self.p, self.settings.rho1, self.settings.rho2)
-        self.rng = np.random.default_rng(self.settings.seed)
+        s = self.settings
+        self.state = dbn.initial_state(self.d, self.p, s.rho1, s.rho2)
+        self.rng = np.random.default_rng(s.seed)
+        self.table = rep.replicas_of(s) if s.replicated else []
+        self.states = [dbn.initial_state(self.d, self.p, s.rho1, s.rho2) for _ in self.table]
+        self.live = [True] * len(self.table)  # still iterating
+        self.losses: dict[int, dict[int, np.ndarray]] = {}
+        self.sent: list[int] = []
+        self.main = next((j for j, r in enumerate(self.table) if r.rows == rep.ALL_ROWS), 0)
+        if self.table:
+            self.phase = f"{type(self).phase}_replicas"
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start the consensus from ``[W, A]`` instead of zeros."""
@@ -68,19 +88,46 @@ class FDBNL(CausalStrategy):
                              f"{len(arrays)} arrays")
         s = self.settings
         self.state = dbn.initial_state(self.d, self.p, s.rho1, s.rho2, (arrays[0], arrays[1]))
+        self.states = [dbn.initial_state(self.d, self.p, s.rho1, s.rho2, (arrays[0], arrays[1]))
+                       for _ in self.table]
 
     def select(self) -> list[int]:
-        """All clients, or ``clients_per_round`` sampled uniformly without replacement."""
+        """All clients, or ``clients_per_round`` sampled uniformly without replacement (and
+        the replicas of this round's message: those still iterating)."""
+        self.sent = [j for j in range(len(self.table)) if self.live[j]]
         return dbn.participants(sorted(self.nodes), self.settings.clients_per_round, self.rng)
 
+    def client_payload(self, state: dbn.ServerState, cid: int) -> list[np.ndarray]:
+        """Client ``cid``'s arrays of one server state."""
+        return dbn.fdbnl_client_payload(state, cid)
+
     def payload(self, cid: int) -> Payload:
-        """``[W, A, beta_k, gamma_k]``, rho2 and the wire settings."""
-        return dbn.fdbnl_client_payload(self.state, cid), {
-            "rho2": float(self.state.rho2), **self.settings.to_wire()}
+        """``[W, A, beta_k, gamma_k]``, rho2 and the wire settings (replicated: each array
+        stacked over the message's replicas, with their ``rows`` and ``scalars``)."""
+        if not self.table:
+            return self.client_payload(self.state, cid), {
+                "rho2": float(self.state.rho2), **self.settings.to_wire()}
+        return self.replica_payload(cid)
+
+    def replica_payload(self, cid: int) -> Payload:
+        """The replicated message of client ``cid`` (:data:`~fedcausal_flwr.dbn.wire.PHASES`
+        ``*_replicas``)."""
+        s = self.settings
+        per = [self.client_payload(self.states[j], cid) for j in self.sent]
+        arrays = [np.stack([a[i] for a in per]) for i in range(len(per[0]))]
+        rows = np.array([self.table[j].rows for j in self.sent], dtype=np.int64)
+        scalars = np.array([[st.alpha, st.rho1, st.rho2, r.lambda_w, r.lambda_a]
+                            for st, r in ((self.states[j], self.table[j]) for j in self.sent)])
+        return [*arrays, rows, scalars], {
+            "replica-seed": int(s.seed), "holdout": float(s.holdout),
+            "taus": ",".join(repr(t) for t in s.taus()), **s.to_wire()}
 
     def reply_shapes(self) -> list[Shape]:
         """The phase's reply (:data:`~fedcausal_flwr.dbn.wire.PHASES`)."""
-        return shapes(PHASES[self.phase].up, self.d, self.p)
+        if not self.table:
+            return shapes(PHASES[self.phase].up, self.d, self.p)
+        return shapes(PHASES[self.phase].up, self.d, self.p, len(self.sent),
+                      len(self.settings.taus()))
 
     def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
                     ) -> list[np.ndarray]:
@@ -88,17 +135,71 @@ class FDBNL(CausalStrategy):
         consensus targets ``B_k + beta_k / rho2`` and ``D_k + gamma_k / rho2`` (PFDBNL: of its
         copies ``W~_k, A~_k``). Not ``B_k`` alone: a client back from missed rounds answers
         with its older duals, and its ``B_k`` differs by what they lag, its target does not."""
-        st, rho2 = self.state, self.state.rho2
+        if not self.table:
+            return [self.target_view(self.state, cid, arrays[0], arrays[1])]
+        return [self.target_view(self.states[j], cid, arrays[0][i], arrays[1][i])
+                for i, j in enumerate(self.sent) if self.live[j]]
+
+    @staticmethod
+    def target_view(st: dbn.ServerState, cid: int, B: np.ndarray, D: np.ndarray
+                    ) -> np.ndarray:
+        """Client ``cid``'s consensus targets of one server state, less its consensus."""
         zW, zA = np.zeros_like(st.W), np.zeros_like(st.A)
-        return [np.concatenate([
-            np.ravel(dbn.consensus_target(arrays[0], st.beta.get(cid, zW), rho2) - st.W),
-            np.ravel(dbn.consensus_target(arrays[1], st.gamma.get(cid, zA), rho2) - st.A)])]
+        return np.concatenate([
+            np.ravel(dbn.consensus_target(B, st.beta.get(cid, zW), st.rho2) - st.W),
+            np.ravel(dbn.consensus_target(D, st.gamma.get(cid, zA), st.rho2) - st.A)])
+
+    def server_round(self, state: dbn.ServerState, replies: Mapping[int, list[np.ndarray]],
+                     lambdas: rep.Replica | None = None) -> dbn.ServerState:
+        """One server round of ``state`` (``lambdas``: a replica's, else the settings')."""
+        args = self.settings.fdbnl_round_args()
+        if lambdas is not None:
+            args.update(lambda_w=lambdas.lambda_w, lambda_a=lambdas.lambda_a)
+        return dbn.fdbnl_server_round(state, {c: (a[0], a[1]) for c, a in replies.items()},
+                                      **args)
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
-        """Global step, duals, alpha and rho."""
-        local = {c: (a[0], a[1]) for c, a in replies.items()}
-        self.state = dbn.fdbnl_server_round(self.state, local,
-                                            **self.settings.fdbnl_round_args())
+        """Global step, duals, alpha and rho of each replica in the message, and the held-out
+        losses of the training-block replicas (of the consensus the clients received)."""
+        if not self.table:
+            self.state = self.server_round(self.state, replies)
+            return
+        taus = self.settings.taus()
+        for i, j in enumerate(self.sent):
+            if taus and self.table[j].rows == rep.TRAIN_ROWS:
+                self.losses[j] = {c: a[-1][i] for c, a in replies.items()}
+            self.states[j] = self.server_round(
+                self.states[j], {c: [x[i] for x in a[:-1]] for c, a in replies.items()},
+                self.table[j])
+            self.live[j] = not dbn.converged(self.states[j], **self.settings.stop_args())
+        self.main = self.chosen()[0]
+        self.state = self.states[self.main]
+
+    def chosen(self) -> tuple[int, float, float]:
+        """``(replica, tau_w, tau_a)`` of the reported graph: the fit on all rows at the
+        lambda with the lowest held-out score and that score's tau (``lambda_select
+        "holdout"`` once every candidate has a score), else the settings'."""
+        s = self.settings
+        first = next((j for j, r in enumerate(self.table) if r.rows == rep.ALL_ROWS), 0)
+        scores = self.holdout_scores()
+        if scores is None:
+            return first, s.tau_w, s.tau_a
+        g, t = rep.chosen(scores)
+        lam = numbers(s.lambda_path)[g]
+        j = next(j for j, r in enumerate(self.table)
+                 if r.rows == rep.ALL_ROWS and r.lambda_w == lam)
+        return j, s.taus()[t], s.taus()[t]
+
+    def holdout_scores(self) -> np.ndarray | None:
+        """Pooled held-out loss of every (lambda, tau) of the path (None until each candidate
+        has one)."""
+        cands = [j for j, r in enumerate(self.table) if r.rows == rep.TRAIN_ROWS]
+        if not cands or any(not self.losses.get(j) for j in cands):
+            return None
+        n_val = {c: int(info.props["n"]) - rep.train_rows(int(info.props["n"]),
+                                                           self.settings.holdout)
+                 for c, info in self.nodes.items()}
+        return np.stack([rep.holdout_score(self.losses[j], n_val) for j in cands])
 
     def record(self) -> dict[str, Any]:
         """h, penalties and the primal residual max_k ||B_k - W|| / max(||W||, 1)."""
@@ -106,12 +207,77 @@ class FDBNL(CausalStrategy):
                 "rho2": self.state.rho2, "primal_residual": self.state.residual}
 
     def estimates(self) -> dict[str, np.ndarray]:
-        """Unthresholded and thresholded W and A."""
+        """Unthresholded and thresholded W and A (and :meth:`confidence`)."""
         if self.state is None:
             return {}
-        W, A, s = self.state.W, self.state.A, self.settings
-        return {"W": W, "A": A, "W_thresholded": dbn.threshold(W, s.tau_w),
-                "A_thresholded": dbn.threshold(A, s.tau_a)}
+        W, A = self.state.W, self.state.A
+        _, tau_w, tau_a = self.chosen() if self.table else (0, self.settings.tau_w,
+                                                            self.settings.tau_a)
+        return {"W": W, "A": A, "W_thresholded": dbn.threshold(W, tau_w),
+                "A_thresholded": dbn.threshold(A, tau_a), **self.confidence()}
+
+    def halves(self) -> list[int]:
+        """The half-sample replicas at the reported graph's lambdas."""
+        main = self.table[self.main] if self.table else None
+        return [j for j, r in enumerate(self.table) if r.rows >= 1
+                and (r.lambda_w, r.lambda_a) == (main.lambda_w, main.lambda_a)]
+
+    def confidence(self) -> dict[str, np.ndarray]:
+        """``W_frequency``, ``A_frequency``: the share of half-sample replicas whose graph,
+        thresholded as the reported one, holds each edge; with a penalty path its
+        ``lambda_path``, ``tau_path``, ``holdout_score`` (lambda x tau) and the chosen
+        ``lambda_chosen``, ``tau_chosen``."""
+        out: dict[str, np.ndarray] = {}
+        if not self.table:
+            return out
+        _, tau_w, tau_a = self.chosen()
+        if js := self.halves():
+            out["W_frequency"] = selection_frequency([self.states[j].W for j in js], tau_w)
+            out["A_frequency"] = selection_frequency([self.states[j].A for j in js], tau_a)
+        scores = self.holdout_scores()
+        if scores is not None:
+            s = self.settings
+            out.update(lambda_path=np.array(numbers(s.lambda_path)),
+                       tau_path=np.array(s.taus()), holdout_score=scores,
+                       lambda_chosen=np.array(self.table[self.main].lambda_w),
+                       tau_chosen=np.array(tau_w))
+        return out
+
+    def stability(self) -> dict[str, float]:
+        """The stable edges at ``stability_threshold`` pi and the bound on the expected
+        false ones among them, q^2 / ((2 pi - 1) p) (:mod:`fedcausal_flwr.stability`)."""
+        est = self.confidence()
+        if "W_frequency" not in est:
+            return {}
+        pi, d = self.settings.stability_threshold, self.d
+        W_f = est["W_frequency"] * (1 - np.eye(d))
+        sel = [np.sum(self.graph_of(self.states[j]) != 0) for j in self.halves()]
+        p = d * (d - 1) + est["A_frequency"].size
+        q = float(np.mean(sel))
+        return {"replicas": len(self.halves()), "threshold": pi, "candidates": p,
+                "unconverged": int(sum(self.live[j] for j in self.halves())),
+                "mean_selected": q, "false_edge_bound": stability_bound(q, p, pi),
+                "stable_edges": int(np.sum(W_f >= pi) + np.sum(est["A_frequency"] >= pi))}
+
+    def graph_of(self, st: dbn.ServerState) -> np.ndarray:
+        """The thresholded edges of one replica's W and A, stacked (no self-loops)."""
+        _, tau_w, tau_a = self.chosen()
+        W = dbn.threshold(st.W, tau_w) * (1 - np.eye(self.d))
+        return np.concatenate([W, dbn.threshold(st.A, tau_a)])
+
+    def _finish(self, result: RunResult, t0: float) -> None:
+        """Adds ``metrics["stability"]`` (:meth:`stability`) and, with a penalty path,
+        ``metrics["penalty"]`` (the chosen lambda and tau)."""
+        super()._finish(result, t0)
+        if not self.table or self.state is None:
+            return
+        if stab := self.stability():
+            result.metrics["stability"] = stab
+        est = self.confidence()
+        if "lambda_chosen" in est:
+            result.metrics["penalty"] = {"lambda": float(est["lambda_chosen"]),
+                                         "tau": float(est["tau_chosen"]),
+                                         "score": float(np.min(est["holdout_score"]))}
 
     def result_names(self) -> dict[str, Any]:
         """W (and W_k) rows and columns are the d variables; A's rows are ``name(t-k)`` for
@@ -129,7 +295,13 @@ class FDBNL(CausalStrategy):
         return out
 
     def done(self) -> bool:
-        """h(W) <= h_tol or the settings' round budget is spent."""
+        """h(W) <= h_tol or the settings' round budget is spent (replicated: every fit on
+        all rows has stopped; replicas on halves or training blocks still iterating then
+        are taken as they are, so the run has as many exchanges as its fits on all rows
+        need, whatever the number of replicas)."""
+        if self.table:
+            return not any(self.live[j] for j, r in enumerate(self.table)
+                           if r.rows == rep.ALL_ROWS)
         return dbn.converged(self.state, **self.settings.stop_args())
 
 
@@ -146,27 +318,47 @@ class PFDBNL(FDBNL):
     settings_class = PFDBNLSettings
     phase = "personal"
 
+    def client_payload(self, state: dbn.ServerState, cid: int) -> list[np.ndarray]:
+        """Client ``cid``'s anchors and duals of one server state."""
+        return dbn.pfdbnl_client_payload(state, cid)
+
     def payload(self, cid: int) -> Payload:
         """Anchors, duals, the round's scalars and the wire settings."""
+        if self.table:
+            return self.replica_payload(cid)
         st = self.state
-        return dbn.pfdbnl_client_payload(st, cid), {
+        return self.client_payload(st, cid), {
             "alpha": float(st.alpha), "rho1": float(st.rho1), "rho2": float(st.rho2),
             **self.settings.to_wire()}
 
-    def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
-        """Exact average, duals, alpha (mean h) and rho."""
-        self.state = dbn.pfdbnl_server_round(self.state, replies,
-                                             **self.settings.pfdbnl_round_args())
+    def server_round(self, state: dbn.ServerState, replies: Mapping[int, list[np.ndarray]],
+                     lambdas: rep.Replica | None = None) -> dbn.ServerState:
+        """Exact average, duals, alpha (mean h) and rho (the lambdas act on the clients)."""
+        return dbn.pfdbnl_server_round(state, replies, **self.settings.pfdbnl_round_args())
+
+    def locals_of(self, st: dbn.ServerState) -> tuple[np.ndarray, np.ndarray]:
+        """Every client's personalized ``W_k, A_k`` of one server state, by client id."""
+        ids = sorted(self.nodes)
+        zero_w, zero_a = np.zeros_like(st.W), np.zeros_like(st.A)
+        return (np.stack([st.W_local.get(c, zero_w) for c in ids]),
+                np.stack([st.A_local.get(c, zero_a) for c in ids]))
 
     def estimates(self) -> dict[str, np.ndarray]:
-        """Global W, A and every client's personalized ``W_k, A_k`` (stacked by client id)."""
-        st, ids, s = self.state, sorted(self.nodes), self.settings
+        """Global W, A and every client's personalized ``W_k, A_k`` (stacked by client id),
+        with :meth:`confidence` and, with half-sample replicas, ``W_local_frequency`` and
+        ``A_local_frequency`` (client x ...)."""
+        st = self.state
         if st is None:
             return {}
-        zero_w, zero_a = np.zeros_like(st.W), np.zeros_like(st.A)
-        W_loc = np.stack([st.W_local.get(c, zero_w) for c in ids])
-        A_loc = np.stack([st.A_local.get(c, zero_a) for c in ids])
-        return {"W": st.W, "A": st.A, "W_local": W_loc, "A_local": A_loc,
-                "W_local_thresholded": dbn.threshold(W_loc, s.tau_w),
-                "A_local_thresholded": dbn.threshold(A_loc, s.tau_a),
-                "client_ids": np.array(ids)}
+        _, tau_w, tau_a = self.chosen() if self.table else (0, self.settings.tau_w,
+                                                            self.settings.tau_a)
+        W_loc, A_loc = self.locals_of(st)
+        out = {"W": st.W, "A": st.A, "W_local": W_loc, "A_local": A_loc,
+               "W_local_thresholded": dbn.threshold(W_loc, tau_w),
+               "A_local_thresholded": dbn.threshold(A_loc, tau_a),
+               "client_ids": np.array(sorted(self.nodes)), **self.confidence()}
+        if js := self.halves():
+            locs = [self.locals_of(self.states[j]) for j in js]
+            out["W_local_frequency"] = selection_frequency([w for w, _ in locs], tau_w)
+            out["A_local_frequency"] = selection_frequency([a for _, a in locs], tau_a)
+        return out

@@ -1,5 +1,7 @@
 """How a FDBNL/PFDBNL result reads as a graph: ``W`` (lag 0), then ``A1``..``Ap``,
-thresholded by default at the run's ``tau_w`` and ``tau_a``."""
+thresholded by default at the run's ``tau_w`` and ``tau_a`` (at its chosen ``tau_chosen``
+with ``lambda_select="holdout"``); a replicated run's selection frequencies ride along
+(:attr:`Layer.frequency`)."""
 
 from __future__ import annotations
 
@@ -25,13 +27,23 @@ def layers(r: RunResult, client: int | None = None) -> list[Layer]:
         A = np.asarray(est["A_local"], dtype=float)[i]
     v, _ = labels_or_default(r, "W", W.shape)
     d = W.shape[0]
-    out = [Layer("W", 0, W, v, v)]
+    suffix = "_local_frequency" if client is not None else "_frequency"
+    W_f, A_f = (est.get(f"W{suffix}"), est.get(f"A{suffix}"))
+    if client is not None and W_f is not None:
+        W_f, A_f = W_f[i], A_f[i]
+    W_f, A_f = (None, None) if W_f is None else (np.asarray(W_f), np.asarray(A_f))
+    out = [Layer("W", 0, W, v, v, W_f)]
     for k in range(1, A.shape[0] // d + 1 if d else 1):
-        out.append(Layer(f"A{k}", k, A[(k - 1) * d:k * d], v, v))
+        out.append(Layer(f"A{k}", k, A[(k - 1) * d:k * d], v, v,
+                         None if A_f is None else A_f[(k - 1) * d:k * d]))
     return out
 
 
 def thresholds(r: RunResult) -> dict[str, float]:
-    """``tau_w`` for ``W``, ``tau_a`` for each ``A<k>`` (the run's settings)."""
-    tau_w, tau_a = float(run_setting(r, "tau_w")), float(run_setting(r, "tau_a"))
+    """``tau_w`` for ``W``, ``tau_a`` for each ``A<k>`` (the run's settings; with a penalty
+    path the chosen ``tau_chosen`` for both)."""
+    if "tau_chosen" in r.estimates:
+        tau_w = tau_a = float(np.asarray(r.estimates["tau_chosen"]))
+    else:
+        tau_w, tau_a = float(run_setting(r, "tau_w")), float(run_setting(r, "tau_a"))
     return {layer.name: tau_w if layer.lag == 0 else tau_a for layer in layers(r)}

@@ -1,0 +1,124 @@
+"""Replicas of FDBNL/PFDBNL that ride in one run's messages.
+
+A replicated run fits the protocol on several *replicas* at once; each exchange carries every
+replica's arrays stacked, so the number of exchanges does not grow with their number. Replica
+``j`` is ``(rows, lambda_w, lambda_a)``; ``rows`` selects which of each client's rows (of its
+lagged design) it learns from:
+
+- ``ALL_ROWS`` (0): all of them (the ordinary fit);
+- ``r >= 1``: half ``r`` of a complementary pair (:func:`fedcausal_flwr.stability.
+  complementary_halves`), for edge selection frequencies;
+- ``TRAIN_ROWS`` (-1): all but the last ``holdout`` share, the *validation block*, on which
+  the client scores the replica's consensus graph (its held-out loss, one number per
+  threshold) for the penalty path.
+
+Clients draw the rows themselves from the seed the server sends; rows never leave them.
+Pure numpy: no I/O, no Flower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedcausal_flwr.dbn import model as dbn
+from fedcausal_flwr.settings import numbers
+from fedcausal_flwr.stability import complementary_halves
+
+ALL_ROWS, TRAIN_ROWS = 0, -1
+
+
+@dataclass(frozen=True)
+class Replica:
+    """Which rows a replica learns from, and its L1 weights."""
+
+    rows: int
+    lambda_w: float
+    lambda_a: float
+
+
+def replica_table(lambdas: Sequence[tuple[float, float]], halves: int, holdout: bool
+                  ) -> list[Replica]:
+    """Every replica of a run: for each ``(lambda_w, lambda_a)``, the training block (with
+    ``holdout``), all rows, then halves ``1..halves``. With one pair of lambdas and no
+    holdout, replica 0 is the ordinary fit."""
+    rows = ([TRAIN_ROWS] if holdout else []) + [ALL_ROWS] + list(range(1, halves + 1))
+    return [Replica(r, float(lw), float(la)) for lw, la in lambdas for r in rows]
+
+
+def replicas_of(s: dbn.FDBNLSettings) -> list[Replica]:
+    """The replicas of a run with settings ``s``: the path's lambdas (``lambda_select`` other
+    than ``"fixed"``) or the settings' own, times the rows (:func:`replica_table`)."""
+    holdout = s.lambda_select == "holdout"
+    lambdas = ([(lam, lam) for lam in numbers(s.lambda_path)] if s.lambda_select != "fixed"
+               else [(s.lambda_w, s.lambda_a)])
+    return replica_table(lambdas, s.replicas, holdout)
+
+
+def train_rows(n: int, holdout: float) -> int:
+    """Rows in the training block of ``n``: all but ``max(1, round(holdout n))``."""
+    n_val = max(1, int(round(holdout * n)))
+    if n - n_val < 2:
+        raise ValueError(f"holdout {holdout} of {n} rows leaves {n - n_val} to train on "
+                         "(need 2 or more)")
+    return n - n_val
+
+
+def replica_rows(n: int, rows: int, seed: int, holdout: float) -> np.ndarray:
+    """Indices of the rows replica ``rows`` learns from (see the module docstring)."""
+    if rows == ALL_ROWS:
+        return np.arange(n)
+    if rows == TRAIN_ROWS:
+        return np.arange(train_rows(n, holdout))
+    return complementary_halves(n, rows, seed)
+
+
+class ReplicaMoments:
+    """A client's moments of each replica's rows, computed once each (and of its validation
+    block), from its lagged design ``(Xt, Xlag)``."""
+
+    def __init__(self, Xt: np.ndarray, Xlag: np.ndarray, full: dbn.Moments) -> None:
+        self.Xt, self.Xlag = Xt, Xlag
+        self._cache: dict[tuple, dbn.Moments] = {(ALL_ROWS,): full}
+
+    def of(self, rows: int, seed: int, holdout: float) -> dbn.Moments:
+        """The moments of replica ``rows``'s rows."""
+        key = (ALL_ROWS,) if rows == ALL_ROWS else (rows, seed, holdout)
+        if key not in self._cache:
+            idx = replica_rows(len(self.Xt), rows, seed, holdout)
+            self._cache[key] = dbn.moments(self.Xt[idx], self.Xlag[idx])
+        return self._cache[key]
+
+    def validation(self, holdout: float) -> dbn.Moments:
+        """The moments of the validation block."""
+        key = ("validation", holdout)
+        if key not in self._cache:
+            start = train_rows(len(self.Xt), holdout)
+            self._cache[key] = dbn.moments(self.Xt[start:], self.Xlag[start:])
+        return self._cache[key]
+
+
+def holdout_losses(mom: dbn.Moments, W: np.ndarray, A: np.ndarray, taus: Sequence[float]
+                   ) -> np.ndarray:
+    """l(W_tau, A_tau) on held-out moments for each threshold tau (W_tau: entries below tau
+    set to 0)."""
+    return np.array([dbn.squared_loss(dbn.threshold(W, t), dbn.threshold(A, t), mom)
+                     for t in taus])
+
+
+def holdout_score(losses: Mapping[int, np.ndarray], n_val: Mapping[int, int]) -> np.ndarray:
+    """Pooled held-out loss sum_k n_k l_k / sum_k n_k over the clients that reported."""
+    ids = sorted(losses)
+    if not ids:
+        raise ValueError("no client reported held-out losses")
+    w = np.array([float(n_val[k]) for k in ids])
+    return np.tensordot(w / w.sum(), np.stack([np.asarray(losses[k]) for k in ids]), axes=1)
+
+
+def chosen(scores: np.ndarray) -> tuple[int, int]:
+    """``(candidate, threshold)`` of the lowest score (the first of ties: the largest lambda
+    and the smallest tau, as the paths are ordered)."""
+    i = int(np.nanargmin(scores))
+    return divmod(i, scores.shape[1])

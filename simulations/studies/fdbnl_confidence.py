@@ -1,0 +1,286 @@
+"""FDBNL edge confidence and penalties chosen from the data (issue 21): the runs behind them.
+
+A replicated FDBNL run (``replicas``, ``lambda-select holdout``) is, replica by replica, an
+ordinary FDBNL run on that replica's rows with its lambdas (tested in
+``tests/dbn/test_replicas.py``), so this study runs the replicas one by one with
+:func:`fdbnl_reference` and scores them with the same functions the strategy calls.
+
+Per (scenario, seed), on the generators of the defaults study (``fdbnl_defaults.py``: ER or
+scale-free DAGs, homogeneous or heterogeneous noise, d 10-20, K 4-64, 50 rows per client)
+and two it never saw (d 50, K 32, ER and scale-free):
+
+- ``path``: for every lambda of the default ``lambda-path``, the fit on all rows (SHD(W) +
+  SHD(A) at every tau of ``tau-path``) and the fit on each client's training block with the
+  clients' held-out losses (what ``lambda-select holdout`` chooses from);
+- ``halves``: ``--replicas`` half-sample fits at the default lambda, stopped where the fit
+  on all rows stops (as in a replicated run): each edge's selection frequency, the stable
+  set at each threshold, its false edges against the Meinshausen-Buhlmann bound, and
+  AUROC(frequency) against AUROC(|weight|) of the full fit;
+- ``halfpath`` (``--path-halves``): the same at every lambda of the path (StARS).
+
+Rows are JSON lines (``--runs``, resumable); ``--summarize`` scores the selection rules
+(``RULES``) against the best fixed lambda in hindsight and today's default, and the bound.
+
+    python simulations/studies/fdbnl_confidence.py --seeds 100..104 --runs dev.jsonl --jobs 16
+    python simulations/studies/fdbnl_confidence.py --summarize dev.jsonl
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import multiprocessing
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import _sims  # noqa: F401 - simulations/ on sys.path
+import numpy as np
+from dbn_common import client_moments, log, parser
+from harness import append_jsonl, read_jsonl, write_results
+from sklearn.metrics import roc_auc_score
+
+from fedcausal_flwr.dbn import replicas as rep
+from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics
+from fedcausal_flwr.dbn.model import FDBNLSettings, fdbnl_reference, moments, threshold
+from fedcausal_flwr.dbn.synthetic import federated_dbn
+from fedcausal_flwr.settings import numbers
+from fedcausal_flwr.stability import stability_bound
+
+NAME = "fdbnl_confidence"
+HET_NOISE = (0.5, 2.0)
+#: name -> (graph, noise, d, K); 50 rows per client. The first six are the defaults study's.
+SCENARIOS: dict[str, tuple[str, str, int, int]] = {
+    "er-hom-d10-K4": ("er", "hom", 10, 4),
+    "sf-het-d10-K16": ("sf", "het", 10, 16),
+    "er-het-d10-K64": ("er", "het", 10, 64),
+    "sf-hom-d20-K4": ("sf", "hom", 20, 4),
+    "er-hom-d20-K16": ("er", "hom", 20, 16),
+    "sf-het-d20-K64": ("sf", "het", 20, 64),
+    "er-hom-d50-K32": ("er", "hom", 50, 32),
+    "sf-het-d50-K32": ("sf", "het", 50, 32),
+}
+NEW = ("er-hom-d50-K32", "sf-het-d50-K32")
+N_K = 50
+
+
+def data(scenario: str, seed: int) -> tuple[list, tuple[np.ndarray, np.ndarray]]:
+    graph, noise, d, K = SCENARIOS[scenario]
+    clients, truths = federated_dbn(seed, K, N_K, d, p=1, weights="paper", generator="svar",
+                                    graph=graph,
+                                    noise_scales=HET_NOISE if noise == "het" else None)
+    return clients, truths[0]
+
+
+def fit(moms: list, s: FDBNLSettings, lam: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    st, _ = fdbnl_reference(moms, s.replace(lambda_w=lam, lambda_a=lam), seed)
+    return st.W, st.A
+
+
+@functools.cache
+def main_rounds(scenario: str, seed: int, lam: float) -> int:
+    """Rounds of the fit on all rows at ``lam``: a replicated run stops with it, and its
+    half-sample replicas with it (``FDBNL.done``)."""
+    clients, _ = data(scenario, seed)
+    s = FDBNLSettings().replace(lambda_w=lam, lambda_a=lam)
+    return fdbnl_reference(client_moments(clients), s, seed)[0].round
+
+
+def shd(W: np.ndarray, A: np.ndarray, truth: tuple, tau: float) -> float:
+    m = dbn_graph_metrics(W, A, *truth, tau, tau)
+    return float(m["shd_w"] + m["shd_a"])
+
+
+def edges(W: np.ndarray, A: np.ndarray, tau: float) -> int:
+    W = threshold(W, tau) * (1 - np.eye(W.shape[0]))
+    return int(np.sum(W != 0) + np.sum(threshold(A, tau) != 0))
+
+
+def job(args: tuple) -> dict[str, Any]:
+    """One fit: ``full`` (all rows at lambda number i: SHD at every tau), ``train`` (the
+    training blocks at lambda i: the clients' held-out losses and edge counts) or ``half``
+    (half-sample replica i at the default lambda: its edges at the default tau)."""
+    scenario, seed, kind, i = args
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    s = FDBNLSettings()
+    lams, taus = numbers(s.lambda_path), numbers(s.tau_path)
+    clients, truth = data(scenario, seed)
+    d = truth[0].shape[0]
+    t0 = time.process_time()
+    out: dict[str, Any] = {"scenario": scenario, "seed": seed, "kind": kind, "i": i}
+    if kind == "full":
+        W, A = fit(client_moments(clients), s, lams[i], seed)
+        out["shd"] = [shd(W, A, truth, t) for t in taus]
+        if lams[i] == s.lambda_w:
+            out["W"], out["A"] = W.tolist(), A.tolist()
+    elif kind == "train":
+        n_tr = [rep.train_rows(len(Xt), s.holdout) for Xt, _ in clients]
+        train = [moments(Xt[:m], Xl[:m]) for (Xt, Xl), m in zip(clients, n_tr, strict=True)]
+        Wt, At = fit(train, s, lams[i], seed)
+        out["n_val"] = [len(Xt) - m for (Xt, _), m in zip(clients, n_tr, strict=True)]
+        out["losses"] = [rep.holdout_losses(moments(Xt[m:], Xl[m:]), Wt, At, taus).tolist()
+                         for (Xt, Xl), m in zip(clients, n_tr, strict=True)]
+        out["edges_train"] = [edges(Wt, At, t) for t in taus]
+    else:  # "half": i = replica; "halfpath": i = (lambda number, replica)
+        g, r = (lams.index(s.lambda_w), i) if kind == "half" else divmod(i, 100)
+        moms = [moments(Xt[idx], Xl[idx]) for Xt, Xl in clients
+                for idx in [rep.replica_rows(len(Xt), r, s.seed, s.holdout)]]
+        W, A = fit(moms, s.replace(max_rounds=main_rounds(scenario, seed, lams[g])), lams[g],
+                   seed)
+        off = ~np.eye(d, dtype=bool)
+        out["selected"] = np.flatnonzero(np.concatenate([
+            (np.abs(threshold(W, s.tau_w)) > 0)[off],
+            (np.abs(threshold(A, s.tau_a)) > 0).ravel()])).tolist()
+    out["cpu_s"] = time.process_time() - t0
+    return out
+
+
+def jobs(scenarios: list[str], seeds: list[int], R: int, halves_up_to: int,
+         path_halves: bool = False) -> list[tuple]:
+    """Every fit of the study, the slow ones first."""
+    G = len(numbers(FDBNLSettings().lambda_path))
+    out = [(sc, seed, kind, i) for sc in scenarios for seed in seeds
+           for kind in ("full", "train") for i in range(G)]
+    out += [(sc, seed, "half", r) for sc in scenarios for seed in seeds
+            if SCENARIOS[sc][2] <= halves_up_to for r in range(1, R + 1)]
+    if path_halves:
+        out += [(sc, seed, "halfpath", 100 * g + r) for sc in scenarios for seed in seeds
+                for g in range(G) for r in range(1, R + 1)]
+    return sorted(out, key=lambda a: -SCENARIOS[a[0]][2] * SCENARIOS[a[0]][3])
+
+
+def assembled(rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+    """Per (scenario, seed): path arrays (lambda x tau) and the half-sample selections."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        c = out.setdefault((r["scenario"], r["seed"]), {"full": {}, "train": {}, "half": {},
+                                                          "halfpath": {}})
+        c[r["kind"]][r["i"]] = r
+    return out
+
+
+# ---- selection rules, scored offline -----------------------------------------------------
+def score(c: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled held-out loss (lambda x tau) and its standard error over clients."""
+    L = np.array(c["losses"])  # lambda x client x tau
+    w = np.array(c["n_val"], dtype=float)
+    w = w / w.sum()
+    mean = np.tensordot(L, w, axes=([1], [0]))
+    var = np.tensordot((L - mean[:, None, :]) ** 2, w, axes=([1], [0]))
+    return mean, np.sqrt(var / max(len(w) - 1, 1))
+
+
+def rule_min(c: dict[str, Any]) -> tuple[int, int]:
+    """The lowest pooled held-out loss (what ``lambda-select holdout`` does)."""
+    return rep.chosen(score(c)[0])
+
+
+def rule_1se(c: dict[str, Any]) -> tuple[int, int]:
+    """The sparsest (fewest training-block edges) candidate within one s.e. of the best."""
+    mean, se = score(c)
+    g, t = rep.chosen(mean)
+    ok = mean <= mean[g, t] + se[g, t]
+    e = np.where(ok, np.array(c["edges_train"], dtype=float), np.inf)
+    return divmod(int(np.argmin(e)), mean.shape[1])
+
+
+RULES = {"min": rule_min, "1se": rule_1se}
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per scenario: SHD(W) + SHD(A) of today's default, of the best fixed lambda (at the
+    default tau) and pair in hindsight, of each rule; the stability set against its bound;
+    AUROC of frequency and of |weight|."""
+    s = FDBNLSettings()
+    lams, taus = numbers(s.lambda_path), numbers(s.tau_path)
+    g0, t0 = lams.index(s.lambda_w), taus.index(s.tau_w)
+    G = len(lams)
+    per: dict[str, list[dict[str, Any]]] = {}
+    for (sc, seed), c in sorted(assembled(rows).items()):
+        if len(c["full"]) < G or len(c["train"]) < G:
+            continue
+        one = {"seed": seed, "S": np.array([c["full"][i]["shd"] for i in range(G)]),
+               "losses": [c["train"][i]["losses"] for i in range(G)],
+               "n_val": c["train"][0]["n_val"],
+               "edges_train": [c["train"][i]["edges_train"] for i in range(G)]}
+        if c["half"]:
+            one.update(confidence(c, s))
+        per.setdefault(sc, []).append(one)
+    out: dict[str, Any] = {"lambda_path": lams, "tau_path": taus, "scenarios": {}}
+    for sc, cs in per.items():
+        S = np.array([c["S"] for c in cs])
+        cell: dict[str, Any] = {"seeds": [c["seed"] for c in cs],
+                                "default": float(S[:, g0, t0].mean()),
+                                "best_fixed_lambda": float(S[:, :, t0].mean(0).min()),
+                                "best_fixed_pair": float(S.mean(0).min())}
+        for name, rule in RULES.items():
+            cell[name] = float(np.mean([S[i][rule(c)] for i, c in enumerate(cs)]))
+        hs = [c for c in cs if "auroc_frequency" in c]
+        if hs:
+            cell["replicas"] = hs[0]["replicas"]
+            for k in ("auroc_frequency", "auroc_weight"):
+                cell[k] = float(np.mean([c[k] for c in hs]))
+            cell["stability"] = {pi: {k: float(np.mean([c["at"][pi][k] for c in hs]))
+                                      for k in ("stable", "false", "bound")}
+                                 for pi in hs[0]["at"]}
+        out["scenarios"][sc] = cell
+    return out
+
+
+def confidence(c: dict[str, Any], s: FDBNLSettings) -> dict[str, Any]:
+    """Frequencies of the half-sample fits of one (scenario, seed) against its truth."""
+    scenario, seed = c["full"][0]["scenario"], c["full"][0]["seed"]
+    _, (W_true, A_true) = data(scenario, seed)
+    d = W_true.shape[0]
+    off = ~np.eye(d, dtype=bool)
+    truth = np.concatenate([(W_true != 0)[off], (A_true != 0).ravel()])
+    full = next(r for r in c["full"].values() if "W" in r)
+    w = np.concatenate([np.abs(np.array(full["W"]))[off], np.abs(np.array(full["A"])).ravel()])
+    R = len(c["half"])
+    f = np.zeros(truth.size)
+    for r in c["half"].values():
+        f[r["selected"]] += 1.0 / R
+    q = float(np.mean([len(r["selected"]) for r in c["half"].values()]))
+    return {"replicas": R, "auroc_frequency": float(roc_auc_score(truth, f)),
+            "auroc_weight": float(roc_auc_score(truth, w)),
+            "at": {f"{pi:g}": {"stable": int(np.sum(f >= pi)),
+                               "false": int(np.sum((f >= pi) & ~truth)),
+                               "bound": stability_bound(q, truth.size, pi)}
+                   for pi in (0.6, 0.7, 0.8, 0.9)}}
+
+
+def main() -> None:
+    ap = parser(__doc__.splitlines()[0], seeds=[100, 101])
+    ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=list(SCENARIOS))
+    ap.add_argument("--replicas", type=int, default=10)
+    ap.add_argument("--halves-up-to", type=int, default=20,
+                    help="half-sample replicas only for d up to this")
+    ap.add_argument("--path-halves", action="store_true",
+                    help="half-sample replicas at every lambda of the path too")
+    ap.add_argument("--runs", type=Path, default=None, help="JSON-lines file (resume)")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--summarize", type=Path, nargs="*", default=None)
+    args = ap.parse_args()
+    if args.summarize is not None:
+        summ = summarize([r for p in args.summarize for r in read_jsonl(p)])
+        print(json.dumps(summ, indent=1))
+        write_results(NAME, summ, args.out)
+        return
+    if args.quick:
+        args.scenarios, args.seeds, args.replicas = ["er-hom-d10-K4"], [100], 4
+    done = {(r["scenario"], r["seed"], r["kind"], r["i"]) for r in read_jsonl(args.runs)} \
+        if args.runs and args.runs.exists() else set()
+    todo = [j for j in jobs(args.scenarios, args.seeds, args.replicas, args.halves_up_to,
+                            args.path_halves) if j not in done]
+    log(f"{len(todo)} fits")
+    with multiprocessing.Pool(args.jobs) as pool:
+        for row in pool.imap_unordered(job, todo):
+            log(f"  {row['scenario']} seed {row['seed']} {row['kind']} {row['i']} "
+                f"{row['cpu_s']:.0f} s")
+            if args.runs:
+                append_jsonl(args.runs, row)
+
+
+if __name__ == "__main__":
+    main()
