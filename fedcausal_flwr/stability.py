@@ -8,8 +8,7 @@ edges with frequency >= pi. Under Meinshausen & Buhlmann's (2010) conditions (th
 of the false edges is exchangeable and no worse than random guessing), the expected number
 of false edges in the stable set is at most ``q^2 / ((2 pi - 1) p)``, with ``q`` the mean
 number of edges a replica selects and ``p`` the number of candidate edges (Theorem 1 there;
-Shah & Samworth show the same bound holds for complementary pairs). The same replicas at each
-penalty of a path choose the penalty by StARS (:func:`instability`, :func:`stars_choice`).
+Shah & Samworth show the same bound holds for complementary pairs).
 
 Pure numpy: no I/O, no Flower.
 """
@@ -50,18 +49,3 @@ def stability_bound(q: float, p: int, pi: float) -> float:
         raise ValueError(f"need a positive number of candidate edges, got {p}")
     return float(q) ** 2 / ((2.0 * pi - 1.0) * p)
 
-
-def instability(frequency: np.ndarray) -> float:
-    """StARS' total instability: the mean over candidate edges of 2 f (1 - f), the chance two
-    replicas disagree on an edge selected with frequency f (Liu, Roeder, Wasserman 2010)."""
-    f = np.asarray(frequency, dtype=float)
-    return float(np.mean(2.0 * f * (1.0 - f)))
-
-
-def stars_choice(instabilities: np.ndarray, beta: float) -> int:
-    """Index of the StARS penalty in a path ordered from the largest to the smallest: the
-    last one whose instability, made monotone (the running maximum from the largest
-    penalty), is at most ``beta`` (0 if none is)."""
-    D = np.maximum.accumulate(np.asarray(instabilities, dtype=float))
-    ok = np.flatnonzero(D <= beta)
-    return int(ok[-1]) if ok.size else 0

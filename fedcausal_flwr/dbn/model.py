@@ -83,7 +83,7 @@ class FDBNLSettings(ScreenedRunSettings):
     p: int = setting(0, ge=0, le=MAX_LAGS)
     replicas: int = setting(0, "replicas", ge=0, le=MAX_REPLICAS,
                             doc="half-sample replicas for edge frequencies (even; 0: none)")
-    stability_threshold: float = setting(0.7, "stability-threshold", gt=0.5, le=1,
+    stability_threshold: float = setting(0.6, "stability-threshold", gt=0.5, le=1,
                                          doc="frequency an edge needs to be stable")
     lambda_select: str = setting("fixed", "lambda-select", choices=("fixed", "holdout"),
                                  doc="lambdas as set, or chosen on held-out blocks")

@@ -108,17 +108,32 @@ def holdout_losses(mom: dbn.Moments, W: np.ndarray, A: np.ndarray, taus: Sequenc
                      for t in taus])
 
 
-def holdout_score(losses: Mapping[int, np.ndarray], n_val: Mapping[int, int]) -> np.ndarray:
-    """Pooled held-out loss sum_k n_k l_k / sum_k n_k over the clients that reported."""
+def holdout_score(losses: Mapping[int, np.ndarray], n_val: Mapping[int, int]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled held-out loss L = sum_k w_k l_k (w_k = n_k / sum n) over the clients that
+    reported, and its standard error sqrt(sum_k w_k (l_k - L)^2 / (K - 1))."""
     ids = sorted(losses)
     if not ids:
         raise ValueError("no client reported held-out losses")
     w = np.array([float(n_val[k]) for k in ids])
-    return np.tensordot(w / w.sum(), np.stack([np.asarray(losses[k]) for k in ids]), axes=1)
+    w = w / w.sum()
+    L = np.stack([np.asarray(losses[k], dtype=float) for k in ids])
+    mean = np.tensordot(w, L, axes=1)
+    var = np.tensordot(w, (L - mean) ** 2, axes=1)
+    return mean, np.sqrt(var / max(len(ids) - 1, 1))
 
 
-def chosen(scores: np.ndarray) -> tuple[int, int]:
-    """``(candidate, threshold)`` of the lowest score (the first of ties: the largest lambda
-    and the smallest tau, as the paths are ordered)."""
-    i = int(np.nanargmin(scores))
-    return divmod(i, scores.shape[1])
+def chosen(mean: np.ndarray, se: np.ndarray, edges: np.ndarray) -> tuple[int, int]:
+    """``(lambda, tau)`` by the one-standard-error rule: among the candidates whose score is
+    within one standard error of the lowest, the one with the fewest edges (ties: the first,
+    the larger lambda and the smaller tau as the paths are ordered)."""
+    g, t = np.unravel_index(int(np.nanargmin(mean)), mean.shape)
+    ok = mean <= mean[g, t] + se[g, t]
+    i = int(np.argmin(np.where(ok, np.asarray(edges, dtype=float), np.inf)))
+    return divmod(i, mean.shape[1])
+
+
+def edge_count(W: np.ndarray, A: np.ndarray, tau: float) -> int:
+    """Edges of (W, A) thresholded at tau, self-loops of W left out."""
+    W = dbn.threshold(W, tau) * (1 - np.eye(W.shape[0]))
+    return int(np.sum(W != 0) + np.sum(dbn.threshold(A, tau) != 0))

@@ -176,30 +176,35 @@ class FDBNL(CausalStrategy):
         self.state = self.states[self.main]
 
     def chosen(self) -> tuple[int, float, float]:
-        """``(replica, tau_w, tau_a)`` of the reported graph: the fit on all rows at the
-        lambda with the lowest held-out score and that score's tau (``lambda_select
-        "holdout"`` once every candidate has a score), else the settings'."""
+        """``(replica, tau_w, tau_a)`` of the reported graph: with ``lambda_select
+        "holdout"`` (once every candidate has a score) the fit on all rows at the lambda, and
+        the tau, that the one-standard-error rule picks from the held-out scores
+        (:func:`~fedcausal_flwr.dbn.replicas.chosen`); else the settings'."""
         s = self.settings
         first = next((j for j, r in enumerate(self.table) if r.rows == rep.ALL_ROWS), 0)
         scores = self.holdout_scores()
         if scores is None:
             return first, s.tau_w, s.tau_a
-        g, t = rep.chosen(scores)
+        g, t = rep.chosen(*scores)
         lam = numbers(s.lambda_path)[g]
         j = next(j for j, r in enumerate(self.table)
                  if r.rows == rep.ALL_ROWS and r.lambda_w == lam)
         return j, s.taus()[t], s.taus()[t]
 
-    def holdout_scores(self) -> np.ndarray | None:
-        """Pooled held-out loss of every (lambda, tau) of the path (None until each candidate
-        has one)."""
+    def holdout_scores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Pooled held-out loss of every (lambda, tau) of the path, its standard error and
+        the edges of each training-block fit (None until each candidate has a score)."""
         cands = [j for j, r in enumerate(self.table) if r.rows == rep.TRAIN_ROWS]
         if not cands or any(not self.losses.get(j) for j in cands):
             return None
         n_val = {c: int(info.props["n"]) - rep.train_rows(int(info.props["n"]),
                                                            self.settings.holdout)
                  for c, info in self.nodes.items()}
-        return np.stack([rep.holdout_score(self.losses[j], n_val) for j in cands])
+        mean, se = zip(*(rep.holdout_score(self.losses[j], n_val) for j in cands),
+                       strict=True)
+        edges = [[rep.edge_count(self.states[j].W, self.states[j].A, t)
+                  for t in self.settings.taus()] for j in cands]
+        return np.stack(mean), np.stack(se), np.array(edges)
 
     def record(self) -> dict[str, Any]:
         """h, penalties and the primal residual max_k ||B_k - W|| / max(||W||, 1)."""
@@ -225,8 +230,9 @@ class FDBNL(CausalStrategy):
     def confidence(self) -> dict[str, np.ndarray]:
         """``W_frequency``, ``A_frequency``: the share of half-sample replicas whose graph,
         thresholded as the reported one, holds each edge; with a penalty path its
-        ``lambda_path``, ``tau_path``, ``holdout_score`` (lambda x tau) and the chosen
-        ``lambda_chosen``, ``tau_chosen``."""
+        ``lambda_path``, ``tau_path``, ``holdout_score``, ``holdout_se`` and
+        ``holdout_edges`` (lambda x tau: the pooled held-out loss, its standard error and the
+        edges of the training-block fit) and the chosen ``lambda_chosen``, ``tau_chosen``."""
         out: dict[str, np.ndarray] = {}
         if not self.table:
             return out
@@ -238,7 +244,8 @@ class FDBNL(CausalStrategy):
         if scores is not None:
             s = self.settings
             out.update(lambda_path=np.array(numbers(s.lambda_path)),
-                       tau_path=np.array(s.taus()), holdout_score=scores,
+                       tau_path=np.array(s.taus()), holdout_score=scores[0],
+                       holdout_se=scores[1], holdout_edges=scores[2],
                        lambda_chosen=np.array(self.table[self.main].lambda_w),
                        tau_chosen=np.array(tau_w))
         return out
@@ -275,9 +282,12 @@ class FDBNL(CausalStrategy):
             result.metrics["stability"] = stab
         est = self.confidence()
         if "lambda_chosen" in est:
+            g = list(est["lambda_path"]).index(est["lambda_chosen"])
+            t = list(est["tau_path"]).index(est["tau_chosen"])
             result.metrics["penalty"] = {"lambda": float(est["lambda_chosen"]),
                                          "tau": float(est["tau_chosen"]),
-                                         "score": float(np.min(est["holdout_score"]))}
+                                         "score": float(est["holdout_score"][g, t]),
+                                         "lowest_score": float(np.min(est["holdout_score"]))}
 
     def result_names(self) -> dict[str, Any]:
         """W (and W_k) rows and columns are the d variables; A's rows are ``name(t-k)`` for

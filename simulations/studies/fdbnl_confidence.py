@@ -21,6 +21,16 @@ and two it never saw (d 50, K 32, ER and scale-free):
 Rows are JSON lines (``--runs``, resumable); ``--summarize`` scores the selection rules
 (``RULES``) against the best fixed lambda in hindsight and today's default, and the bound.
 
+Design on development seeds 100-103 (``fdbnl_confidence_dev.json``), the first four
+scenarios: the held-out rule is the one-standard-error rule (mean SHD(W) + SHD(A) over the
+four 19.4; the lowest held-out loss 23.1, StARS at beta 0.01-0.1 no better; today's default
+16.4); the stability threshold is the largest of 0.6, 0.7, 0.8, 0.9 at which the mean false
+edges stay under the bound in every development scenario: 0.6. Written before the
+evaluation (seeds 9400-9402): ``lambda-select holdout`` becomes the default only if its mean
+SHD(W) + SHD(A) is within 10% of the best fixed lambda in hindsight (at the default tau) in
+every scenario and below today's default on average over the scenarios the default was not
+chosen on (d 50, K 32).
+
     python simulations/studies/fdbnl_confidence.py --seeds 100..104 --runs dev.jsonl --jobs 16
     python simulations/studies/fdbnl_confidence.py --summarize dev.jsonl
 """
@@ -92,11 +102,6 @@ def shd(W: np.ndarray, A: np.ndarray, truth: tuple, tau: float) -> float:
     return float(m["shd_w"] + m["shd_a"])
 
 
-def edges(W: np.ndarray, A: np.ndarray, tau: float) -> int:
-    W = threshold(W, tau) * (1 - np.eye(W.shape[0]))
-    return int(np.sum(W != 0) + np.sum(threshold(A, tau) != 0))
-
-
 def job(args: tuple) -> dict[str, Any]:
     """One fit: ``full`` (all rows at lambda number i: SHD at every tau), ``train`` (the
     training blocks at lambda i: the clients' held-out losses and edge counts) or ``half``
@@ -121,7 +126,7 @@ def job(args: tuple) -> dict[str, Any]:
         out["n_val"] = [len(Xt) - m for (Xt, _), m in zip(clients, n_tr, strict=True)]
         out["losses"] = [rep.holdout_losses(moments(Xt[m:], Xl[m:]), Wt, At, taus).tolist()
                          for (Xt, Xl), m in zip(clients, n_tr, strict=True)]
-        out["edges_train"] = [edges(Wt, At, t) for t in taus]
+        out["edges_train"] = [rep.edge_count(Wt, At, t) for t in taus]
     else:  # "half": i = replica; "halfpath": i = (lambda number, replica)
         g, r = (lams.index(s.lambda_w), i) if kind == "half" else divmod(i, 100)
         moms = [moments(Xt[idx], Xl[idx]) for Xt, Xl in clients
@@ -162,30 +167,36 @@ def assembled(rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
 
 # ---- selection rules, scored offline -----------------------------------------------------
 def score(c: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Pooled held-out loss (lambda x tau) and its standard error over clients."""
-    L = np.array(c["losses"])  # lambda x client x tau
-    w = np.array(c["n_val"], dtype=float)
-    w = w / w.sum()
-    mean = np.tensordot(L, w, axes=([1], [0]))
-    var = np.tensordot((L - mean[:, None, :]) ** 2, w, axes=([1], [0]))
-    return mean, np.sqrt(var / max(len(w) - 1, 1))
-
-
-def rule_min(c: dict[str, Any]) -> tuple[int, int]:
-    """The lowest pooled held-out loss (what ``lambda-select holdout`` does)."""
-    return rep.chosen(score(c)[0])
+    """Pooled held-out loss (lambda x tau) and its standard error, as the strategy's."""
+    n_val = dict(enumerate(c["n_val"]))
+    per = [rep.holdout_score(dict(enumerate(Lg)), n_val) for Lg in c["losses"]]
+    return np.stack([m for m, _ in per]), np.stack([se for _, se in per])
 
 
 def rule_1se(c: dict[str, Any]) -> tuple[int, int]:
-    """The sparsest (fewest training-block edges) candidate within one s.e. of the best."""
-    mean, se = score(c)
-    g, t = rep.chosen(mean)
-    ok = mean <= mean[g, t] + se[g, t]
-    e = np.where(ok, np.array(c["edges_train"], dtype=float), np.inf)
-    return divmod(int(np.argmin(e)), mean.shape[1])
+    """What ``lambda-select holdout`` does: the one-standard-error rule."""
+    return rep.chosen(*score(c), np.array(c["edges_train"]))
 
 
-RULES = {"min": rule_min, "1se": rule_1se}
+def rule_lowest(c: dict[str, Any]) -> tuple[int, int]:
+    """The lowest pooled held-out loss (rejected on the development seeds)."""
+    mean = score(c)[0]
+    return divmod(int(np.argmin(mean)), mean.shape[1])
+
+
+def instability(frequency: np.ndarray) -> float:
+    """StARS' instability mean 2 f (1 - f) (Liu, Roeder, Wasserman 2010; rejected on the
+    development seeds)."""
+    return float(np.mean(2.0 * frequency * (1.0 - frequency)))
+
+
+def stars(D: list[float], beta: float) -> int:
+    """The smallest lambda whose monotone instability is at most ``beta``."""
+    ok = np.flatnonzero(np.maximum.accumulate(np.asarray(D)) <= beta)
+    return int(ok[-1]) if ok.size else 0
+
+
+RULES = {"holdout": rule_1se, "lowest": rule_lowest}
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -206,6 +217,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                "edges_train": [c["train"][i]["edges_train"] for i in range(G)]}
         if c["half"]:
             one.update(confidence(c, s))
+        if len(c["halfpath"]) and len(c["halfpath"]) % G == 0:
+            one["stars_D"] = stars_instability(c, G)
         per.setdefault(sc, []).append(one)
     out: dict[str, Any] = {"lambda_path": lams, "tau_path": taus, "scenarios": {}}
     for sc, cs in per.items():
@@ -216,6 +229,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                 "best_fixed_pair": float(S.mean(0).min())}
         for name, rule in RULES.items():
             cell[name] = float(np.mean([S[i][rule(c)] for i, c in enumerate(cs)]))
+        st = [i for i, c in enumerate(cs) if "stars_D" in c]
+        if st:  # on the seeds that have them, beside the default on the same seeds
+            cell["stars_seeds"] = [cs[i]["seed"] for i in st]
+            cell["stars_default"] = float(np.mean([S[i, g0, t0] for i in st]))
+            for beta in (0.01, 0.02, 0.05, 0.1):
+                cell[f"stars {beta:g}"] = float(np.mean(
+                    [S[i, stars(cs[i]["stars_D"], beta), t0] for i in st]))
         hs = [c for c in cs if "auroc_frequency" in c]
         if hs:
             cell["replicas"] = hs[0]["replicas"]
@@ -225,6 +245,20 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                       for k in ("stable", "false", "bound")}
                                  for pi in hs[0]["at"]}
         out["scenarios"][sc] = cell
+    return out
+
+
+def stars_instability(c: dict[str, Any], G: int) -> list[float]:
+    """StARS' instability at each lambda from the ``halfpath`` fits."""
+    sc = c["full"][0]["scenario"]
+    d = SCENARIOS[sc][2]
+    R = len(c["halfpath"]) // G
+    out = []
+    for g in range(G):
+        f = np.zeros(d * (d - 1) + d * d)
+        for r in range(1, R + 1):
+            f[c["halfpath"][100 * g + r]["selected"]] += 1.0 / R
+        out.append(instability(f))
     return out
 
 
