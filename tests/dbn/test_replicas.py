@@ -78,23 +78,39 @@ def test_the_replicated_message_carries_arrays_and_numbers_only():
         assert all(n_rows not in s for s in shapes)
 
 
-def test_holdout_chooses_the_lowest_pooled_held_out_loss():
+def test_holdout_chooses_by_the_one_standard_error_rule():
     rc = {**RC, "dbn.lambda-select": "holdout", "dbn.num-rounds": 20}
     result, _ = run_inprocess(rc, K)
     est = result.estimates
-    scores = est["holdout_score"]
-    assert scores.shape == (5, 4)
-    g, t = np.unravel_index(np.argmin(scores), scores.shape)
+    mean, se, edges = est["holdout_score"], est["holdout_se"], est["holdout_edges"]
+    assert mean.shape == se.shape == edges.shape == (5, 4)
+    g, t = rep.chosen(mean, se, edges)
     assert float(est["lambda_chosen"]) == est["lambda_path"][g]
     assert float(est["tau_chosen"]) == est["tau_path"][t]
-    assert result.metrics["penalty"] == {"lambda": est["lambda_path"][g],
-                                         "tau": est["tau_path"][t], "score": scores[g, t]}
+    # the rule: within one s.e. of the lowest score, no candidate has fewer edges
+    lo = np.unravel_index(np.argmin(mean), mean.shape)
+    assert mean[g, t] <= mean[lo] + se[lo]
+    assert edges[g, t] == edges[mean <= mean[lo] + se[lo]].min()
+    assert result.metrics["penalty"]["lambda"] == est["lambda_path"][g]
+    assert result.metrics["penalty"]["score"] == mean[g, t]
     assert np.array_equal(est["W_thresholded"], dbn.threshold(est["W"], est["tau_path"][t]))
     assert result.thresholds()["W"] == est["tau_path"][t]
     # the reported graph is the fit on all rows at the chosen lambda
     ref = replica_reference(rc, [rep.Replica(rep.ALL_ROWS, est["lambda_path"][g],
                                              est["lambda_path"][g])], 20)[0]
     np.testing.assert_allclose(est["W"], ref.W, atol=1e-10)
+
+
+def test_held_out_score_and_rule():
+    losses = {0: np.array([[1.0, 2.0]]), 1: np.array([[3.0, 2.0]])}
+    mean, se = rep.holdout_score(losses, {0: 1, 1: 3})
+    np.testing.assert_allclose(mean, [[2.5, 2.0]])
+    np.testing.assert_allclose(se, [[np.sqrt(0.25 * 2.25 + 0.75 * 0.25), 0.0]])
+    mean = np.array([[1.0, 1.05, 3.0], [0.9, 2.0, 2.0]])
+    se = np.full_like(mean, 0.2)
+    edges = np.array([[4, 2, 0], [9, 5, 1]])
+    assert rep.chosen(mean, se, edges) == (0, 1)  # fewest edges within 0.9 + 0.2
+    assert rep.chosen(mean, np.zeros_like(mean), edges) == (1, 0)  # no slack: the lowest
 
 
 def test_halves_are_complementary_and_reproducible():
