@@ -50,7 +50,7 @@ def in_process(R: int) -> dict[str, Any]:
     res = strategy.start(grid=InProcessGrid(timed_app(clock), NODES, rc))
     total = time.process_time() - t0
     wire = strategy.wire_summary()
-    train = [k for k in wire if k.startswith("local")]
+    train = [k for k in wire if k.startswith("train.")]
     ex = len(res.history)
     nbytes = sum(wire[k]["bytes"] for k in train)
     return {"status": res.status, "rounds": len(res.history), "exchanges": ex,

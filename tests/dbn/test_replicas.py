@@ -58,7 +58,12 @@ def test_replicas_are_ordinary_runs_in_one_message(algorithm, rounds):
     assert stab["false_edge_bound"] == pytest.approx(
         stability_bound(stab["mean_selected"], stab["candidates"], stab["threshold"]))
     if algorithm == "pfdbnl":
-        assert result.estimates["W_local_frequency"].shape == (K, 5, 5)
+        W_lf = result.estimates["W_local_frequency"]
+        assert W_lf.shape == (K, 5, 5)
+        W_loc = [replica_reference(rc, [r], len(plain.history))[0].W_local[1]
+                 for r in strat_table[1:]]
+        np.testing.assert_allclose(W_lf[1], selection_frequency(W_loc, tau), atol=1e-12)
+        assert result.frequencies(client=1)[("x0", "x1", 0)] == W_lf[1][0, 1]
 
 
 def test_the_replicated_message_carries_arrays_and_numbers_only():
