@@ -445,7 +445,8 @@ def run_local(xs: Sequence[np.ndarray], s: core.VFedCDSettings, backend: Mock, e
 
     ``steps`` stops after that many mini-batch steps (for timing a fraction of an epoch).
     ``clock`` gets the parties' compute seconds over the steps: ``total`` (one after the other,
-    as here) and ``critical`` (the slowest party of each phase: parties on their own machines).
+    as here), ``critical`` (the slowest party of each phase: parties on their own machines)
+    and ``cpu`` (the process's CPU seconds in the phases, blind to other processes' load).
     Returns the run's parties and CTV (replica 0; :func:`run_replicas` gives every replica's).
     """
     parties, ctvs = run_replicas(xs, s, backend, epochs, log, steps, clock)
@@ -473,11 +474,12 @@ def run_replicas(xs: Sequence[np.ndarray], s: core.VFedCDSettings, backend: Mock
     def each(phase: str, args: Mapping[int, tuple]) -> dict[int, Any]:
         out, slowest = {}, 0.0
         for p in parties:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out[p.me] = getattr(p, phase)(*args[p.me])
             slowest = max(slowest, time.perf_counter() - t0)
             if clock is not None:
                 clock["total"] = clock.get("total", 0.0) + time.perf_counter() - t0
+                clock["cpu"] = clock.get("cpu", 0.0) + time.process_time() - c0
         if clock is not None:
             clock["critical"] = clock.get("critical", 0.0) + slowest
         return out
