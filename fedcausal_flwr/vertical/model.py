@@ -124,8 +124,16 @@ class VFedCDSettings(RunSettings):
     key_bits: int = setting(2048, "key-bits", ge=256, le=MAX_KEY_BITS, wire=True)
     insecure_test_keys: bool = setting(False, "insecure-test-keys", wire=True)
     seed: int = setting(0, "seed", ge=0, wire=True)
-    replicas: int = setting(0, "replicas", ge=0, le=MAX_REPLICAS, wire=True)
-    stability_threshold: float = setting(0.75, "stability-threshold", gt=0.5, le=1.0)
+    replicas: int = setting(
+        0, "replicas", ge=0, le=MAX_REPLICAS, wire=True,
+        doc="R (even; 0: off): replicas on complementary halves of the rows that ride in the "
+            "run's messages (same exchanges, R more copies of the arrays and computation); "
+            "the result adds B_frequency, B_stable and metrics edge-confidence; mode "
+            "'vfedcd' only")
+    stability_threshold: float = setting(
+        0.75, "stability-threshold", gt=0.5, le=1.0,
+        doc="pi: the stable set B_stable keeps the edges selected by at least this share of "
+            "the replicas (set before any run: Meinshausen & Buhlmann advise 0.6-0.9)")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -26,6 +26,13 @@ would refuse stops before any key is made, naming every refusing party. Whatever
 wire unprotected (the ``mock`` backend, the plain modes, test-only keys) is logged as a WARNING
 once per run.
 
+Replicas (``replicas`` R > 0, mode "vfedcd"): every message carries the arrays of the run and
+of R replicas on complementary halves of the shared rows (each party derives the halves from
+the shared ``seed``; within each peer's block replica by replica), so the exchanges are the
+run's; the server keeps one CTV per replica (each sees only its replica's graph fragments) and
+reports each edge's selection frequency over the replicas, the stable set and the bound on its
+expected false edges (:func:`~fedcausal_flwr.vertical.model.edge_confidence`).
+
 One round is one epoch; ``start(num_rounds=...)`` bounds the epochs (default: the settings'
 ``epochs``). Settings and their defaults: :class:`~fedcausal_flwr.vertical.model.VFedCDSettings`.
 """
