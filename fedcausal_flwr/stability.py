@@ -8,7 +8,7 @@ stable set keeps the edges selected at least ``pi`` of the time. With q the mean
 edges a replica selects and p the number of candidate edges, the expected number of false
 edges in the stable set is at most ``q^2 / ((2 pi - 1) p)`` for ``pi`` in (1/2, 1]
 (Meinshausen & Buhlmann 2010, J. R. Stat. Soc. B 72(4), Thm. 1; Shah & Samworth 2013,
-Eq. 8), assuming the false edges' selections are exchangeable and the procedure is not worse
+Sec. 3), assuming the false edges' selections are exchangeable and the procedure is not worse
 than random guessing. Pure numpy: no Flower, no I/O.
 """
 

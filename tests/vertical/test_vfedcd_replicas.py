@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_app_vfedcd import RC, run
 
 from fedcausal_flwr.secure.shares import backend as he_backend
 from fedcausal_flwr.stability import (
@@ -17,7 +18,6 @@ from fedcausal_flwr.vertical import dispatch, loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import party_data
 from fedcausal_flwr.vertical.model import VFedCDSettings
-from test_app_vfedcd import RC, run
 
 R2 = {**RC, "vertical.replicas": 2}
 
@@ -117,3 +117,13 @@ def test_too_small_a_half_for_the_steps_is_refused_naming_the_keys():
     s = VFedCDSettings(batch=1, replicas=2)
     with pytest.raises(ValueError, match="'vertical.batch'.*'vertical.replicas'"):
         V.replica_batches(10, s, 1, 0)
+
+
+def test_the_view_labels_the_frequencies_as_bs_layer(runs):
+    from fedcausal_flwr.vertical import view
+
+    (plain, _), (rep, _) = runs
+    assert view.frequencies(plain) == {}
+    layer = view.frequencies(rep)["B"]
+    np.testing.assert_array_equal(layer.matrix, rep.estimates["B_frequency"])
+    assert layer.sources == rep.layers()[0].sources == rep.names["B"]
