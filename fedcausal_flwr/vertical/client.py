@@ -1,8 +1,10 @@
 """VFedCD client: one party of the secure dispatch protocol (its columns, keys, fragments).
 
 Each ``train.vfedcd_<phase>`` message is one phase of :class:`secure.dispatch.Party` (mode
-"vfedcd"), or of :class:`secure.dispatch.PlainParty` (the ablations "framework" and "ctv":
-features and their gradients in the clear); :attr:`VFedCDClient.phases` names them. The
+"vfedcd"; held as :class:`secure.dispatch.Replicas`, which answers for the run and each of its
+``replicas`` in one reply, replica by replica within each peer's block), or of
+:class:`secure.dispatch.PlainParty` (the ablations "framework" and "ctv": features and their
+gradients in the clear); :attr:`VFedCDClient.phases` names them. The
 settings every party shares come from the server with the first phase (``keys`` or
 ``plain_setup``) and again with ``setup``; a party holds only its data. The party's state
 (settings, fragments, decoder, key pair, received ciphertexts) persists in ``context.state``

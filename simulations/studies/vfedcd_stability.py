@@ -22,7 +22,9 @@ exchange and the relayed bytes per exchange (the CTV's graph fragments and share
 pi = 0.75 was set before any run (Meinshausen & Buhlmann advise pi in 0.6-0.9). Development
 seeds 100-104 chose R = 16 over R = 8 (higher mean AUROC of the frequency in all three
 configurations, fewer false edges in the stable set: ``results/vfedcd_stability_dev.json``
-and ``_dev_r16.json``); evaluation seeds 9300-9309 were run once, with R = 16:
+and ``_dev_r16.json``); evaluation seeds 9300-9309 were run once, with R = 16 (all three
+files were rerun once the branch took the shared ``stability.complementary_halves``, whose
+random splits differ from the branch's first; R = 16 still won on every configuration):
 
     python simulations/studies/vfedcd_stability.py --seeds 100..104 --replicas 8 \\
         --cost-replicas 0 2 --out simulations/results/vfedcd_stability_dev.json
