@@ -299,11 +299,11 @@ class VFedCD(CausalStrategy):
         for nbs, c, losses in self._epochs(result):
             nb = nbs[0]
             H = ask("vfedcd_plain_forward", {m: ([], c) for m in range(K)},
-                    {m: self._specs("vfedcd_plain_forward", m, nb) for m in range(K)})
+                    {m: self._specs("vfedcd_plain_forward", m, nbs) for m in range(K)})
             H = self._route(H, 1)
             G = self.ctv.shares()
             dz = ask("vfedcd_plain_decode", {m: (self._inbox(H[m]), c) for m in range(K)},
-                     {m: self._specs("vfedcd_plain_decode", m, nb) for m in range(K)},
+                     {m: self._specs("vfedcd_plain_decode", m, nbs) for m in range(K)},
                      metrics=LOSS)
             losses.append(self._loss() * nb / self.n)
             up = ask("vfedcd_plain_update",
