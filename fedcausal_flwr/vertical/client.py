@@ -1,8 +1,10 @@
 """VFedCD client: one party of the secure dispatch protocol (its columns, keys, fragments).
 
 Each ``train.vfedcd_<phase>`` message is one phase of :class:`secure.dispatch.Party` (mode
-"vfedcd"), or of :class:`secure.dispatch.PlainParty` (the ablations "framework" and "ctv":
-features and their gradients in the clear); :attr:`VFedCDClient.phases` names them. The
+"vfedcd"; held as :class:`secure.dispatch.Replicas`, which answers for the run and each of its
+``replicas`` in one reply, replica by replica within each peer's block), or of
+:class:`secure.dispatch.PlainParty` (the ablations "framework" and "ctv": features and their
+gradients in the clear); :attr:`VFedCDClient.phases` names them. The
 settings every party shares come from the server with the first phase (``keys`` or
 ``plain_setup``) and again with ``setup``; a party holds only its data. The party's state
 (settings, fragments, decoder, key pair, received ciphertexts) persists in ``context.state``
@@ -238,7 +240,7 @@ class VFedCDClient(CausalClient):
             raise ValueError(f"{self.who}: {kind.__name__} phase in a "
                              f"{'secure' if party.s.secure else 'plain'} run")
         party.x = self.x
-        if isinstance(party, dispatch.Party):
+        if isinstance(party, dispatch.Replicas):
             party.backend = self._backend(party.s)
         return party
 
@@ -277,51 +279,60 @@ class VFedCDClient(CausalClient):
         me, sizes = self._setup_sizes(config)
         K = len(sizes)
         peers = [i for i in range(K) if i != me]
-        party = dispatch.Party(me, self.x, sizes, s, self._backend(s), self._state["keys"])
+        party = dispatch.Replicas(me, self.x, sizes, s, self._backend(s), self._state["keys"])
         box, graph = party.setup(dict(zip(peers, parameters, strict=True)))
         self._state = {"settings": s, "party": party, "rows": self._state["rows"]}
-        out = dispatch.pack(box, peers, dispatch.peer_names("frag", K))
-        return out + [graph[f"B.t{t}"] for t in range(K)], len(self.x), self._save()
+        return self._fragments_out(party, box, graph), len(self.x), self._save()
 
     def forward(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_forward``: fragment ciphertexts in; HE2SS of ``x F`` out."""
-        party = self._party(dispatch.Party)
+        party = self._party(dispatch.Replicas)
         peers, K = _peers(party), party.K
-        inbox = dispatch.unpack(parameters, peers, dispatch.peer_names("frag", K))
-        box = party.forward(int(config["step"]), self._batch(party, config), inbox)
-        out = dispatch.pack(box, peers, dispatch.peer_names("he2ss_fwd", K))
+        inbox = dispatch.unpack(parameters, peers, party.names(dispatch.peer_names("frag", K)))
+        idx = party.batches(int(config["epoch"]), int(config["batch"]))
+        box = party.forward(int(config["step"]), idx, inbox)
+        out = dispatch.pack(box, peers, party.names(dispatch.peer_names("he2ss_fwd", K)))
         return out, len(self.x), self._save()
 
     def share(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_share``: HE2SS and the CTV share in; ``z_me,t`` out."""
-        party = self._party(dispatch.Party)
-        peers = _peers(party)
-        inbox = dispatch.unpack(parameters[:-1], peers,
-                                dispatch.peer_names("he2ss_fwd", party.K))
-        out = dispatch.pack(party.share(inbox, parameters[-1]), peers, ["z"])
+        party = self._party(dispatch.Replicas)
+        peers, C = _peers(party), party.copies
+        inbox = dispatch.unpack(parameters[:-C], peers,
+                                party.names(dispatch.peer_names("he2ss_fwd", party.K)))
+        out = dispatch.pack(party.share(inbox, parameters[-C:]), peers, party.names(["z"]))
         return out, len(self.x), self._save()
 
     def decode(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_decode``: shares of Z in; ``Enc(dZ)`` and the loss out."""
-        party = self._party(dispatch.Party)
+        party = self._party(dispatch.Replicas)
         peers = _peers(party)
-        box, loss = party.decode(dispatch.unpack(parameters, peers, ["z"]))
-        return [box[peers[0]]["dz"]], len(self.x), self._save({"loss": loss})
+        box, losses = party.decode(dispatch.unpack(parameters, peers, party.names(["z"])))
+        out = [box[peers[0]][n] for n in party.names(["dz"])]
+        return out, len(self.x), self._save({"loss": losses[0]})
 
     def gradient(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_gradient``: the others' ``Enc(dZ)`` in; HE2SS of ``x^T dZ`` out."""
-        party = self._party(dispatch.Party)
+        party = self._party(dispatch.Replicas)
         peers = _peers(party)
-        box = party.gradient(int(config["step"]), dispatch.unpack(parameters, peers, ["dz"]))
-        return dispatch.pack(box, peers, ["he2ss"]), len(self.x), self._save()
+        box = party.gradient(int(config["step"]),
+                             dispatch.unpack(parameters, peers, party.names(["dz"])))
+        return dispatch.pack(box, peers, party.names(["he2ss"])), len(self.x), self._save()
 
     def update(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_update``: gradient shares in; new fragment ciphertexts and graph."""
-        party = self._party(dispatch.Party)
-        peers, K = _peers(party), party.K
-        box, graph = party.update(dispatch.unpack(parameters, peers, ["he2ss"]))
-        out = dispatch.pack(box, peers, dispatch.peer_names("frag", K))
-        return out + [graph[f"B.t{t}"] for t in range(K)], len(self.x), self._save()
+        party = self._party(dispatch.Replicas)
+        box, graph = party.update(dispatch.unpack(parameters, _peers(party),
+                                                  party.names(["he2ss"])))
+        return self._fragments_out(party, box, graph), len(self.x), self._save()
+
+    @staticmethod
+    def _fragments_out(party: dispatch.Replicas, box: dispatch.Outbox,
+                       graph: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Fragment ciphertexts for every peer, then every replica's graph fragments."""
+        K = party.K
+        return (dispatch.pack(box, _peers(party), party.names(dispatch.peer_names("frag", K)))
+                + [graph[n] for n in party.names([f"B.t{t}" for t in range(K)])])
 
     # ---- plain framework phases (modes "framework" and "ctv") --------------------------
     def plain_setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:

@@ -194,6 +194,117 @@ class Party:
         return self._encrypted_fragments(), self.graph_fragments()
 
 
+class Replicas:
+    """Party ``me`` of a run and its replicas: one :class:`Party` per replica, one message.
+
+    Replica 0 is the run on all rows; replica r >= 1 (``s.replicas`` of them) fits the rows
+    :func:`core.replica_rows` with the settings :func:`core.replica_settings` (its own seed,
+    so no mask repeats). Every phase runs each replica's phase and returns one outbox holding
+    every replica's arrays, named ``r<replica>.<name>`` (with no replicas the bare names, so
+    the messages are the ordinary run's): the exchanges are the run's, only the arrays
+    multiply. One key pair serves every replica.
+    """
+
+    def __init__(self, me: int, x: np.ndarray, sizes: Sequence[int], s: core.VFedCDSettings,
+                 backend: Mock, keys: tuple[Any, Any] | None = None) -> None:
+        self.me, self.s, self.K, self.n = me, s, len(sizes), len(x)
+        self.copies = s.replicas + 1
+        self.rows = [core.replica_rows(self.n, s, r) for r in range(self.copies)]
+        keys = keys or backend.keypair()
+        self.parties = [Party(me, x[rows], sizes, core.replica_settings(s, r), backend, keys)
+                        for r, rows in enumerate(self.rows)]
+
+    @property
+    def x(self) -> np.ndarray | None:
+        """Not kept: set by the node before each phase (each replica takes its rows)."""
+        return None
+
+    @x.setter
+    def x(self, x: np.ndarray | None) -> None:
+        for p, rows in zip(self.parties, self.rows, strict=True):
+            p.x = None if x is None else x[rows]
+
+    @property
+    def backend(self) -> Mock:
+        """The HE backend every replica uses."""
+        return self.parties[0].backend
+
+    @backend.setter
+    def backend(self, backend: Mock) -> None:
+        for p in self.parties:
+            p.backend = backend
+
+    def names(self, names: Sequence[str]) -> list[str]:
+        """Wire names of every replica's ``names`` (replica-major within a peer)."""
+        return list(names) if self.copies == 1 else [
+            f"r{r}.{n}" for r in range(self.copies) for n in names]
+
+    def batches(self, epoch: int, batch: int) -> list[np.ndarray]:
+        """Each replica's rows (into its own) of mini-batch ``batch`` of ``epoch``."""
+        return [core.replica_batches(self.n, self.s, r, epoch)[batch]
+                for r in range(self.copies)]
+
+    def _tag(self, r: int, name: str) -> str:
+        return name if self.copies == 1 else f"r{r}.{name}"
+
+    def _merged(self, boxes: Sequence[Outbox]) -> Outbox:
+        out: Outbox = {}
+        for r, box in enumerate(boxes):
+            for dst, msg in box.items():
+                out.setdefault(dst, {}).update({self._tag(r, k): v for k, v in msg.items()})
+        return out
+
+    def _split(self, inbox: Mapping[int, Mapping[str, np.ndarray]], r: int
+               ) -> dict[int, dict[str, np.ndarray]]:
+        if self.copies == 1:
+            return {src: dict(msg) for src, msg in inbox.items()}
+        pre = f"r{r}."
+        return {src: {k[len(pre):]: v for k, v in msg.items() if k.startswith(pre)}
+                for src, msg in inbox.items()}
+
+    def _graphs(self, graphs: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        return {self._tag(r, k): v for r, g in enumerate(graphs) for k, v in g.items()}
+
+    def public_key(self) -> np.ndarray:
+        """The party's one public key."""
+        return self.parties[0].public_key()
+
+    def setup(self, public_keys: Mapping[int, np.ndarray]) -> tuple[Outbox,
+                                                                   dict[str, np.ndarray]]:
+        """:meth:`Party.setup` of every replica."""
+        out = [p.setup(public_keys) for p in self.parties]
+        return self._merged([o[0] for o in out]), self._graphs([o[1] for o in out])
+
+    def forward(self, step: int, idx: Sequence[np.ndarray],
+                inbox: Mapping[int, Mapping[str, np.ndarray]]) -> Outbox:
+        """:meth:`Party.forward` of every replica on its rows ``idx[r]``."""
+        return self._merged([p.forward(step, i, self._split(inbox, r))
+                             for r, (p, i) in enumerate(zip(self.parties, idx, strict=True))])
+
+    def share(self, inbox: Mapping[int, Mapping[str, np.ndarray]],
+              ctv_shares: Sequence[np.ndarray]) -> Outbox:
+        """:meth:`Party.share` of every replica with its CTV share ``ctv_shares[r]``."""
+        return self._merged([p.share(self._split(inbox, r), g) for r, (p, g) in
+                             enumerate(zip(self.parties, ctv_shares, strict=True))])
+
+    def decode(self, inbox: Mapping[int, Mapping[str, np.ndarray]]
+               ) -> tuple[Outbox, list[float]]:
+        """:meth:`Party.decode` of every replica; the losses, replica 0's first."""
+        out = [p.decode(self._split(inbox, r)) for r, p in enumerate(self.parties)]
+        return self._merged([o[0] for o in out]), [o[1] for o in out]
+
+    def gradient(self, step: int, inbox: Mapping[int, Mapping[str, np.ndarray]]) -> Outbox:
+        """:meth:`Party.gradient` of every replica."""
+        return self._merged([p.gradient(step, self._split(inbox, r))
+                             for r, p in enumerate(self.parties)])
+
+    def update(self, inbox: Mapping[int, Mapping[str, np.ndarray]]
+               ) -> tuple[Outbox, dict[str, np.ndarray]]:
+        """:meth:`Party.update` of every replica."""
+        out = [p.update(self._split(inbox, r)) for r, p in enumerate(self.parties)]
+        return self._merged([o[0] for o in out]), self._graphs([o[1] for o in out])
+
+
 class PlainParty:
     """Party ``me`` of the plain framework (Fig. 1b; modes "framework" and "ctv").
 
@@ -334,15 +445,26 @@ def run_local(xs: Sequence[np.ndarray], s: core.VFedCDSettings, backend: Mock, e
 
     ``steps`` stops after that many mini-batch steps (for timing a fraction of an epoch).
     ``clock`` gets the parties' compute seconds over the steps: ``total`` (one after the other,
-    as here) and ``critical`` (the slowest party of each phase: parties on their own machines).
+    as here), ``critical`` (the slowest party of each phase: parties on their own machines)
+    and ``cpu`` (the process's CPU seconds in the phases, blind to other processes' load).
+    Returns the run's parties and CTV (replica 0; :func:`run_replicas` gives every replica's).
     """
-    sizes, K = [x.shape[1] for x in xs], len(xs)
-    parties = [Party(k, x, sizes, s, backend) for k, x in enumerate(xs)]
-    ctv = CTV(sizes, s)
+    parties, ctvs = run_replicas(xs, s, backend, epochs, log, steps, clock)
+    return [p.parties[0] for p in parties], ctvs[0]
+
+
+def run_replicas(xs: Sequence[np.ndarray], s: core.VFedCDSettings, backend: Mock, epochs: int,
+                 log: list | None = None, steps: int | None = None,
+                 clock: dict[str, float] | None = None) -> tuple[list[Replicas], list[CTV]]:
+    """:func:`run_local` of a run and its ``s.replicas`` replicas, every replica's arrays in
+    the same relayed messages; each party's :class:`Replicas` and each replica's CTV."""
+    sizes, K, copies = [x.shape[1] for x in xs], len(xs), s.replicas + 1
+    parties = [Replicas(k, x, sizes, s, backend) for k, x in enumerate(xs)]
+    ctvs = [CTV(sizes, core.replica_settings(s, r)) for r in range(copies)]
     keys = {p.me: p.public_key() for p in parties}
     setup = {p.me: p.setup(keys) for p in parties}
     enc = deliver({k: v[0] for k, v in setup.items()})
-    ctv.receive({k: v[1] for k, v in setup.items()})
+    receive(ctvs, {k: v[1] for k, v in setup.items()})
 
     def relay(phase: str, boxes: dict[int, Outbox]) -> dict:
         if log is not None:
@@ -352,34 +474,50 @@ def run_local(xs: Sequence[np.ndarray], s: core.VFedCDSettings, backend: Mock, e
     def each(phase: str, args: Mapping[int, tuple]) -> dict[int, Any]:
         out, slowest = {}, 0.0
         for p in parties:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out[p.me] = getattr(p, phase)(*args[p.me])
             slowest = max(slowest, time.perf_counter() - t0)
             if clock is not None:
                 clock["total"] = clock.get("total", 0.0) + time.perf_counter() - t0
+                clock["cpu"] = clock.get("cpu", 0.0) + time.process_time() - c0
         if clock is not None:
             clock["critical"] = clock.get("critical", 0.0) + slowest
         return out
 
     step = 0
     for epoch in range(epochs):
-        for idx in core.batches(len(xs[0]), s.batch, s.seed, epoch):
+        for b in range(len(core.batches(len(xs[0]), s.batch, s.seed, epoch))):
             if steps is not None and step >= steps:
-                return parties, ctv
+                return parties, ctvs
+            idx = parties[0].batches(epoch, b)
             fwd = relay("forward", each("forward", {k: (step, idx, enc.get(k, {}))
                                                     for k in range(K)}))
-            G = ctv.shares()
-            zs = relay("share", each("share", {k: (fwd.get(k, {}), G[k]) for k in range(K)}))
+            G = [c.shares() for c in ctvs]
+            zs = relay("share", each("share", {k: (fwd.get(k, {}), [g[k] for g in G])
+                                               for k in range(K)}))
             dz = relay("decode", {k: v[0] for k, v in each(
                 "decode", {k: (zs.get(k, {}),) for k in range(K)}).items()})
             gr = relay("gradient", each("gradient", {k: (step, dz.get(k, {}))
                                                      for k in range(K)}))
             up = each("update", {k: (gr.get(k, {}),) for k in range(K)})
             enc = relay("update", {k: v[0] for k, v in up.items()})
-            ctv.receive({k: v[1] for k, v in up.items()})
+            receive(ctvs, {k: v[1] for k, v in up.items()})
             step += 1
-        ctv.end_epoch()
-    return parties, ctv
+        for c in ctvs:
+            c.end_epoch()
+    return parties, ctvs
+
+
+def receive(ctvs: Sequence[CTV], graphs: Mapping[int, Mapping[str, np.ndarray]]) -> None:
+    """Each replica's CTV takes its graph fragments (``r<replica>.B.t*``, or bare ``B.t*``
+    without replicas) from every party's graphs."""
+    if len(ctvs) == 1:
+        ctvs[0].receive(graphs)
+        return
+    for r, c in enumerate(ctvs):
+        pre = f"r{r}."
+        c.receive({m: {k[len(pre):]: v for k, v in g.items() if k.startswith(pre)}
+                   for m, g in graphs.items()})
 
 
 def fragments_of(parties: Sequence[Party]) -> core.Fragments:

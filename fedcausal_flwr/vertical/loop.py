@@ -80,31 +80,41 @@ def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
 
 
 def train_reference(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | None = None,
-                    state: State | None = None) -> State:
+                    state: State | None = None, replica: int = 0) -> State:
     """The in-process reference loop: ``epochs`` epochs of mini-batch steps, lambda2 schedule.
 
     ``xs[k]`` is party k's training block (same rows, aligned). History rows per epoch.
+    ``replica``: which replica of a run with ``s.replicas`` to train (0: the run itself; r >= 1
+    its rows :func:`~fedcausal_flwr.vertical.model.replica_rows` and settings
+    :func:`~fedcausal_flwr.vertical.model.replica_settings`), as the shared protocol does.
     """
     sizes = [x.shape[1] for x in xs]
     n = len(xs[0])
+    run, s = s, core.replica_settings(s, replica)
     state = state or initial_state(sizes, s)
     Fs = core.stacked(state.F, sizes, s.hidden)
     keep = (1.0 - np.eye(Fs.shape[1]))[:, :, None]  # self-loops stay 0
-    X = np.hstack(xs)
+    X = np.hstack(xs)[core.replica_rows(n, run, replica)]
     Xq = np.rint(X * 2.0 ** s.frac)  # quantize(), as integer-valued floats
     schedule = {"ctv": s.ctv, "unfreeze": s.unfreeze, "tau": s.tau, "dag_tol": s.dag_tol,
                 "gamma": s.gamma}
     for _ in range(s.epochs if epochs is None else epochs):
         rec = {"loss": 0.0, "rho": 0.0}
-        for idx in core.batches(n, s.batch, s.seed, len(state.history)):
+        for idx in core.replica_batches(n, run, replica, len(state.history)):
             grads, losses, rho = step_grads(state, Fs, X[idx], Xq[idx], sizes, s)
             Fs = core.descent(Fs, grads, state.memory.setdefault("F", {}), lambda1=s.lambda1,
                               **s.optimizer_args()) * keep
             state.step += 1
-            rec = {"loss": rec["loss"] + float(sum(losses)) * len(idx) / n, "rho": rho}
+            rec = {"loss": rec["loss"] + float(sum(losses)) * len(idx) / len(X), "rho": rho}
         B = core.stacked_graph(Fs, s.dp_b, s.seed, state.step)
         state.lam2, state.frozen = core.next_lambda2(state.lam2, state.frozen, B, **schedule)
         state.history.append({"epoch": len(state.history) + 1, **rec, "lambda2": state.lam2,
                               "frozen": state.frozen, "acyclic": core.is_dag(B > s.dag_tol)})
     state.F = core.unstacked(Fs, sizes, s.secure)
     return state
+
+
+def train_replicas(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | None = None
+                   ) -> list[State]:
+    """:func:`train_reference` of replica 0 (the run) and each of its ``s.replicas``."""
+    return [train_reference(xs, s, epochs, replica=r) for r in range(s.replicas + 1)]

@@ -26,7 +26,7 @@ Pure numpy: no I/O, no data generation (:mod:`fedcausal_flwr.vertical.data`), no
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -39,12 +39,19 @@ from fedcausal_flwr.settings import (
     Settings,
     setting,
 )
+from fedcausal_flwr.stability import (
+    complementary_halves,
+    selection_frequency,
+    stability_bound,
+)
 
 Fragments = list[list[list[np.ndarray | None]]]  # F[holder][source][target]
 MODES = ("framework", "ctv", "vfedcd")
 OPTIMIZERS = ("sgd", "sgdm", "adam")
 MOMENTUM = 0.9
 ADAM_BETAS = (0.9, 0.999)
+MAX_REPLICAS = 64
+"""Most replicas a run may carry (each multiplies the parties' computation and bytes)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,13 @@ class VFedCDSettings(RunSettings):
     them). Keys below :data:`MIN_KEY_BITS` are refused unless ``insecure_test_keys`` (run
     config ``vertical.insecure-test-keys``, for tests only) allows them (down to 256 bits).
     ``seed``: every seeded draw (initialisation, batches, masks, splits).
+    ``replicas`` (R, even; 0: the ordinary run alone): replicas of the protocol that ride in
+    the same messages, replica 0 the ordinary run on all rows, replicas 2i-1 and 2i the two
+    halves of the i-th random split of the aligned rows (complementary pairs, drawn by every
+    party from ``seed``), each with its own seed (:func:`replica_settings`); the result adds
+    each edge's selection frequency over replicas 1..R and the stable set at
+    ``stability_threshold`` (pi, in (1/2, 1]) with its bound on the expected false edges
+    (:func:`edge_confidence`). Only mode "vfedcd" carries replicas.
     The server sends the parties' fields (the ``wire`` ones; the rest is the CTV's: epochs,
     gamma, tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round
     settings) with the first and the setup phase; each party accepts them only within its own
@@ -110,9 +124,24 @@ class VFedCDSettings(RunSettings):
     key_bits: int = setting(2048, "key-bits", ge=256, le=MAX_KEY_BITS, wire=True)
     insecure_test_keys: bool = setting(False, "insecure-test-keys", wire=True)
     seed: int = setting(0, "seed", ge=0, wire=True)
+    replicas: int = setting(
+        0, "replicas", ge=0, le=MAX_REPLICAS, wire=True,
+        doc="R (even; 0: off): replicas on complementary halves of the rows that ride in the "
+            "run's messages (same exchanges, R more copies of the arrays and computation); "
+            "the result adds B_frequency, B_stable and metrics edge-confidence; mode "
+            "'vfedcd' only")
+    stability_threshold: float = setting(
+        0.75, "stability-threshold", gt=0.5, le=1.0,
+        doc="pi: the stable set B_stable keeps the edges selected by at least this share of "
+            "the replicas (set before any run: Meinshausen & Buhlmann advise 0.6-0.9)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.replicas % 2 or (self.replicas and not self.secure):
+            raise ValueError(
+                f"run config {self.app_key('replicas')!r} = {self.replicas}: replicas come in "
+                "complementary pairs (an even number) and ride only in mode 'vfedcd' (the "
+                f"secure dispatch; mode is {self.mode!r})")
         if self.key_bits < MIN_KEY_BITS and not self.insecure_test_keys:
             raise ValueError(
                 f"run config {self.app_key('key-bits')!r} = {self.key_bits}: Paillier keys below "
@@ -561,3 +590,57 @@ def result_graph(F: Fragments, sizes: Sequence[int], tau: float) -> tuple[np.nda
     """The weighted graph B and the DAG thresholded at ``tau``."""
     B = graph(F, sizes)
     return B, dag_at_threshold(B, tau)
+
+
+# ---- replicas and edge confidence -------------------------------------------------------
+def replica_settings(s: VFedCDSettings, r: int) -> VFedCDSettings:
+    """Replica ``r``'s settings: replica 0 the run's own; replica r >= 1 its own seed (its
+    initialisation, masks and CTV splits never repeat another replica's) and no replicas."""
+    if r == 0:
+        return s
+    return replace(s, seed=int(rng_for(s.seed, "replica", r).integers(2 ** 62)), replicas=0)
+
+
+def replica_rows(n: int, s: VFedCDSettings, r: int) -> np.ndarray:
+    """Aligned row indices replica ``r`` fits: all ``n`` for r = 0, else one half of a split
+    drawn from the run's ``seed`` (:func:`~fedcausal_flwr.stability.complementary_halves`)."""
+    return np.arange(n) if r == 0 else complementary_halves(n, r, s.seed)
+
+
+def replica_batches(n: int, s: VFedCDSettings, r: int, epoch: int) -> list[np.ndarray]:
+    """Each mini-batch of ``epoch`` as indices into replica ``r``'s rows: replica 0 the run's
+    :func:`batches`; replica r >= 1 its ``n // 2`` rows in a seeded order, cut into as many
+    batches as replica 0 has, so every replica steps in the same exchanges."""
+    main = batches(n, s.batch, s.seed, epoch)
+    if r == 0:
+        return main
+    if n // 2 < len(main):
+        raise ValueError(f"replicas: {n} rows in batches of {s.batch} give {len(main)} steps "
+                         f"an epoch, more than a half ({n // 2} rows) can fill; raise "
+                         f"{s.app_key('batch')!r} or set {s.app_key('replicas')!r} = 0")
+    return np.array_split(rng_for(s.seed, "rbatches", r, epoch).permutation(n // 2), len(main))
+
+
+def replica_dags(graphs: np.ndarray, tau: float) -> np.ndarray:
+    """Each replica's graph ``B`` (R x d x d) thresholded at ``tau`` as the run's own is
+    (:func:`dag_at_threshold`)."""
+    return np.stack([dag_at_threshold(B, tau) for B in graphs])
+
+
+def edge_confidence(graphs: np.ndarray, tau: float, pi: float
+                    ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Selection frequency over the replicas' graphs (R x d x d) and the stable set at ``pi``.
+
+    Returns ``({"B_frequency": d x d, "B_stable": d x d in {0, 1}}, metrics)``: ``replicas``
+    R, ``pi``, ``q`` (mean edges a replica's DAG at ``tau`` selects), ``p`` (candidate edges
+    d (d - 1)), ``bound`` (``q^2 / ((2 pi - 1) p)``, the expected false edges in the stable
+    set, Meinshausen & Buhlmann 2010 Thm. 1) and ``stable-edges``.
+    """
+    dags = replica_dags(graphs, tau)
+    freq = selection_frequency(dags, 0.5)
+    d = dags.shape[-1]
+    q, p = float(dags.sum(axis=(1, 2)).mean()), d * (d - 1)
+    stable = (freq >= pi).astype(float)
+    return ({"B_frequency": freq, "B_stable": stable},
+            {"replicas": len(dags), "pi": float(pi), "q": q, "p": p,
+             "bound": stability_bound(q, p, pi), "stable-edges": int(stable.sum())})

@@ -26,6 +26,13 @@ would refuse stops before any key is made, naming every refusing party. Whatever
 wire unprotected (the ``mock`` backend, the plain modes, test-only keys) is logged as a WARNING
 once per run.
 
+Replicas (``replicas`` R > 0, mode "vfedcd"): every message carries the arrays of the run and
+of R replicas on complementary halves of the shared rows (each party derives the halves from
+the shared ``seed``; within each peer's block replica by replica), so the exchanges are the
+run's; the server keeps one CTV per replica (each sees only its replica's graph fragments) and
+reports each edge's selection frequency over the replicas, the stable set and the bound on its
+expected false edges (:func:`~fedcausal_flwr.vertical.model.edge_confidence`).
+
 One round is one epoch; ``start(num_rounds=...)`` bounds the epochs (default: the settings'
 ``epochs``). Settings and their defaults: :class:`~fedcausal_flwr.vertical.model.VFedCDSettings`.
 """
@@ -181,7 +188,10 @@ class VFedCD(CausalStrategy):
                     if 0 <= c < d:
                         self.variables[c] = n
         self.n = len(self.shared)
-        self.ctv = dispatch.CTV(self.sizes, self.settings)
+        self.copies = self.settings.replicas + 1
+        self.ctvs = [dispatch.CTV(self.sizes, core.replica_settings(self.settings, r))
+                     for r in range(self.copies)]
+        self.ctv = self.ctvs[0]  # the run's own (replica 0)
 
     def done(self) -> bool:
         """The settings' epochs are done."""
@@ -197,7 +207,9 @@ class VFedCD(CausalStrategy):
 
     def _route(self, replies: Mapping[int, list[np.ndarray]], names_per_peer: int,
                skip_tail: int = 0) -> dict[int, dict[int, list[np.ndarray]]]:
-        """``{src: packed arrays}`` -> ``{dst: {src: arrays for dst}}``."""
+        """``{src: packed arrays}`` -> ``{dst: {src: arrays for dst}}``; ``names_per_peer`` and
+        ``skip_tail`` count one replica's arrays (each peer's block holds every replica's)."""
+        names_per_peer, skip_tail = names_per_peer * self.copies, skip_tail * self.copies
         out: dict[int, dict[int, list[np.ndarray]]] = {d: {} for d in range(self.K)}
         for src, arrays in replies.items():
             arrays = arrays[:len(arrays) - skip_tail]
@@ -205,18 +217,21 @@ class VFedCD(CausalStrategy):
                 out[dst][src] = arrays[j * names_per_peer:(j + 1) * names_per_peer]
         return out
 
-    def _specs(self, phase: str, m: int, nb: int = 0) -> list[Spec]:
-        """Party m's reply to ``phase`` for a mini-batch of nb rows (:data:`PHASES`)."""
+    def _specs(self, phase: str, m: int, nbs: Sequence[int] = (0,)) -> list[Spec]:
+        """Party m's reply to ``phase`` for mini-batches of ``nbs[r]`` rows (replica r), every
+        replica's arrays within each peer's block (:data:`PHASES`)."""
         K, sz, h, peers = self.K, self.sizes, self.settings.hidden, self._peers(m)
+        C, nb = range(len(nbs)), nbs[0]
         of = {"pk": lambda: [((None,), "uint8")],
-              "frag": lambda: [self._cipher(m, sz[j], sz[t] * h) for j in peers
+              "frag": lambda: [self._cipher(m, sz[j], sz[t] * h) for j in peers for _ in C
                                for t in range(K)],
-              "B": lambda: [((sum(sz), sz[t]), "float") for t in range(K)],
-              "he2ss_fwd": lambda: [self._cipher(i, nb, sz[t] * h) for i in peers
-                                    for t in range(K)],
-              "z": lambda: [((nb * sz[t] * h,), "uint64") for t in peers],
-              "dz": lambda: [self._cipher(m, nb, sz[m] * h)],
-              "he2ss_bwd": lambda: [self._cipher(t, sz[m], sz[t] * h) for t in peers],
+              "B": lambda: [((sum(sz), sz[t]), "float") for _ in C for t in range(K)],
+              "he2ss_fwd": lambda: [self._cipher(i, nbs[r], sz[t] * h) for i in peers
+                                    for r in C for t in range(K)],
+              "z": lambda: [((nbs[r] * sz[t] * h,), "uint64") for t in peers for r in C],
+              "dz": lambda: [self._cipher(m, nbs[r], sz[m] * h) for r in C],
+              "he2ss_bwd": lambda: [self._cipher(t, sz[m], sz[t] * h) for t in peers
+                                    for _ in C],
               "H": lambda: [((nb * sz[t] * h,), "int64") for t in peers],
               "dH": lambda: [((nb * sz[m] * h,), "int64")]}
         return [spec for name in PHASES[phase].up for spec in of[name]()]
@@ -243,20 +258,26 @@ class VFedCD(CausalStrategy):
         else:
             self._run_plain(grid, result)
         self.complete = True
+        if self.copies > 1:
+            result.metrics["edge-confidence"] = self.confidence()[1]
 
-    def _epochs(self, result: RunResult) -> Iterator[tuple[int, dict[str, int], list[float]]]:
-        """One round per epoch: yields each mini-batch's (size, config, the epoch's losses);
-        after the epoch, the CTV's lambda2 step and the epoch's record (the base adds bytes,
-        clients, evaluation, seconds)."""
+    def _epochs(self, result: RunResult
+                ) -> Iterator[tuple[list[int], dict[str, int], list[float]]]:
+        """One round per epoch: yields each mini-batch's (size per replica, config, the epoch's
+        losses); after the epoch, every CTV's lambda2 step and the epoch's record (the base
+        adds bytes, clients, evaluation, seconds)."""
         step = 0
         for rec in self.rounds(result):
             epoch = self.recorder.round - 1
             losses: list[float] = []
-            batches = core.batches(self.n, self.settings.batch, self.settings.seed, epoch)
-            for b, idx in enumerate(batches):
-                yield len(idx), {"epoch": epoch, "batch": b, "step": step}, losses
+            batches = [core.replica_batches(self.n, self.settings, r, epoch)
+                       for r in range(self.copies)]
+            for b in range(len(batches[0])):
+                yield ([len(rb[b]) for rb in batches], {"epoch": epoch, "batch": b,
+                                                        "step": step}, losses)
                 step += 1
-            self.ctv.end_epoch()
+            for ctv in self.ctvs:
+                ctv.end_epoch()
             rec.update({"epoch": epoch + 1, "loss": float(sum(losses)), "rho": self.ctv.rho,
                         "lambda2": self.ctv.lam2, "frozen": self.ctv.frozen,
                         "steps": len(batches)})
@@ -275,13 +296,14 @@ class VFedCD(CausalStrategy):
         rep = ask("vfedcd_plain_setup", {m: ([], self._first_config(m)) for m in range(K)},
                   specs["vfedcd_plain_setup"])
         self._take_graph(rep)
-        for nb, c, losses in self._epochs(result):
+        for nbs, c, losses in self._epochs(result):
+            nb = nbs[0]
             H = ask("vfedcd_plain_forward", {m: ([], c) for m in range(K)},
-                    {m: self._specs("vfedcd_plain_forward", m, nb) for m in range(K)})
+                    {m: self._specs("vfedcd_plain_forward", m, nbs) for m in range(K)})
             H = self._route(H, 1)
             G = self.ctv.shares()
             dz = ask("vfedcd_plain_decode", {m: (self._inbox(H[m]), c) for m in range(K)},
-                     {m: self._specs("vfedcd_plain_decode", m, nb) for m in range(K)},
+                     {m: self._specs("vfedcd_plain_decode", m, nbs) for m in range(K)},
                      metrics=LOSS)
             losses.append(self._loss() * nb / self.n)
             up = ask("vfedcd_plain_update",
@@ -294,8 +316,9 @@ class VFedCD(CausalStrategy):
         K = self.K
         ask = partial(self.exchange, grid, every=True)  # every party is needed
 
-        def specs(phase: str, nb: int = 0) -> dict[int, list[Spec]]:
-            return {m: self._specs(phase, m, nb) for m in range(K)}
+        def specs(phase: str, nbs: Sequence[int] = (0,) * self.copies
+                  ) -> dict[int, list[Spec]]:
+            return {m: self._specs(phase, m, nbs) for m in range(K)}
 
         keys = ask("vfedcd_keys", {m: ([], self._first_config(m)) for m in range(K)},
                    specs("vfedcd_keys"))
@@ -306,18 +329,18 @@ class VFedCD(CausalStrategy):
                                        self._setup_config(m)) for m in range(K)},
                   specs("vfedcd_setup"))
         frags = self._take_graph(rep)
-        for nb, c, losses in self._epochs(result):
+        for nbs, c, losses in self._epochs(result):
             fwd = ask("vfedcd_forward", {m: (self._inbox(frags[m]), c) for m in range(K)},
-                      specs("vfedcd_forward", nb))
-            G = self.ctv.shares()
+                      specs("vfedcd_forward", nbs))
+            G = [ctv.shares() for ctv in self.ctvs]
             fwd = self._route(fwd, K)
-            zs = ask("vfedcd_share", {m: (self._inbox(fwd[m]) + [G[m]], c) for m in range(K)},
-                     specs("vfedcd_share", nb))
+            zs = ask("vfedcd_share", {m: (self._inbox(fwd[m]) + [g[m] for g in G], c)
+                                      for m in range(K)}, specs("vfedcd_share", nbs))
             zs = self._route(zs, 1)
             dz = ask("vfedcd_decode", {m: (self._inbox(zs[m]), c) for m in range(K)},
-                     specs("vfedcd_decode", nb), metrics=LOSS)
-            losses.append(self._loss() * nb / self.n)
-            dzin = {m: [dz[t][0] for t in self._peers(m)] for m in range(K)}
+                     specs("vfedcd_decode", nbs), metrics=LOSS)
+            losses.append(self._loss() * nbs[0] / self.n)
+            dzin = {m: [a for t in self._peers(m) for a in dz[t]] for m in range(K)}
             gr = ask("vfedcd_gradient", {m: (dzin[m], c) for m in range(K)},
                      specs("vfedcd_gradient"))
             gr = self._route(gr, 1)
@@ -327,27 +350,47 @@ class VFedCD(CausalStrategy):
 
     def _take_graph(self, replies: Mapping[int, list[np.ndarray]]
                     ) -> dict[int, dict[int, list[np.ndarray]]]:
-        """CTV: B from the graph fragments; route the fragment ciphertexts."""
-        self.ctv.receive({m: {f"B.t{t}": a[-self.K + t] for t in range(self.K)}
-                          for m, a in replies.items()})
+        """Each replica's CTV: its B from the graph fragments (the replies' tails, replica
+        by replica); route the fragment ciphertexts."""
+        K, tail = self.K, self.K * self.copies
+        for r, ctv in enumerate(self.ctvs):
+            ctv.receive({m: {f"B.t{t}": a[len(a) - tail + r * K + t] for t in range(K)}
+                         for m, a in replies.items()})
         self.B = self.ctv.B
-        return self._route(replies, self.K, skip_tail=self.K)
+        return self._route(replies, K, skip_tail=K)
 
     # ---- what the run reports -------------------------------------------------------------
+    def _global(self, B: np.ndarray) -> np.ndarray:
+        """``B`` (parties' block order) with the attributes in their global order."""
+        order = np.concatenate(self.cols)
+        out = np.zeros_like(B)
+        out[np.ix_(order, order)] = B
+        return out
+
+    def confidence(self) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        """The replicas' edge confidence (:func:`~fedcausal_flwr.vertical.model.edge_confidence`
+        of replicas 1..R, global order): ``B_frequency``, ``B_stable`` and their metrics."""
+        graphs = np.stack([self._global(c.B) for c in self.ctvs[1:]])
+        return core.edge_confidence(graphs, self.settings.tau,
+                                    self.settings.stability_threshold)
+
     def graph(self) -> dict[str, np.ndarray]:
-        """B (d x d, attributes in their global order) and its DAG at ``tau``."""
+        """B (d x d, attributes in their global order) and its DAG at ``tau``; with replicas
+        also each edge's selection frequency and the stable set (:meth:`confidence`)."""
         if self.B is None:
             return {}
-        order = np.concatenate(self.cols)
-        B = np.zeros_like(self.B)
-        B[np.ix_(order, order)] = self.B
-        return {"B": B, "dag": core.dag_at_threshold(B, self.settings.tau)}
+        B = self._global(self.B)
+        out = {"B": B, "dag": core.dag_at_threshold(B, self.settings.tau)}
+        if self.copies > 1:
+            out.update(self.confidence()[0])
+        return out
 
     def result_names(self) -> dict[str, Any]:
-        """B and its DAG are over the d attributes in their global order (each party named
-        its own columns)."""
+        """B, its DAG and the replicas' frequencies are over the d attributes in their global
+        order (each party named its own columns)."""
         v = list(getattr(self, "variables", []))
-        return {"variables": v, "B": v, "dag": v} if v else {}
+        keys = ["B", "dag", *(["B_frequency", "B_stable"] if self.settings.replicas else [])]
+        return {"variables": v, **dict.fromkeys(keys, v)} if v else {}
 
     def estimates(self) -> dict[str, np.ndarray]:
         """:meth:`graph` once the run completed; nothing from a stopped or running protocol."""
