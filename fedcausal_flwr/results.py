@@ -446,7 +446,7 @@ def _graph_keys(r: RunResult) -> list[str]:
     extra = getattr(_view(r), "VARIANTS", ()) if alg.has_module("view") else ()
     return [k for k, v in r.estimates.items()
             if (k in base or k in extra or any(k.startswith(b + "_") for b in base))
-            and not k.endswith("_frequency")
+            and not k.endswith(("_frequency", "_stable"))
             and np.asarray(v).dtype.kind in "biuf" and np.ndim(v) >= 2]
 
 

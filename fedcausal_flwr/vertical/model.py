@@ -128,7 +128,7 @@ class VFedCDSettings(RunSettings):
         0, "replicas", ge=0, le=MAX_REPLICAS, wire=True,
         doc="R (even; 0: off): replicas on complementary halves of the rows that ride in the "
             "run's messages (same exchanges, R more copies of the arrays and computation); "
-            "the result adds B_frequency, B_stable and metrics edge-confidence; mode "
+            "the result adds B_frequency, B_stable and metrics stability; mode "
             "'vfedcd' only")
     stability_threshold: float = setting(
         0.75, "stability-threshold", gt=0.5, le=1.0,
@@ -632,9 +632,10 @@ def edge_confidence(graphs: np.ndarray, tau: float, pi: float
     """Selection frequency over the replicas' graphs (R x d x d) and the stable set at ``pi``.
 
     Returns ``({"B_frequency": d x d, "B_stable": d x d in {0, 1}}, metrics)``: ``replicas``
-    R, ``pi``, ``q`` (mean edges a replica's DAG at ``tau`` selects), ``p`` (candidate edges
-    d (d - 1)), ``bound`` (``q^2 / ((2 pi - 1) p)``, the expected false edges in the stable
-    set, Meinshausen & Buhlmann 2010 Thm. 1) and ``stable-edges``.
+    R, ``threshold`` pi, ``mean_selected`` q (mean edges a replica's DAG at ``tau``
+    selects), ``candidates`` p (d (d - 1)), ``false_edge_bound`` (``q^2 / ((2 pi - 1) p)``,
+    the bound on the expected false edges in the stable set, Meinshausen & Buhlmann 2010
+    Thm. 1) and ``stable_edges``, the keys FDBNL's ``metrics["stability"]`` has.
     """
     dags = replica_dags(graphs, tau)
     freq = selection_frequency(dags, 0.5)
@@ -642,5 +643,6 @@ def edge_confidence(graphs: np.ndarray, tau: float, pi: float
     q, p = float(dags.sum(axis=(1, 2)).mean()), d * (d - 1)
     stable = (freq >= pi).astype(float)
     return ({"B_frequency": freq, "B_stable": stable},
-            {"replicas": len(dags), "pi": float(pi), "q": q, "p": p,
-             "bound": stability_bound(q, p, pi), "stable-edges": int(stable.sum())})
+            {"replicas": len(dags), "threshold": float(pi), "mean_selected": q,
+             "candidates": p, "false_edge_bound": stability_bound(q, p, pi),
+             "stable_edges": int(stable.sum())})

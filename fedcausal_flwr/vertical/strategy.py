@@ -259,7 +259,7 @@ class VFedCD(CausalStrategy):
             self._run_plain(grid, result)
         self.complete = True
         if self.copies > 1:
-            result.metrics["edge-confidence"] = self.confidence()[1]
+            result.metrics["stability"] = self.confidence()[1]
 
     def _epochs(self, result: RunResult
                 ) -> Iterator[tuple[list[int], dict[str, int], list[float]]]:

@@ -1,6 +1,6 @@
 """How a VFedCD result reads as a graph: the weighted adjacency ``B`` (lag 0), thresholded
 by default at the run's ``tau`` (the threshold of its reported DAG); with replicas, each
-edge's selection frequency beside it (:func:`frequencies`)."""
+edge's selection frequency beside it (:attr:`Layer.frequency`)."""
 
 from __future__ import annotations
 
@@ -19,17 +19,8 @@ def layers(r: RunResult, client: int | None = None) -> list[Layer]:
         return []
     B = np.asarray(r.estimates["B"], dtype=float)
     v, _ = labels_or_default(r, "B", B.shape)
-    return [Layer("B", 0, B, v, v)]
-
-
-def frequencies(r: RunResult) -> dict[str, Layer]:
-    """``{"B": Layer("B_frequency", ...)}``: each edge's selection frequency over the run's
-    replicas (``vertical.replicas``), labelled as ``B``; empty without replicas."""
-    if "B_frequency" not in r.estimates:
-        return {}
-    F = np.asarray(r.estimates["B_frequency"], dtype=float)
-    v, _ = labels_or_default(r, "B_frequency", F.shape)
-    return {"B": Layer("B_frequency", 0, F, v, v)}
+    F = r.estimates.get("B_frequency")
+    return [Layer("B", 0, B, v, v, None if F is None else np.asarray(F, dtype=float))]
 
 
 def thresholds(r: RunResult) -> dict[str, float]:

@@ -69,7 +69,9 @@ def confidence_row(config: str, seed: int, replicas: int) -> dict[str, Any]:
     B, dag = graphs[0], V.dag_at_threshold(graphs[0], s.tau)
     conf, m = V.edge_confidence(graphs[1:], s.tau, s.stability_threshold)
     stable = conf["B_stable"]
-    return {"config": config, "seed": seed, **m,
+    return {"config": config, "seed": seed, "replicas": m["replicas"], "pi": m["threshold"],
+            "q": m["mean_selected"], "p": m["candidates"], "bound": m["false_edge_bound"],
+            "stable-edges": m["stable_edges"],
             "V": int(((stable != 0) & (A == 0)).sum()),
             "true_stable": int(((stable != 0) & (A != 0)).sum()), "true_edges": int(A.sum()),
             "auroc_frequency": score_auc(conf["B_frequency"], A)["auroc"],

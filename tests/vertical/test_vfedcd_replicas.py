@@ -34,7 +34,7 @@ def test_replica_zero_is_the_ordinary_run_bit_for_bit_in_the_same_exchanges(runs
     np.testing.assert_array_equal(rep.estimates["B"], plain.estimates["B"])
     np.testing.assert_array_equal(rep.estimates["dag"], plain.estimates["dag"])
     assert [h["loss"] for h in rep.history] == [h["loss"] for h in plain.history]
-    assert "B_frequency" not in plain.estimates and "edge-confidence" not in plain.metrics
+    assert "B_frequency" not in plain.estimates and "stability" not in plain.metrics
     types = [m.metadata.message_type for m in g0.sent]
     assert types == [m.metadata.message_type for m in g2.sent]  # same exchanges, same order
     sizes = [sum(a.numpy().nbytes for a in m.content["arrays"].values()) if "arrays" in
@@ -52,7 +52,7 @@ def test_each_replica_in_flower_equals_its_reference_loop(runs):
     conf, metrics = V.edge_confidence(graphs, s.tau, s.stability_threshold)
     np.testing.assert_array_equal(rep.estimates["B_frequency"], conf["B_frequency"])
     np.testing.assert_array_equal(rep.estimates["B_stable"], conf["B_stable"])
-    assert rep.metrics["edge-confidence"] == pytest.approx(metrics)
+    assert rep.metrics["stability"] == pytest.approx(metrics)
     assert not np.array_equal(graphs[0], graphs[1])  # the halves differ
 
 
@@ -61,9 +61,9 @@ def test_the_result_names_and_shapes_the_frequencies(runs):
     f = np.asarray(rep.estimates["B_frequency"])
     assert f.shape == (6, 6) and set(np.unique(f)) <= {0.0, 0.5, 1.0}
     assert rep.names["B_frequency"] == rep.names["B"]
-    m = rep.metrics["edge-confidence"]
-    assert m["replicas"] == 2 and m["p"] == 30 and m["pi"] == 0.75
-    assert m["bound"] == pytest.approx(m["q"] ** 2 / (0.5 * 30))
+    m = rep.metrics["stability"]
+    assert m["replicas"] == 2 and m["candidates"] == 30 and m["threshold"] == 0.75
+    assert m["false_edge_bound"] == pytest.approx(m["mean_selected"] ** 2 / (0.5 * 30))
     np.testing.assert_array_equal(rep.estimates["B_stable"], f >= 0.75)
 
 
@@ -123,7 +123,15 @@ def test_the_view_labels_the_frequencies_as_bs_layer(runs):
     from fedcausal_flwr.vertical import view
 
     (plain, _), (rep, _) = runs
-    assert view.frequencies(plain) == {}
-    layer = view.frequencies(rep)["B"]
-    np.testing.assert_array_equal(layer.matrix, rep.estimates["B_frequency"])
-    assert layer.sources == rep.layers()[0].sources == rep.names["B"]
+    assert plain.frequencies() == {} and view.layers(plain)[0].frequency is None
+    layer = view.layers(rep)[0]
+    np.testing.assert_array_equal(layer.frequency, rep.estimates["B_frequency"])
+    assert layer.sources == rep.names["B"]
+    f = rep.frequencies()
+    v = rep.names["B"]
+    assert f[(v[0], v[1], 0)] == rep.estimates["B_frequency"][0, 1]
+    assert {(s, t) for s, t, *_ in rep.stable_edges()} == {
+        (v[i], v[j]) for i, j in zip(*np.nonzero(rep.estimates["B_stable"]), strict=True)}
+    # a threshold applies to B, never to the frequencies or the stable set
+    cut = rep.threshold(10.0)
+    np.testing.assert_array_equal(cut.estimates["B_frequency"], rep.estimates["B_frequency"])
