@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import _sims  # noqa: F401 - simulations/ on sys.path
-from harness import Clock, finish, log, parser, table
+from harness import Clock, finish, log, markdown, parser, read_results, table
 
 from fedcausal_flwr import launch
 from fedcausal_flwr.appconfig import glue, view
@@ -103,6 +103,30 @@ def main() -> None:
                   [[R, d["status"], d["rounds"], f"{d['wall_s']:.0f}"]
                    for R, d in out["deployment"].items()]))
     finish("replica_cost", args, clock, {}, "replicas of FDBNL", out)
+
+
+def table_replica_cost() -> str:
+    """Issue 21's cost rows (replica_cost.json): per R, exchanges, bytes and CPU per exchange
+    as factors of the ordinary run, and the deployment's wall time."""
+    r = read_results("replica_cost")
+    dep = r.get("deployment", {})
+    rows = [[R, x["status"], x["exchanges"], f"{x['bytes_per_exchange'] / 1e3:.0f} KB",
+             f"{x['factors']['bytes_per_exchange']:.1f}",
+             f"{1e3 * x['server_cpu_per_exchange']:.0f} ms",
+             f"{x['factors']['server_cpu_per_exchange']:.1f}",
+             f"{1e3 * x['client_cpu_per_exchange']:.0f} ms",
+             f"{x['factors']['client_cpu_per_exchange']:.1f}",
+             f"{dep[R]['wall_s']:.0f} s ({dep[R]['rounds']} rounds)" if R in dep else "-"]
+            for R, x in r["in_process"].items()]
+    return (f"**FDBNL with R half-sample replicas, the App's default run** (d 10, 5 nodes, 100 "
+            f"rows each; `{r['meta']['script']}`, {r['meta']['finished']}). CPU per exchange "
+            f"in process; wall time in a loopback deployment (TLS, node auth).\n\n"
+            + markdown(["R", "status", "exchanges", "bytes / exchange", "x",
+                        "server CPU / exchange", "x", "client CPU / exchange (all 5)", "x",
+                        "deployment"], rows))
+
+
+TABLES = {"replica_cost": table_replica_cost}
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ from typing import Any
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from dbn_common import client_moments, log, parser
-from harness import append_jsonl, read_jsonl, write_results
+from harness import append_jsonl, fmt, markdown, read_jsonl, read_results, seed_range, write_results
 from sklearn.metrics import roc_auc_score
 
 from fedcausal_flwr.dbn import replicas as rep
@@ -221,14 +221,21 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             one["stars_D"] = stars_instability(c, G)
         per.setdefault(sc, []).append(one)
     out: dict[str, Any] = {"lambda_path": lams, "tau_path": taus, "scenarios": {}}
+    diffs: dict[str, list[float]] = {}
     for sc, cs in per.items():
         S = np.array([c["S"] for c in cs])
+        best = int(np.argmin(S[:, :, t0].mean(0)))
         cell: dict[str, Any] = {"seeds": [c["seed"] for c in cs],
-                                "default": float(S[:, g0, t0].mean()),
-                                "best_fixed_lambda": float(S[:, :, t0].mean(0).min()),
+                                "default": mean_sd(S[:, g0, t0]),
+                                "best_fixed_lambda": [lams[best], *mean_sd(S[:, best, t0])],
                                 "best_fixed_pair": float(S.mean(0).min())}
         for name, rule in RULES.items():
-            cell[name] = float(np.mean([S[i][rule(c)] for i, c in enumerate(cs)]))
+            picked = [S[i][rule(c)] for i, c in enumerate(cs)]
+            cell[name] = mean_sd(picked)
+            if name == "holdout":
+                cell["holdout_picks"] = [[lams[rule(c)[0]], taus[rule(c)[1]]] for c in cs]
+                diffs[sc] = [a - S[i, g0, t0] for i, a in enumerate(picked)]
+        cell["holdout_over_best"] = cell["holdout"][0] / max(cell["best_fixed_lambda"][1], 1e-9)
         st = [i for i, c in enumerate(cs) if "stars_D" in c]
         if st:  # on the seeds that have them, beside the default on the same seeds
             cell["stars_seeds"] = [cs[i]["seed"] for i in st]
@@ -240,12 +247,34 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if hs:
             cell["replicas"] = hs[0]["replicas"]
             for k in ("auroc_frequency", "auroc_weight"):
-                cell[k] = float(np.mean([c[k] for c in hs]))
-            cell["stability"] = {pi: {k: float(np.mean([c["at"][pi][k] for c in hs]))
-                                      for k in ("stable", "false", "bound")}
+                cell[k] = mean_sd([c[k] for c in hs])
+            cell["stability"] = {pi: {"stable": mean_sd([c["at"][pi]["stable"] for c in hs]),
+                                      "false": mean_sd([c["at"][pi]["false"] for c in hs]),
+                                      "bound": float(np.mean([c["at"][pi]["bound"]
+                                                              for c in hs]))}
                                  for pi in hs[0]["at"]}
         out["scenarios"][sc] = cell
+    unseen = [d for sc in NEW if sc in diffs for d in diffs[sc]]
+    out["decision"] = {
+        "within_10pct_everywhere": all(c["holdout_over_best"] <= 1.1
+                                       for c in out["scenarios"].values()),
+        "unseen_holdout_minus_default": mean_se(unseen) if unseen else None}
+    out["decision"]["holdout_becomes_default"] = bool(
+        out["decision"]["within_10pct_everywhere"] and unseen
+        and out["decision"]["unseen_holdout_minus_default"][0] < 0)
     return out
+
+
+def mean_sd(x: Any) -> list[float]:
+    """[mean, sample sd] (sd 0 for one value)."""
+    x = np.asarray(list(x), dtype=float)
+    return [float(x.mean()), float(x.std(ddof=1)) if x.size > 1 else 0.0]
+
+
+def mean_se(x: Any) -> list[float]:
+    """[mean, standard error]."""
+    m, sd = mean_sd(x)
+    return [m, sd / np.sqrt(len(list(x)))]
 
 
 def stars_instability(c: dict[str, Any], G: int) -> list[float]:
@@ -314,6 +343,41 @@ def main() -> None:
                 f"{row['cpu_s']:.0f} s")
             if args.runs:
                 append_jsonl(args.runs, row)
+
+
+def table_fdbnl_confidence() -> str:
+    """Issue 21's FDBNL rows (fdbnl_confidence.json): the penalty path against today's default
+    and the best fixed lambda, and the stable set against its bound."""
+    r = read_results(NAME)
+    seeds = seed_range(sorted({s for c in r["scenarios"].values() for s in c["seeds"]}))
+    pi = f"{FDBNLSettings().stability_threshold:g}"
+    rows = []
+    for sc, c in r["scenarios"].items():
+        st = c.get("stability", {}).get(pi)
+        rows.append([
+            sc + (" (new)" if sc in NEW else ""), len(c["seeds"]), fmt(*c["default"], 1),
+            f"{fmt(*c['best_fixed_lambda'][1:], 1)} ({c['best_fixed_lambda'][0]:g})",
+            fmt(*c["holdout"], 1), f"{c['holdout_over_best']:.2f}",
+            "-" if st is None else f"{fmt(*st['false'], 1)} ({st['bound']:.1f})",
+            "-" if st is None else fmt(*st["stable"], 1),
+            "-" if "auroc_frequency" not in c else
+            f"{c['auroc_frequency'][0]:.3f} / {c['auroc_weight'][0]:.3f}"])
+    d = r["decision"]
+    u = d["unseen_holdout_minus_default"]
+    return (f"**FDBNL: penalty from held-out blocks and edge confidence, evaluation seeds "
+            f"{seeds}** (`{r['meta']['script']}`, {r['meta']['finished']}). SHD(W) + SHD(A), "
+            f"mean ± sd over seeds.\n\n"
+            + markdown(["scenario", "seeds", "default (lambda 0.05, tau 0.2)",
+                        "best fixed lambda (lambda)", "lambda-select holdout", "holdout / best",
+                        f"false stable edges at pi {pi} (bound)", "stable edges",
+                        "AUROC frequency / abs weight"], rows)
+            + f"\n\nRule written before the evaluation: holdout within 10% of the best fixed "
+            f"lambda everywhere: {d['within_10pct_everywhere']}; holdout minus default on the "
+            f"new scenarios: {'-' if u is None else fmt(u[0], u[1], 2)} (mean ± se); holdout "
+            f"becomes the default: {d['holdout_becomes_default']}.")
+
+
+TABLES = {"fdbnl_confidence": table_fdbnl_confidence}
 
 
 if __name__ == "__main__":
