@@ -34,7 +34,11 @@ What was run: design on development seeds 100-119: Newey-West against White's st
 FPR 0.056 against White's 0.075 at 5%, 160 null entries), and the effect sizes of the power
 curve (couplings 0.01-0.04, about 1-5 standard errors) -> ``results/granger_test_dev_power.json``;
 then once, on evaluation seeds 9100-9149 (50 seeds, every scenario, the defaults) ->
-``results/granger_test.json`` (about 9 minutes on one core).
+``results/granger_test.json`` (694 s beside two other jobs on two cores).
+The reverse block's rate under a strong coupling grows with T; the numbers in
+``docs/algorithms/fedgc.md`` came from exploratory runs of this data on development seeds
+(``--scenarios gc-default --t 2500 --seeds 100..129``, ``--t 40000 --seeds 100..114``),
+not committed as results.
 """
 
 from __future__ import annotations
@@ -74,10 +78,11 @@ LEVELS = (0.01, 0.05, 0.10)
 NOMINAL = 0.05
 
 
-def one_run(scenario: str, seed: int, lags: int) -> dict[str, Any]:
-    """p-values of the null and non-null learned entries of one run."""
+def one_run(scenario: str, seed: int, lags: int, T: int | None = None) -> dict[str, Any]:
+    """p-values of the null and non-null learned entries of one run (``T``: ``ss-t``)."""
     model, keys = SCENARIOS[scenario]
-    rc = merged_config({"seed": seed, **keys, "ss-granger-lags": lags}, model)
+    length = {} if T is None else {"ss-t": T}
+    rc = merged_config({"seed": seed, **keys, "ss-granger-lags": lags, **length}, model)
     sys = synthetic_system(rc)
     if scenario in B_NULL:
         sys = replace(sys, B=sys.B - ss.off_diagonal(sys.A, sys.B, sys.P, sys.U)[1])
@@ -169,6 +174,8 @@ def main() -> None:
     ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
     ap.add_argument("--lags", nargs="*", type=int, default=[-1],
                     help="ss-granger-lags values (-1: Newey-West's automatic lag, 0: White)")
+    ap.add_argument("--t", type=int, default=None, help="ss-t of every run (default: the "
+                    "data defaults' 10000)")
     ap.add_argument("--name", default="granger_test", help="results/<name>.json")
     args = ap.parse_args()
     clock = Clock()
@@ -176,7 +183,7 @@ def main() -> None:
     seeds = args.seeds[:3] if args.quick else args.seeds
     for sc in args.scenarios:
         for lags in args.lags:
-            rows += [one_run(sc, seed, lags) for seed in seeds]
+            rows += [one_run(sc, seed, lags, args.t) for seed in seeds]
             log(f"{sc} lags {lags}: {len(seeds)} seeds, {clock():.0f}s")
     table = summarize(rows)
     show(table)
