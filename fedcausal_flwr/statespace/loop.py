@@ -19,6 +19,7 @@ from fedcausal_flwr.statespace.kalman import ClientData
 from fedcausal_flwr.statespace.model import (
     ClientParams,
     FedCFSettings,
+    GrangerTest,
     ServerParams,
     ServerWindow,
     StateSpaceSettings,
@@ -75,6 +76,7 @@ class ReferenceRun:
     clients: list[ClientParams]
     server: ServerParams
     history: list[dict[str, float]]
+    granger: GrangerTest | None = None
 
 
 def check_lengths(clients: Sequence[ClientData]) -> int:
@@ -93,7 +95,9 @@ def reference(clients: Sequence[ClientData], s: StateSpaceSettings,
     ``spar``: the server's start (default:
     :func:`~fedcausal_flwr.statespace.model.initial_server_for`); ``num_rounds``: stop
     after that many exchanges (default: every window of every epoch). The clients end with
-    the last window's gradients applied.
+    the last window's gradients applied; ``granger``: standard errors and p-values of the
+    final estimates from the last pass over the series (:func:`~fedcausal_flwr.statespace.
+    model.granger_test`).
     """
     T = check_lengths(clients)
     cf = isinstance(s, FedCFSettings)
@@ -101,9 +105,16 @@ def reference(clients: Sequence[ClientData], s: StateSpaceSettings,
                                          [c.dims[1] if cf else 0 for c in clients], s.init_std,
                                          s.seed)
     cpar = [ss.initial_client(c, s.init_std, s.seed, m) for m, c in enumerate(clients)]
-    hist = []
-    for k, ts in enumerate(ss.windows(T, s.window, s.epochs)[:num_rounds]):
+    hist, stats = [], None
+    plan = ss.windows(T, s.window, s.epochs)[:num_rounds]
+    for k, ts in enumerate(plan):
         la = [ss.local_loss(c, p, ts) for c, p in zip(clients, cpar, strict=True)]
         cpar, spar, win = exchange_step(clients, cpar, spar, ts, s, k + 1)
         hist.append(ss.history_row(k + 1, win, la))
-    return ReferenceRun(cpar, spar, hist)
+        if ss.last_epoch(k + 1, len(plan), T, s.window):
+            part = ss.granger_window(win.terms, s.granger_lags)
+            stats = part if stats is None else stats + part
+    P = [c.dims[0] for c in clients]
+    U = [c.dims[1] if cf else 0 for c in clients]
+    test = None if stats is None else ss.granger_test(stats, spar.A_hat, spar.B_hat, P, U)
+    return ReferenceRun(cpar, spar, hist, test)

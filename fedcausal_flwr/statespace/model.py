@@ -24,11 +24,12 @@ Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 import scipy.linalg as slin
+from scipy.stats import t as student_t
 
 from fedcausal_flwr.settings import (
     MAX_CLIENTS,
@@ -129,6 +130,12 @@ class StateSpaceSettings(RunSettings):
     mean shifts ``b^t`` of any client's states; ``False`` is the papers' loss on levels.
     It needs ``window >= 2`` (a window of one step has no difference). FedGC's default, keyed
     ``ss-difference``; FedCF keeps levels (no key; see :class:`FedCFSettings`).
+    ``granger_alpha``: the graph view (``RunResult.edges``, ``to_networkx``) keeps an entry
+    of ``A_hat`` (``B_hat``) as an edge when its p-value for "no Granger effect" is below it
+    (:func:`granger_test`; 0: every nonzero entry); 0.05 is the nominal level whose
+    false-positive rate ``docs/algorithms/fedgc.md`` reports. ``granger_lags``: the
+    Newey-West lags of the standard errors (-1: :func:`hac_lags` of each window's rows;
+    0: White's, which ignores the scores' serial correlation). The server alone reads both.
     """
 
     section: ClassVar[str] = "statespace"
@@ -153,6 +160,8 @@ class StateSpaceSettings(RunSettings):
     dp_clip_grad: float = setting(1.0, "ss-dp-clip-grad", gt=0)
     seed: int = setting(0, "seed", ge=0, wire=True)
     init_std: float = setting(0.0, ge=0, wire=True)
+    granger_alpha: float = setting(0.05, "ss-granger-alpha", ge=0, lt=1)
+    granger_lags: int = setting(-1, "ss-granger-lags", ge=-1, le=MAX_ROWS)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -387,9 +396,21 @@ def client_step(c: ClientData, par: ClientParams, ts: np.ndarray, g: np.ndarray,
 
 
 # ---- the server ------------------------------------------------------------------------------
+class LossTerm(NamedTuple):
+    """One part ``weight * ||E||^2`` of a server loss, linear in the estimates:
+    ``d E[t, i] / d (row i of [A_hat, B_hat]) = sign * X[t]`` (``X`` the window's regressors
+    ``[hc, u]`` of all clients, as squared: differenced with ``difference``)."""
+
+    weight: float
+    sign: float
+    E: np.ndarray
+    X: np.ndarray
+
+
 @dataclass
 class ServerWindow:
-    """Window results: losses, per-client gradients and the gradients of the estimates."""
+    """Window results: losses, per-client gradients and the gradients of the estimates;
+    ``terms``: the loss's parts (:class:`LossTerm`), for :func:`granger_window`."""
 
     L_s: float
     penalty: float
@@ -398,6 +419,7 @@ class ServerWindow:
     g_tilde: list[np.ndarray]
     grad_A: np.ndarray
     grad_B: np.ndarray
+    terms: list[LossTerm] = field(default_factory=list)
 
 
 def server_window(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarray],
@@ -429,7 +451,10 @@ def server_window(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarray],
     grad_A = (2.0 / n) * (GR - xi * GD).T @ HC
     grad_B = (2.0 / n) * GR.T @ UU
     grad_A, grad_B = off_diagonal(grad_A, grad_B, P, U)
-    return ServerWindow(res + xi * pen, pen, res, g, gt, grad_A, grad_B)
+    X = differenced(np.hstack([HC, UU]), difference)[0]
+    X_pen = np.hstack([X[:, :pa[-1]], np.zeros_like(X[:, pa[-1]:])])  # B_hat is not in D_m
+    terms = [LossTerm(1.0, 1.0, Re, X), LossTerm(xi, -1.0, De, X_pen)]
+    return ServerWindow(res + xi * pen, pen, res, g, gt, grad_A, grad_B, terms)
 
 
 def fedgc_server_window(A_diag: Sequence[np.ndarray], A_hat: np.ndarray,
@@ -468,8 +493,9 @@ def fedgc_server_window(A_diag: Sequence[np.ndarray], A_hat: np.ndarray,
         g = [np.zeros_like(x) for x in g]
     grad_A = off_diagonal((-2.0 / n) * GD.T @ HC, np.zeros((pa[-1], 0)), P, [0] * len(P))[0]
     L = float(np.sum(De * De)) / n
+    terms = [LossTerm(1.0, -1.0, De, differenced(HC, difference)[0])]
     return ServerWindow(L, L, L, [np.zeros_like(x) for x in g], g, grad_A,
-                        np.zeros((pa[-1], 0)))
+                        np.zeros((pa[-1], 0)), terms)
 
 
 def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np.ndarray]],
@@ -495,6 +521,109 @@ def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np
         cB = max(cB, 2.0 * curvature(UU))
         B = B - (lr_server / (cB + 2 * lambda_g + 1e-12)) * (win.grad_B + 2 * lambda_g * B)
     return ServerParams(A, B, cA, cB)
+
+
+# ---- standard errors and the Granger test ----------------------------------------------------
+def hac_lags(n: int) -> int:
+    """Newey-West lag truncation ``floor(4 (n / 100)^(2/9))`` for ``n`` score rows (0 for
+    ``n <= 1``): Newey & West (1994), Review of Economic Studies 61(4), section 3."""
+    return int(np.floor(4.0 * (n / 100.0) ** (2.0 / 9.0))) if n > 1 else 0
+
+
+@dataclass
+class GrangerStats:
+    """The sandwich's two sides summed over windows: ``hessian`` ``H = sum_j w_j X_j^T X_j``
+    (K x K, K = states + inputs of all clients), ``meat[i]`` the HAC long-run covariance of
+    row i's scores (rows x K x K), ``n`` score rows and the largest lag used."""
+
+    hessian: np.ndarray
+    meat: np.ndarray
+    n: int
+    lags: int
+
+    def __add__(self, other: GrangerStats) -> GrangerStats:
+        return GrangerStats(self.hessian + other.hessian, self.meat + other.meat,
+                            self.n + other.n, max(self.lags, other.lags))
+
+
+def scores(terms: Sequence[LossTerm]) -> np.ndarray:
+    """``s[t, i] = sum_j w_j sign_j E_j[t, i] X_j[t]`` (n x rows x K): half the gradient of
+    time step t's loss w.r.t. row i of ``[A_hat, B_hat]``."""
+    return sum(t.weight * t.sign * t.E[:, :, None] * t.X[:, None, :] for t in terms)
+
+
+def granger_window(terms: Sequence[LossTerm], lags: int = -1) -> GrangerStats:
+    """One window's share of :class:`GrangerStats`: ``H`` and Newey-West's Bartlett-weighted
+    ``sum_{|l| <= L} (1 - |l| / (L + 1)) sum_t s_t s_{t-l}^T`` per row (``L``:
+    :func:`hac_lags` of the window's rows when ``lags`` is -1; lags do not cross windows)."""
+    live = [t for t in terms if t.weight]
+    H = sum(t.weight * t.X.T @ t.X for t in live)
+    S = scores(live)
+    n = S.shape[0]
+    L = hac_lags(n) if lags < 0 else min(int(lags), max(n - 1, 0))
+    meat = np.einsum("tia,tib->iab", S, S)
+    for lag in range(1, L + 1):
+        G = np.einsum("tia,tib->iab", S[lag:], S[:-lag])
+        meat += (1.0 - lag / (L + 1.0)) * (G + G.transpose(0, 2, 1))
+    return GrangerStats(H, meat, n, L)
+
+
+@dataclass
+class GrangerTest:
+    """Per-entry standard errors and two-sided p-values of ``A_hat`` and ``B_hat`` for
+    H0: entry = 0, full-size: on the diagonal blocks, known and not learned (``A_hat`` is 0
+    there), the standard error is 0 and the p-value 1."""
+
+    se_A: np.ndarray
+    pvalue_A: np.ndarray
+    se_B: np.ndarray
+    pvalue_B: np.ndarray
+
+
+def off_diagonal_columns(P: Sequence[int], U: Sequence[int], m: int) -> np.ndarray:
+    """Columns of ``[A_hat, B_hat]`` that row block m learns: other clients' states, then
+    other clients' inputs (offset by ``sum P``)."""
+    pa, ua = offsets(P), offsets(U)
+    a = [j for j in range(pa[-1]) if not pa[m] <= j < pa[m + 1]]
+    b = [pa[-1] + j for j in range(ua[-1]) if not ua[m] <= j < ua[m + 1]]
+    return np.array(a + b, dtype=int)
+
+
+def granger_test(stats: GrangerStats, A_hat: np.ndarray, B_hat: np.ndarray,
+                 P: Sequence[int], U: Sequence[int]) -> GrangerTest:
+    """Sandwich standard errors and Wald t-tests of every learned entry.
+
+    ``V_i = H_J^{-1} Omega_i,J H_J^{-1}`` for row i of client m's blocks, ``J`` the columns
+    it learns (:func:`off_diagonal_columns`), ``H``, ``Omega_i`` from :class:`GrangerStats`;
+    ``se = sqrt(diag V_i)``, ``p = 2 P(T_df > |entry / se|)``, ``df = n - |J|``. This is the
+    M-estimator covariance of the server loss's minimiser (Newey-West HAC for the serially
+    correlated scores: filter errors, differencing); ``A_hat`` after k full-batch normalized
+    steps from 0 is that minimiser shrunk by ``I - (I - lr H / L)^k`` (eigenvalues in
+    [0, 1]), whose covariance is no larger, so the test is conservative before convergence.
+    """
+    pa, n_a = offsets(P), sum(P)
+    se = np.zeros((n_a, n_a + sum(U)))
+    df = np.ones((n_a, 1))
+    for m in range(len(P)):
+        J = off_diagonal_columns(P, U, m)
+        if not J.size:
+            continue
+        Hinv = np.linalg.pinv(stats.hessian[np.ix_(J, J)])
+        df[pa[m]:pa[m + 1]] = max(stats.n - J.size, 1)
+        for i in range(pa[m], pa[m + 1]):
+            V = Hinv @ stats.meat[i][np.ix_(J, J)] @ Hinv
+            se[i, J] = np.sqrt(np.clip(np.diag(V), 0.0, None))
+    est = np.hstack([A_hat, B_hat])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 2.0 * student_t.sf(np.abs(est / se), df)
+    p[~(se > 0)] = 1.0  # nothing learned there: A_hat (B_hat) is 0
+    return GrangerTest(se[:, :n_a], p[:, :n_a], se[:, n_a:], p[:, n_a:])
+
+
+def last_epoch(k: int, total: int, T: int, W: int) -> bool:
+    """Whether exchange k (1-based) of ``total`` recorded windows is among the last
+    ``ceil((T - 1) / W)``: one pass over t = 1..T-1, whose windows the test uses."""
+    return k > total - len(range(1, T, W))
 
 
 # ---- protocol steps --------------------------------------------------------------------------

@@ -84,6 +84,7 @@ class FedGC(CausalStrategy):
         self.server: ss.ServerParams | None = None
         self.cids: list[int] = []
         self.plan: list[np.ndarray] = []
+        self.granger: ss.GrangerStats | None = None
 
     def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
         """Clients must agree on the number of time steps ``t`` (sizes may differ)."""
@@ -132,6 +133,7 @@ class FedGC(CausalStrategy):
         self.plan = ss.windows(self.T, self.settings.window, self.settings.epochs)
         self.server = ss.initial_server_for(self.P, self.U, self.settings.init_std,
                                             self.settings.seed)
+        self.granger = None
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start from ``[A_hat]`` (its off-diagonal blocks) instead of the default start."""
@@ -194,12 +196,17 @@ class FedGC(CausalStrategy):
             if kalman.spectral_radius(A) >= 1:
                 raise ProtocolStopped(f"client {c}: A_mm is unstable")
         prev, win = np.arange(0), None
+        budget = self.recorder.max_rounds
+        total = len(self.plan) if budget is None else min(len(self.plan), budget)
         for rec in self.rounds(result):
             k = self.recorder.round
             ts = self.plan[k - 1]
             replies = self.window(grid, ts, prev, win, k)
             msgs = [replies[c][:-1] for c in self.cids]
             win, self.server = self.server_update(msgs)
+            if ss.last_epoch(k, total, self.T, self.settings.window):
+                part = ss.granger_window(win.terms, self.settings.granger_lags)
+                self.granger = part if self.granger is None else self.granger + part
             prev = ts
             rec.update(ss.history_row(k, win, [float(replies[c][-1]) for c in self.cids]))
         if win is not None:  # deliver the last window's gradients (unrecorded)
@@ -237,22 +244,40 @@ class FedGC(CausalStrategy):
         if not self.cids:
             return {}
         states = [f"c{c}.s{j}" for i, c in enumerate(self.cids) for j in range(self.P[i])]
-        out: dict[str, Any] = {"states": states, "A_hat": states, "A_full": states}
+        out: dict[str, Any] = {"states": states, "A_hat": states, "A_full": states,
+                               "A_offdiag_se": states, "A_offdiag_pvalue": states}
         if any(self.U):
             inputs = [f"c{c}.u{j}" for i, c in enumerate(self.cids) for j in range(self.U[i])]
-            out.update({"inputs": inputs, "B_hat": {"rows": states, "cols": inputs}})
+            B = {"rows": states, "cols": inputs}
+            out.update({"inputs": inputs, "B_hat": B, "B_offdiag_se": B,
+                        "B_offdiag_pvalue": B})
         meas = {str(c): split(self.nodes[c].props.get("names")) for c in self.cids
                 if c in self.nodes}
         out["measurements"] = {c: m for c, m in meas.items() if m is not None}
         return out
 
+    def granger_test(self) -> ss.GrangerTest | None:
+        """Standard errors and p-values of the current estimates from the last pass's windows
+        (:func:`~fedcausal_flwr.statespace.model.granger_test`; None before that pass)."""
+        if self.granger is None or self.server is None:
+            return None
+        return ss.granger_test(self.granger, self.server.A_hat, self.server.B_hat, self.P,
+                               self.U)
+
     def estimates(self) -> dict[str, np.ndarray]:
-        """Learned off-diagonal blocks, the full estimate with the known diagonal blocks."""
+        """Learned off-diagonal blocks, the full estimate with the known diagonal blocks and,
+        after a pass over the series, each learned entry's standard error and p-value for
+        "no Granger effect" (``A_offdiag_se``, ``A_offdiag_pvalue``: 0 and 1 on the known
+        diagonal blocks)."""
         if self.server is None or not hasattr(self, "A_diag"):
             return {}
-        return {"A_hat": self.server.A_hat,
-                "A_full": ss.full_estimate(self.A_diag, self.server.A_hat),
-                "client_ids": np.array(self.cids)}
+        out = {"A_hat": self.server.A_hat,
+               "A_full": ss.full_estimate(self.A_diag, self.server.A_hat),
+               "client_ids": np.array(self.cids)}
+        test = self.granger_test()
+        if test is not None:
+            out.update({"A_offdiag_se": test.se_A, "A_offdiag_pvalue": test.pvalue_A})
+        return out
 
 
 class FedCF(FedGC):
@@ -319,10 +344,13 @@ class FedCF(FedGC):
         self.server = self._warm(arrays, ["A_hat", "B_hat"])
 
     def estimates(self) -> dict[str, np.ndarray]:
-        """FedGC's estimates plus ``B_hat``."""
+        """FedGC's estimates plus ``B_hat`` (and ``B_offdiag_se``, ``B_offdiag_pvalue``)."""
         out = super().estimates()
         if out:
             out["B_hat"] = self.server.B_hat
+            test = self.granger_test()
+            if test is not None:
+                out.update({"B_offdiag_se": test.se_B, "B_offdiag_pvalue": test.pvalue_B})
         return out
 
     def after_training(self, grid, result: RunResult) -> None:
