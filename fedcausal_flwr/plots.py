@@ -132,6 +132,8 @@ def plot_scores(lambdas: Sequence[float], taus: Sequence[float], scores: np.ndar
     ax.plot([lambdas[g]], [scores[g, t]], marker="o", markersize=10, fillstyle="none",
             color="black", label="chosen")
     ax.set_xscale("log")
+    ax.set_xticks(list(lambdas), [f"{x:g}" for x in lambdas])
+    ax.minorticks_off()
     ax.set_xlabel("lambda")
     ax.set_ylabel("pooled held-out loss")
     ax.legend(fontsize=7)
