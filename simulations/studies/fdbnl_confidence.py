@@ -48,6 +48,8 @@ from typing import Any
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from dbn_common import client_moments, log, parser
+from fdbnl_defaults import HET_NOISE, N_K
+from fdbnl_defaults import SCENARIOS as DEFAULTS_SCENARIOS
 from harness import append_jsonl, fmt, markdown, read_jsonl, read_results, seed_range, write_results
 from sklearn.metrics import roc_auc_score
 
@@ -59,20 +61,11 @@ from fedcausal_flwr.settings import numbers
 from fedcausal_flwr.stability import stability_bound
 
 NAME = "fdbnl_confidence"
-HET_NOISE = (0.5, 2.0)
-#: name -> (graph, noise, d, K); 50 rows per client. The first six are the defaults study's.
+#: name -> (graph, noise, d, K), N_K rows per client: the defaults study's six, then two new.
 SCENARIOS: dict[str, tuple[str, str, int, int]] = {
-    "er-hom-d10-K4": ("er", "hom", 10, 4),
-    "sf-het-d10-K16": ("sf", "het", 10, 16),
-    "er-het-d10-K64": ("er", "het", 10, 64),
-    "sf-hom-d20-K4": ("sf", "hom", 20, 4),
-    "er-hom-d20-K16": ("er", "hom", 20, 16),
-    "sf-het-d20-K64": ("sf", "het", 20, 64),
-    "er-hom-d50-K32": ("er", "hom", 50, 32),
-    "sf-het-d50-K32": ("sf", "het", 50, 32),
-}
+    **DEFAULTS_SCENARIOS, "er-hom-d50-K32": ("er", "hom", 50, 32),
+    "sf-het-d50-K32": ("sf", "het", 50, 32)}
 NEW = ("er-hom-d50-K32", "sf-het-d50-K32")
-N_K = 50
 
 
 def data(scenario: str, seed: int) -> tuple[list, tuple[np.ndarray, np.ndarray]]:
