@@ -1,0 +1,162 @@
+"""FedIV's bootstrap replicas and intervals: R = 0 is the ordinary run; replicas ride in the
+same exchanges, carry parameter-shaped arrays only, equal the reference loop on the clients'
+own resamples, and give an interval of g."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fedcausal_flwr.client_app import app as client_app
+from fedcausal_flwr.iv import app as app_iv
+from fedcausal_flwr.iv import data as iv
+from fedcausal_flwr.iv import model as dg
+from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.strategies import FedIV, FedIVSettings
+from fedcausal_flwr.testing import InProcessGrid
+
+RC = {"algorithm": "fediv", "seed": 4, "iv.iv-scenario": "abs", "iv.iv-n": 600,
+      "iv.iv-rounds": 4, "iv.iv-local-epochs": 5, "iv.iv-lr-g": 0.05, "iv.iv-lr-f": 0.25,
+      "iv.iv-val-features": 8, "min-nodes": 2, "node-wait-s": 5.0, "iv.iv-device": "cpu"}
+K, R = 3, 3
+
+
+def run(replicas: int, k: int = K):
+    rc = {**RC, "iv.iv-replicas": replicas}
+    grid = InProcessGrid(client_app, k, rc)
+    strategy = app_iv.strategy("fediv", rc)
+    strategy.wire_log.audit = True
+    return strategy.start(grid=grid), strategy, grid
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {r: run(r) for r in (0, R)}
+
+
+def test_replicas_leave_the_main_run_bit_identical(runs):
+    plain, with_reps = runs[0][0], runs[R][0]
+    assert plain.status == with_reps.status == "completed"
+    assert "g_params_replicas" not in plain.estimates
+    for key in ("g_params", "f_params", "g_params_selected"):
+        for a, b in zip(plain.estimates[key], with_reps.estimates[key], strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert plain.estimates["selected_round"] == with_reps.estimates["selected_round"]
+    assert ([h["val_criterion"] for h in plain.history]
+            == [h["val_criterion"] for h in with_reps.history])
+
+
+def test_zero_replicas_send_exactly_the_ordinary_messages(runs):
+    strategy = runs[0][1]
+    g, f = dg.networks((1,), (2,), 0)
+    m = RC["iv.iv-val-features"] + 1
+    down = [e for e in strategy.wire_log.entries if e["phase"] == "train.local"
+            and e["direction"] == "down"]
+    up = [e for e in strategy.wire_log.entries if e["phase"] == "train.local" and e["direction"] == "up"]
+    assert {tuple(sh for sh, _ in e["arrays"]) for e in down} == {
+        tuple(dg.shapes(g) + dg.shapes(f))}
+    assert {tuple(sh for sh, _ in e["arrays"]) for e in up} == {
+        tuple(dg.shapes(g) + dg.shapes(f) + [(m,), (m, m), (1,)])}
+
+
+def test_replicas_ride_in_the_same_exchanges(runs):
+    (plain, s0, _), (reps, s1, _) = runs[0], runs[R]
+    w0, w1 = s0.wire_summary(), s1.wire_summary()
+    assert len(plain.history) == len(reps.history) == RC["iv.iv-rounds"]
+    for key in w0:
+        assert w0[key]["messages"] == w1[key]["messages"], key
+    assert w1["train.local up"]["bytes"] > w0["train.local up"]["bytes"]
+    assert w1["train.validate up"]["bytes"] == w0["train.validate up"]["bytes"]
+
+
+def test_only_parameter_shaped_arrays_cross_the_wire(runs):
+    _, strategy, grid = runs[R]
+    g, f = dg.networks((1,), (2,), 0)
+    m = RC["iv.iv-val-features"] + 1
+    nets = dg.shapes(g) + dg.shapes(f)
+    allowed = set(nets) | {(R, *sh) for sh in nets} | {(m,), (m, m), (1,), (R,)}
+    raw = np.concatenate([np.concatenate([d.x.ravel(), d.y, d.z.ravel()])
+                          for i in range(K) for d in iv.client_data(RC, i, K).values()])
+    for msg in grid.sent + grid.received:
+        assert not msg.has_error()
+        for rec in msg.content.array_records.values():
+            for a in rec.to_numpy_ndarrays():
+                assert a.shape in allowed, f"{msg.metadata.message_type} carries {a.shape}"
+                assert not np.isin(a.ravel(), raw).any(), "a raw X/Y/Z value left a client"
+
+
+def test_replicas_differ_and_equal_the_reference_on_resampled_rows(runs):
+    result = runs[R][0]
+    reps = result.estimates["g_params_replicas"]
+    main = result.estimates["g_params_selected"]
+    assert len(reps) == R and result.metrics["replicas_used"] == R
+    flat = [np.concatenate([np.ravel(a) for a in p]) for p in [main, *reps]]
+    for i in range(len(flat)):
+        for j in range(i + 1, len(flat)):
+            assert np.abs(flat[i] - flat[j]).max() > 1e-6
+    s = FedIVSettings.from_run_config(RC)
+    best = result.estimates["selected_round"]
+    data = [iv.client_data(RC, i, K)["train"] for i in range(K)]
+    for r in (1, R):
+        boot = [dg.batch(d.x, d.y, d.z).rows(dg.bootstrap_rows(len(d), s.seed, r, i))
+                for i, d in enumerate(data)]
+        st = dg.fedgda_reference(boot, s.replace(rounds=max(best, 1)), s.seed)
+        theta = st.theta if best else dg.get_params(dg.networks((1,), (2,), s.seed)[0])
+        for a, b in zip(reps[r - 1], theta, strict=True):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-10)
+
+
+def test_interval_estimates_and_the_saved_result(runs, tmp_path):
+    result = runs[R][0]
+    est = result.estimates
+    x, _ = iv.eval_grid({k.split(".")[-1]: v for k, v in RC.items()})
+    np.testing.assert_array_equal(est["interval_x"], x)
+    assert est["interval_level"] == 0.9 and est["interval_method"] == "percentile"
+    assert np.all(est["interval_lower"] <= est["interval_upper"])
+    assert np.all(est["interval_upper"] - est["interval_lower"] > 0)
+    np.testing.assert_allclose(est["interval_g"], result.predict(x), rtol=0, atol=1e-12)
+    assert result.names["interval_x"]["cols"] == ["x0"]
+    loaded = RunResult.load(result.save(tmp_path))
+    band = FedIV.interval(loaded, x[:, 0])
+    np.testing.assert_allclose(band["lower"], est["interval_lower"], rtol=0, atol=1e-12)
+    wide = FedIV.interval(loaded, x, level=0.99, method="normal")
+    assert np.all(wide["upper"] - wide["lower"] > 0)
+    with pytest.raises(ValueError, match="needs a run with iv-replicas >= 2"):
+        FedIV.interval(runs[0][0], x)
+
+
+def test_a_diverging_replica_stops_alone():
+    main = dg.FedState([np.zeros(2)], [np.zeros(1)])
+    reps = [dg.FedState([np.zeros(2)], [np.zeros(1)]) for _ in range(2)]
+    ok = np.array([1.0, 0.0])
+    deltas = {c: ([np.array([[0.1, 0.2], [0.0, 0.0]])], [np.array([[0.3], [0.0]])], ok)
+              for c in range(3)}
+    dg.replicas_round(reps, deltas, {c: 1 / 3 for c in range(3)}, 10.0, 2, 1)
+    assert reps[0].round == 1 and not reps[0].stopped
+    np.testing.assert_allclose(reps[0].theta[0], [0.1, 0.2])
+    assert reps[1].stopped and reps[1].round == 0
+    main.best_round, main.best_theta = 1, [np.zeros(2)]
+    dg.select_replicas(reps, main, 1)
+    assert reps[0].best_theta and not reps[1].best_theta
+
+
+def test_bootstrap_interval_methods():
+    reps = np.arange(1.0, 102.0)[:, None]  # 1..101
+    main = np.array([60.0])
+    lo, hi = dg.bootstrap_interval(main, reps, 0.9, "percentile")
+    np.testing.assert_allclose([lo[0], hi[0]], [6.0, 96.0])
+    lo, hi = dg.bootstrap_interval(main, reps, 0.9, "basic")
+    np.testing.assert_allclose([lo[0], hi[0]], [120.0 - 96.0, 120.0 - 6.0])
+    lo, hi = dg.bootstrap_interval(main, reps, 0.9, "normal")
+    np.testing.assert_allclose(hi[0] - main[0], 1.6448536 * reps.std(ddof=1), rtol=1e-6)
+    with pytest.raises(ValueError, match="interval method"):
+        dg.bootstrap_interval(main, reps, 0.9, "bca")
+
+
+def test_bootstrap_rows_depend_on_seed_replica_and_client():
+    a = dg.bootstrap_rows(50, 1, 1, 0)
+    assert a.shape == (50,) and a.min() >= 0 and a.max() < 50
+    np.testing.assert_array_equal(a, dg.bootstrap_rows(50, 1, 1, 0))
+    for other in (dg.bootstrap_rows(50, 2, 1, 0), dg.bootstrap_rows(50, 1, 2, 0),
+                  dg.bootstrap_rows(50, 1, 1, 1)):
+        assert not np.array_equal(a, other)
