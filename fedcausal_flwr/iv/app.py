@@ -30,9 +30,8 @@ __all__ = ["client", "evaluator", "plot_g", "save_plots", "strategy"]
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     """FedIV with the run config's settings, scored against the built-in data's true g."""
     rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
-    from fedcausal_flwr.iv.strategy import FedIV
-
     from fedcausal_flwr.iv.data import eval_grid
+    from fedcausal_flwr.iv.strategy import FedIV
 
     s = FedIVSettings.from_run_config(rc)
     own = IVDataConfig.from_run_config(rc).outcome  # the nodes' own CSVs: no true g

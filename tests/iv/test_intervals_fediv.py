@@ -50,9 +50,9 @@ def test_zero_replicas_send_exactly_the_ordinary_messages(runs):
     strategy = runs[0][1]
     g, f = dg.networks((1,), (2,), 0)
     m = RC["iv.iv-val-features"] + 1
-    down = [e for e in strategy.wire_log.entries if e["phase"] == "train.local"
-            and e["direction"] == "down"]
-    up = [e for e in strategy.wire_log.entries if e["phase"] == "train.local" and e["direction"] == "up"]
+    local = [e for e in strategy.wire_log.entries if e["phase"] == "train.local"]
+    down = [e for e in local if e["direction"] == "down"]
+    up = [e for e in local if e["direction"] == "up"]
     assert {tuple(sh for sh, _ in e["arrays"]) for e in down} == {
         tuple(dg.shapes(g) + dg.shapes(f))}
     assert {tuple(sh for sh, _ in e["arrays"]) for e in up} == {
@@ -160,3 +160,20 @@ def test_bootstrap_rows_depend_on_seed_replica_and_client():
     for other in (dg.bootstrap_rows(50, 2, 1, 0), dg.bootstrap_rows(50, 1, 2, 0),
                   dg.bootstrap_rows(50, 1, 1, 1)):
         assert not np.array_equal(a, other)
+
+
+def test_zero_replicas_equal_the_reference_loop_exactly(runs):
+    """R = 0 is the ordinary run: the Flower path's arrays equal the reference loop's (the
+    code path before replicas existed) bit for bit."""
+    result = runs[0][0]
+    s = FedIVSettings.from_run_config(RC)
+    data = [iv.client_data(RC, i, K) for i in range(K)]
+    basis = dg.rff(2, s.val_features, s.seed)
+    tr = [dg.batch(d["train"].x, d["train"].y, d["train"].z) for d in data]
+    val = [(dg.batch(d["val"].x, d["val"].y, d["val"].z), dg.features(d["val"].z, basis))
+           for d in data]
+    st = dg.fedgda_reference(tr, s, s.seed, val)
+    for key, want in (("g_params", st.theta), ("f_params", st.tau),
+                      ("g_params_selected", st.best_theta)):
+        for a, b in zip(result.estimates[key], want, strict=True):
+            np.testing.assert_array_equal(a, b)
