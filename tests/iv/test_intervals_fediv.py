@@ -177,3 +177,28 @@ def test_zero_replicas_equal_the_reference_loop_exactly(runs):
                       ("g_params_selected", st.best_theta)):
         for a, b in zip(result.estimates[key], want, strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+def test_the_byzantine_screen_sees_a_lie_in_the_replicas_alone():
+    """Every replica is a group of the screen: a client that scales only its replicas' deltas
+    is flagged and left out (of the main run too)."""
+    from flwr.app import ArrayRecord, RecordDict
+
+    g, f = dg.networks((1,), (2,), 0)
+    n_main = len(dg.shapes(g)) + len(dg.shapes(f)) + 3
+
+    def lying(msg, context):
+        r = client_app(msg, context)
+        if (int(context.node_config["partition-id"]) != 1 or r is None or r.has_error()
+                or msg.metadata.message_type != "train.local"):
+            return r
+        arrays = r.content["arrays"].to_numpy_ndarrays()
+        arrays = arrays[:n_main] + [50.0 * a for a in arrays[n_main:-1]] + arrays[-1:]
+        content = RecordDict({k: v for k, v in r.content.items() if k != "arrays"})
+        content["arrays"] = ArrayRecord(arrays)
+        return type(r)(content, reply_to=msg)
+
+    rc = {**RC, "iv.iv-replicas": 2, "iv.iv-rounds": 2}
+    result = app_iv.strategy("fediv", rc).start(grid=InProcessGrid(lying, 4, rc))
+    assert result.status == "completed"
+    assert result.metrics["flagged"] == {"client 1": 2}
