@@ -25,13 +25,18 @@ printed); evaluation seeds 9200-9299, never used before, were run once after it 
     nice python simulations/studies/fediv_intervals.py --seeds 9200..9204 \\
         --jsonl simulations/results/fediv_runs/intervals_eval.jsonl
     nice python simulations/studies/fediv_intervals.py --cost --replica-counts 0 1 20 50
+    nice python simulations/studies/fediv_intervals.py --cost --replica-counts 0 1 20 \\
+        --n 20000 --cost-rounds 2
     python simulations/studies/fediv_intervals.py --summarize \\
         simulations/results/fediv_runs/intervals_dev.jsonl \\
         simulations/results/fediv_runs/intervals_eval.jsonl
 
-``--cost`` runs ``--cost-rounds`` rounds (seed 100) once per replica count and records the
-exchanges, the process CPU seconds per exchange (server and clients share the process) and
-the array bytes per exchange (``wire_summary``), with their factors against R = 1 and R = 0.
+``--cost`` runs ``--cost-rounds`` rounds (seed 100, ``--n`` rows) once per replica count and
+records the exchanges, the process CPU seconds per exchange (server and clients share the
+process) and the array bytes per exchange (``wire_summary``), with their factors against
+R = 1 and R = 0. The coverage runs use ``--n`` = 1000 rows, not the App's 20000: a replica's
+local work is the main run's, so the clients' CPU grows with R n (the study had to fit in
+about 15 minutes of one shared core).
 A run already in ``--jsonl`` is skipped (resume). ``--summarize`` writes
 ``results/fediv_intervals.json`` and prints the tables.
 """
@@ -177,9 +182,9 @@ def print_tables(rows: list[dict], costs: list[dict]) -> None:
                      len(r["seeds"])] for r in rows]))
     if costs:
         print()
-        print(markdown(["R", "exchanges", "CPU s / exchange", "x vs R=1", "x vs R=0",
+        print(markdown(["n", "R", "exchanges", "CPU s / exchange", "x vs R=1", "x vs R=0",
                         "kB / train.local exchange", "x vs R=1", "x vs R=0"],
-                       [[c["replicas"], c["exchanges"], f"{c['cpu_per_exchange_s']:.3f}",
+                       [[c["n"], c["replicas"], c["exchanges"], f"{c['cpu_per_exchange_s']:.3f}",
                          fmt(c.get("cpu_factor_vs_R1")), fmt(c.get("cpu_factor_vs_R0")),
                          f"{c['bytes_per_local_exchange'] / 1e3:.1f}",
                          fmt(c.get("bytes_factor_vs_R1")), fmt(c.get("bytes_factor_vs_R0"))]
@@ -196,9 +201,9 @@ def main() -> None:
     ap.add_argument("--cost", action="store_true", help="measure the cost per exchange")
     ap.add_argument("--replica-counts", nargs="+", type=int, default=[0, 1, 20, 50])
     ap.add_argument("--cost-rounds", type=int, default=5)
-    ap.add_argument("--cost-json", type=Path,
-                    default=Path(__file__).resolve().parents[1] / "results" / "fediv_runs"
-                    / "intervals_cost.json")
+    ap.add_argument("--cost-dir", type=Path,
+                    default=Path(__file__).resolve().parents[1] / "results" / "fediv_runs",
+                    help="where --cost writes intervals_cost_n<n>.json (--summarize reads them)")
     ap.add_argument("--summarize", nargs="+", type=Path, default=None, metavar="JSONL")
     args = ap.parse_args()
     logging.getLogger("flwr").setLevel(logging.ERROR)
@@ -206,18 +211,19 @@ def main() -> None:
     if args.cost:
         import json
 
-        rows = cost(args.replica_counts, args.clients, args.n, args.cost_rounds)
-        args.cost_json.write_text(json.dumps({"clients": args.clients, "n": args.n,
-                                              "rounds": args.cost_rounds, "rows": rows},
-                                             indent=1))
+        rows = [{"n": args.n, "clients": args.clients, **r}
+                for r in cost(args.replica_counts, args.clients, args.n, args.cost_rounds)]
+        path = args.cost_dir / f"intervals_cost_n{args.n}.json"
+        path.write_text(json.dumps({"clients": args.clients, "n": args.n,
+                                    "rounds": args.cost_rounds, "rows": rows}, indent=1))
         print_tables([], rows)
         return
     if args.summarize:
         import json
 
         runs = [r for p in args.summarize for r in read_jsonl(p)]
-        costs = (json.loads(args.cost_json.read_text())["rows"] if args.cost_json.exists()
-                 else [])
+        costs = [r for p in sorted(args.cost_dir.glob("intervals_cost_n*.json"))
+                 for r in json.loads(p.read_text())["rows"]]
         rows = summary(runs)
         print_tables(rows, costs)
         write_results("fediv_intervals", {
