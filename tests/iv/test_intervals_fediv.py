@@ -116,6 +116,7 @@ def test_interval_estimates_and_the_saved_result(runs, tmp_path):
     assert np.all(est["interval_upper"] - est["interval_lower"] > 0)
     np.testing.assert_allclose(est["interval_g"], result.predict(x), rtol=0, atol=1e-12)
     assert result.names["interval_x"]["cols"] == ["x0"]
+    assert {"interval_g", "interval_lower", "interval_upper"} <= set(result.arrays.keys())
     loaded = RunResult.load(result.save(tmp_path))
     band = FedIV.interval(loaded, x[:, 0])
     np.testing.assert_allclose(band["lower"], est["interval_lower"], rtol=0, atol=1e-12)
@@ -123,6 +124,8 @@ def test_interval_estimates_and_the_saved_result(runs, tmp_path):
     assert np.all(wide["upper"] - wide["lower"] > 0)
     with pytest.raises(ValueError, match="needs a run with iv-replicas >= 2"):
         FedIV.interval(runs[0][0], x)
+    app_iv.save_plots("fediv", {**RC, "iv.iv-replicas": R}, result, tmp_path)
+    assert (tmp_path / "g_vs_g0.png").stat().st_size > 0
 
 
 def test_a_diverging_replica_stops_alone():
