@@ -174,12 +174,13 @@ def summary(runs: list[dict]) -> list[dict]:
 
 def print_tables(rows: list[dict], costs: list[dict]) -> None:
     """The coverage table (our coverage beside the nominal level) and the cost table."""
-    print(markdown(["seeds", "scenario", "method", "coverage (nominal 0.90)", "mean width",
-                    "worst grid point", "grid RMSE of g", "runs"],
-                   [[r["phase"], r["scenario"], r["method"],
-                     fmt(r["coverage"], r["coverage_sd"], 3), fmt(r["width"], r["width_sd"], 3),
-                     fmt(r["worst_grid_point"]), fmt(r["grid_rmse"], None, 3),
-                     len(r["seeds"])] for r in rows]))
+    if rows:
+        print(markdown(["seeds", "scenario", "method", "coverage (nominal 0.90)",
+                        "mean width", "worst grid point", "grid RMSE of g", "runs"],
+                       [[r["phase"], r["scenario"], r["method"],
+                         fmt(r["coverage"], r["coverage_sd"], 3),
+                         fmt(r["width"], r["width_sd"], 3), fmt(r["worst_grid_point"]),
+                         fmt(r["grid_rmse"], None, 3), len(r["seeds"])] for r in rows]))
     if costs:
         print()
         print(markdown(["n", "R", "exchanges", "CPU s / exchange", "x vs R=1", "x vs R=0",
