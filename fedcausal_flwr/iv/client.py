@@ -160,8 +160,9 @@ class FedIVClient(CausalClient):
         """``train.local``: R local epochs of (S)GDA from the global (theta, tau)."""
         g, f = self._nets()
         n_th, n_ta = len(dg.shapes(g)), len(dg.shapes(f))
+        declared = config.get("replicas", 0)  # the layout first, as before replicas existed
+        self._check("local", parameters, g, f, declared if isinstance(declared, int) else 0)
         s = FedIVSettings.from_wire(config, self.who)
-        self._check("local", parameters, g, f, s.replicas)
         if s.mode == "sgda" and self.train.n < s.batch_size:
             raise ValueError(f"{self.who}: {self.train.n} train samples, fewer than one "
                              f"minibatch of {s.batch_size}")
