@@ -78,6 +78,14 @@ def iv_names(names: Sequence[str] | Mapping[str, Any] | None, dx: int, dz: int,
     return xs, y, zs
 
 
+def replicas_of(parameters: Sequence[np.ndarray], k: int) -> int:
+    """R of a ``train.local`` message whose first ``k`` arrays are the main players: the
+    leading axis of the stacked replicas' first array (0 when there are none)."""
+    if len(parameters) <= k or np.ndim(parameters[k]) == 0:
+        return 0
+    return int(np.shape(parameters[k])[0])
+
+
 def shape_tag(shape: tuple[int, ...]) -> str:
     """A per-sample shape as a wire-safe string, e.g. ``"1x8x8"``."""
     return "x".join(str(s) for s in shape)
@@ -87,7 +95,9 @@ class FedIVClient(CausalClient):
     """Holds train ``(x, y, z)`` and validation rows; the settings come with each message.
 
     ``train.local``: ``[theta..., tau...]`` -> ``[dtheta..., dtau..., psi_sum, C_sum, [U]]``,
-    where ``psi_sum, C_sum`` are the validation sums of the incoming global theta.
+    where ``psi_sum, C_sum`` are the validation sums of the incoming global theta; a message
+    with R stacked replicas after them (``theta_r..., tau_r...``) gets their deltas and
+    ``ok_r`` after ``U`` (:data:`~fedcausal_flwr.iv.wire.PHASES`).
     ``train.validate``: ``[theta...]`` -> ``[psi_sum, C_sum]``.
 
     Parameters
@@ -160,8 +170,8 @@ class FedIVClient(CausalClient):
         """``train.local``: R local epochs of (S)GDA from the global (theta, tau)."""
         g, f = self._nets()
         n_th, n_ta = len(dg.shapes(g)), len(dg.shapes(f))
-        declared = config.get("replicas", 0)  # the layout first, as before replicas existed
-        self._check("local", parameters, g, f, declared if isinstance(declared, int) else 0)
+        replicas = replicas_of(parameters, n_th + n_ta)
+        self._check("local", parameters, g, f, replicas)
         s = FedIVSettings.from_wire(config, self.who)
         if s.mode == "sgda" and self.train.n < s.batch_size:
             raise ValueError(f"{self.who}: {self.train.n} train samples, fewer than one "
@@ -175,7 +185,7 @@ class FedIVClient(CausalClient):
             raise ValueError(f"{self.who}: local game diverged (non-finite loss U={u}) in "
                              f"round {rnd}")
         rest = parameters[n_th + n_ta:]
-        extra = self._replicas_step(g, f, rest[:n_th], rest[n_th:], s, rnd) if rest else []
+        extra = self._replicas_step(g, f, rest[:n_th], rest[n_th:], s, rnd) if replicas else []
         return [*dth, *dta, *sums, np.array([u]), *extra], self.train.n, {"loss": float(u)}
 
     def _replicas_step(self, g: torch.nn.Module, f: torch.nn.Module, theta: list[np.ndarray],
@@ -183,7 +193,7 @@ class FedIVClient(CausalClient):
         """The bootstrap replicas' local step on resamples of this client's own rows:
         ``[dtheta_r..., dtau_r..., ok_r]`` (a replica whose game went non-finite sends zero
         deltas and ok 0; the ordinary run is not touched)."""
-        rows = dg.replica_rows(self.train, s.seed, s.replicas, self.partition_id)
+        rows = dg.replica_rows(self.train, s.seed, len(theta[0]), self.partition_id)
         with np.errstate(all="ignore"):
             dth, dta, u = dg.replicas_update(g, f, rows, theta, tau,
                                              [s.seed, rnd, self.partition_id],

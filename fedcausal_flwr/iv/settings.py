@@ -69,10 +69,11 @@ class FedIVSettings(ScreenedRunSettings):
     val_features: int = setting(32, "iv-val-features", ge=1, le=4096, wire=True)
     device: str = setting("auto", "iv-device", choices=("auto", "cpu", "cuda"))
     replicas: int = setting(
-        0, "iv-replicas", ge=0, le=1000, wire=True,
+        0, "iv-replicas", ge=0, le=1000,
         doc="R bootstrap replicas run beside the ordinary run, in the same messages: replica "
             "r trains on a resample of each client's own rows drawn on the client (seed, r); "
-            "they give the interval of g (0: none, the ordinary run)")
+            "they give the interval of g (0: none, the ordinary run; clients read R from the "
+            "message's arrays)")
     interval_level: float = setting(
         0.9, "iv-interval-level", gt=0, lt=1,
         doc="two-sided level of the replicas' pointwise interval of g")

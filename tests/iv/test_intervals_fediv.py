@@ -55,6 +55,8 @@ def test_zero_replicas_send_exactly_the_ordinary_messages(runs):
     up = [e for e in local if e["direction"] == "up"]
     assert {tuple(sh for sh, _ in e["arrays"]) for e in down} == {
         tuple(dg.shapes(g) + dg.shapes(f))}
+    assert all(set(FedIVSettings().to_wire()) <= set(e["config"]) for e in down)
+    assert not any("replicas" in key for e in down for key in e["config"])
     assert {tuple(sh for sh, _ in e["arrays"]) for e in up} == {
         tuple(dg.shapes(g) + dg.shapes(f) + [(m,), (m, m), (1,)])}
 
