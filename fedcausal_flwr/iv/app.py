@@ -30,11 +30,14 @@ __all__ = ["client", "evaluator", "plot_g", "save_plots", "strategy"]
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     """FedIV with the run config's settings, scored against the built-in data's true g."""
     rc = section_view(SECTION, rc)  # a sectioned run config or the section itself
+    from fedcausal_flwr.iv.data import eval_grid
     from fedcausal_flwr.iv.strategy import FedIV
 
     s = FedIVSettings.from_run_config(rc)
     own = IVDataConfig.from_run_config(rc).outcome  # the nodes' own CSVs: no true g
-    return FedIV(s, evaluate_fn=None if own else evaluator(rc))
+    grid = None if own or not s.replicas else eval_grid(rc)
+    return FedIV(s, evaluate_fn=None if own else evaluator(rc),
+                 interval_x=None if grid is None else grid[0])
 
 
 def client(algorithm: str, context: Context):
@@ -148,6 +151,11 @@ def plot_g(rc: Mapping[str, Any], estimates: Mapping[str, Any], path: str | Path
         ax.plot(xs, test.g[o], "k", lw=2, label="true g")
         ax.plot(xs, last[o], label="FedDeepGMM, last round")
         ax.plot(xs, sel[o], "--", label=f"selected round {estimates['selected_round']}")
+        if "interval_lower" in estimates:
+            gx = np.ravel(estimates["interval_x"])
+            level = float(estimates["interval_level"])
+            ax.fill_between(gx, estimates["interval_lower"], estimates["interval_upper"],
+                            alpha=0.3, label=f"{level:.0%} bootstrap interval")
         ax.set_xlabel("input x")
     else:
         ax.scatter(test.g, last, s=3, alpha=0.3, label="last round")

@@ -78,6 +78,14 @@ def iv_names(names: Sequence[str] | Mapping[str, Any] | None, dx: int, dz: int,
     return xs, y, zs
 
 
+def replicas_of(parameters: Sequence[np.ndarray], k: int) -> int:
+    """R of a ``train.local`` message whose first ``k`` arrays are the main players: the
+    leading axis of the stacked replicas' first array (0 when there are none)."""
+    if len(parameters) <= k or np.ndim(parameters[k]) == 0:
+        return 0
+    return int(np.shape(parameters[k])[0])
+
+
 def shape_tag(shape: tuple[int, ...]) -> str:
     """A per-sample shape as a wire-safe string, e.g. ``"1x8x8"``."""
     return "x".join(str(s) for s in shape)
@@ -87,7 +95,9 @@ class FedIVClient(CausalClient):
     """Holds train ``(x, y, z)`` and validation rows; the settings come with each message.
 
     ``train.local``: ``[theta..., tau...]`` -> ``[dtheta..., dtau..., psi_sum, C_sum, [U]]``,
-    where ``psi_sum, C_sum`` are the validation sums of the incoming global theta.
+    where ``psi_sum, C_sum`` are the validation sums of the incoming global theta; a message
+    with R stacked replicas after them (``theta_r..., tau_r...``) gets their deltas and
+    ``ok_r`` after ``U`` (:data:`~fedcausal_flwr.iv.wire.PHASES`).
     ``train.validate``: ``[theta...]`` -> ``[psi_sum, C_sum]``.
 
     Parameters
@@ -135,9 +145,9 @@ class FedIVClient(CausalClient):
         return dg.networks(self.x_shape, self.z_shape, 0, self.device)
 
     def _check(self, phase: str, parameters: list[np.ndarray], g: torch.nn.Module,
-               f: torch.nn.Module) -> None:
+               f: torch.nn.Module, replicas: int = 0) -> None:
         """The server's arrays of ``phase`` fit the networks (:data:`PHASES`)."""
-        want = layout(PHASES[phase].down, dg.shapes(g), dg.shapes(f), 0)
+        want = layout(PHASES[phase].down, dg.shapes(g), dg.shapes(f), 0, replicas)
         check_shapes(self.who, parameters, [sh for _, sh in want], [n for n, _ in want])
 
     def _val_sums(self, g: torch.nn.Module, s: FedIVSettings) -> list[np.ndarray]:
@@ -159,13 +169,14 @@ class FedIVClient(CausalClient):
     def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.local``: R local epochs of (S)GDA from the global (theta, tau)."""
         g, f = self._nets()
-        n_th = len(dg.shapes(g))
-        self._check("local", parameters, g, f)
+        n_th, n_ta = len(dg.shapes(g)), len(dg.shapes(f))
+        replicas = replicas_of(parameters, n_th + n_ta)
+        self._check("local", parameters, g, f, replicas)
         s = FedIVSettings.from_wire(config, self.who)
         if s.mode == "sgda" and self.train.n < s.batch_size:
             raise ValueError(f"{self.who}: {self.train.n} train samples, fewer than one "
                              f"minibatch of {s.batch_size}")
-        theta, tau = parameters[:n_th], parameters[n_th:]
+        theta, tau = parameters[:n_th], parameters[n_th:n_th + n_ta]
         sums = self._val_sums(dg.set_params(g, theta), s)
         rnd = int(config.get("server-round", 0))
         dth, dta, u = dg.local_update(g, f, self.train, theta, tau,
@@ -173,4 +184,20 @@ class FedIVClient(CausalClient):
         if not np.isfinite(u) or not all(np.isfinite(a).all() for a in dth + dta):
             raise ValueError(f"{self.who}: local game diverged (non-finite loss U={u}) in "
                              f"round {rnd}")
-        return [*dth, *dta, *sums, np.array([u])], self.train.n, {"loss": float(u)}
+        rest = parameters[n_th + n_ta:]
+        extra = self._replicas_step(g, f, rest[:n_th], rest[n_th:], s, rnd) if replicas else []
+        return [*dth, *dta, *sums, np.array([u]), *extra], self.train.n, {"loss": float(u)}
+
+    def _replicas_step(self, g: torch.nn.Module, f: torch.nn.Module, theta: list[np.ndarray],
+                       tau: list[np.ndarray], s: FedIVSettings, rnd: int) -> list[np.ndarray]:
+        """The bootstrap replicas' local step on resamples of this client's own rows:
+        ``[dtheta_r..., dtau_r..., ok_r]`` (a replica whose game went non-finite sends zero
+        deltas and ok 0; the ordinary run is not touched)."""
+        rows = dg.replica_rows(self.train, s.seed, len(theta[0]), self.partition_id)
+        with np.errstate(all="ignore"):
+            dth, dta, u = dg.replicas_update(g, f, rows, theta, tau,
+                                             [s.seed, rnd, self.partition_id],
+                                             **s.local_args())
+        ok = dg.replica_ok(dth, dta, u)
+        keep = [np.where(ok.reshape(-1, *[1] * (a.ndim - 1)) > 0, a, 0.0) for a in dth + dta]
+        return [*keep, ok]

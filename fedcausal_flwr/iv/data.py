@@ -144,6 +144,10 @@ class IVDataConfig(Settings):
     treatment: str = setting("", "iv-treatment")
     outcome: str = setting("", "iv-outcome")
     val_fraction: float = setting(0.5, "iv-val-fraction", gt=0, lt=1)
+    grid_points: int = setting(
+        41, ge=2, le=MAX_ROWS,
+        doc="points of the evaluation grid of a low-dim scenario (eval_grid): test rows at "
+            "evenly spaced quantiles of x from 5% to 95%")
 
 
 def own_split(n: int, c: IVDataConfig, partition_id: int) -> tuple[np.ndarray, np.ndarray]:
@@ -211,3 +215,17 @@ def client_data(rc: Mapping[str, Any], partition_id: int, num_partitions: int
 def test_set(rc: Mapping[str, Any]) -> IVData:
     """The pooled test split (the paper's metric: MSE of g against g0 on it)."""
     return dataset(rc)["test"]
+
+
+def eval_grid(rc: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(x, true g)`` on the low-dim scenario's evaluation grid: the test rows at
+    ``grid_points`` evenly spaced quantiles of x from 5% to 95% (where the data are); None
+    for the image scenarios."""
+    c = IVDataConfig.from_run_config(rc)
+    if c.scenario in IMAGE:
+        return None
+    test = test_set(rc)
+    order = np.argsort(test.x[:, 0], kind="stable")
+    q = np.linspace(0.05, 0.95, c.grid_points)
+    idx = order[np.rint(q * (len(order) - 1)).astype(int)]
+    return test.x[idx], test.g[idx]

@@ -154,11 +154,21 @@ def predict(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return net(x.reshape(-1, 1) if x.ndim == 1 else x).reshape(-1, 1)
 
 
+def game(fz: torch.Tensor, r: torch.Tensor, dim: tuple[int, ...] | None = None
+         ) -> torch.Tensor:
+    """Eq. 14 from f(z) and the residuals r = y - g(x): mean f r - 1/4 mean f^2 r~^2, with
+    r~ = r detached (theta~ held constant); ``dim``: the axes of the mean (default all; a
+    stack of replicas ``(R, n, 1)`` takes ``(1, 2)``, one value per replica)."""
+    if dim is None:
+        return (fz * r).mean() - 0.25 * (fz ** 2 * r.detach() ** 2).mean()
+    return (fz * r).mean(dim) - 0.25 * (fz ** 2 * r.detach() ** 2).mean(dim)
+
+
 def game_value(g: nn.Module, f: nn.Module, b: Batch) -> torch.Tensor:
     """U(theta, tau) on batch ``b`` (eq. 14, theta~ = current theta, detached)."""
     r = b.y - predict(g, b.x)
     fz = predict(f, b.z)
-    return (fz * r).mean() - 0.25 * (fz ** 2 * r.detach() ** 2).mean()
+    return game(fz, r)
 
 
 def moment(g: nn.Module, f: nn.Module, b: Batch) -> float:
@@ -502,3 +512,210 @@ def g_values(g: nn.Module, theta: Params, x: np.ndarray, device: str = "cpu",
 def mse(pred: np.ndarray, truth: np.ndarray) -> float:
     """Mean squared error."""
     return float(np.mean((np.asarray(pred).ravel() - np.asarray(truth).ravel()) ** 2))
+
+
+# ---- bootstrap replicas (intervals) --------------------------------------------------------
+#: the tag of a replica's bootstrap draw, apart from the data's and the validation features'
+BOOT_TAG = 0xB007
+
+
+def bootstrap_rows(n: int, seed: int, replica: int, client: int) -> np.ndarray:
+    """Row indices of replica ``replica``'s bootstrap resample of a client's ``n`` train rows:
+    n draws with replacement from ``[seed, BOOT_TAG, replica, client]`` (the same every round,
+    so a replica is one run on one resampled data set)."""
+    rng = np.random.default_rng([int(seed), BOOT_TAG, int(replica), int(client)])
+    return rng.integers(0, int(n), int(n))
+
+
+def replica_rows(b: Batch, seed: int, replicas: int, client: int) -> Batch:
+    """Replicas 1..``replicas`` of a client's batch, stacked: x ``(R, n, ...)``, y ``(R, n, 1)``."""
+    idx = np.stack([bootstrap_rows(b.n, seed, r, client) for r in range(1, replicas + 1)])
+    return b.rows(torch.as_tensor(idx, device=b.y.device))
+
+
+def stacked(params: Sequence[Params]) -> Params:
+    """R parameter lists as one list of arrays with a leading replica axis ``(R, *shape)``."""
+    return [np.stack([p[j] for p in params]) for j in range(len(params[0]))]
+
+
+def unstacked(params: Params) -> list[Params]:
+    """The inverse of :func:`stacked`: one parameter list per replica."""
+    return [[np.array(a[r]) for a in params] for r in range(len(params[0]))]
+
+
+def clip_each(grads: list[torch.Tensor], max_norm: float) -> list[torch.Tensor]:
+    """:func:`clip` of every replica's gradient on its own (leading axis = replica)."""
+    if max_norm <= 0:
+        return grads
+    norm = torch.sqrt(sum((gi * gi).flatten(1).sum(1) for gi in grads))
+    over = torch.isfinite(norm) & (norm > max_norm)
+    scale = torch.where(over, max_norm / norm, torch.ones_like(norm))
+    return [gi * scale.reshape(-1, *[1] * (gi.ndim - 1)) for gi in grads]
+
+
+def _stacked_mlp(net: nn.Sequential, params: Sequence[torch.Tensor], x: torch.Tensor
+                 ) -> torch.Tensor:
+    """An :func:`mlp` applied replica by replica: ``x`` (R, n, d), ``params`` stacked
+    (weights (R, out, in), biases (R, out)); ``(R, n, 1)``."""
+    h, i = x, 0
+    for layer in net:
+        if isinstance(layer, nn.Linear):
+            h = torch.baddbmm(params[i + 1].unsqueeze(1), h, params[i].transpose(1, 2))
+            i += 2
+        else:
+            h = nn.functional.leaky_relu(h, layer.negative_slope)
+    return h
+
+
+def _is_mlp(net: nn.Module) -> bool:
+    return isinstance(net, nn.Sequential) and all(
+        isinstance(m, (nn.Linear, nn.LeakyReLU)) for m in net)
+
+
+def _replica_grads(g: nn.Module, f: nn.Module) -> Callable[..., Any]:
+    """``(theta, tau, x, y, z) -> ((grad theta, grad tau), U)`` of :func:`game`, vectorised
+    over a leading replica axis of every argument: batched matrix products for the MLPs,
+    ``torch.func.vmap`` for other networks (the CNN)."""
+    from torch.func import functional_call, grad_and_value, vmap
+
+    if _is_mlp(g) and _is_mlp(f):
+        def stacked_grads(th: list[torch.Tensor], ta: list[torch.Tensor], x: torch.Tensor,
+                          y: torch.Tensor, z: torch.Tensor) -> Any:
+            th = [p.detach().requires_grad_() for p in th]
+            ta = [p.detach().requires_grad_() for p in ta]
+            x = x.reshape(*x.shape[:2], -1)
+            u = game(_stacked_mlp(f, ta, z), y - _stacked_mlp(g, th, x), dim=(1, 2))
+            grads = torch.autograd.grad(u.sum(), th + ta)  # replicas do not interact
+            return (grads[:len(th)], grads[len(th):]), u.detach()
+
+        return stacked_grads
+
+    gn, fn = [n for n, _ in g.named_parameters()], [n for n, _ in f.named_parameters()]
+
+    def value(th: list[torch.Tensor], ta: list[torch.Tensor], x: torch.Tensor,
+              y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        gx = functional_call(g, dict(zip(gn, th, strict=True)), (x,)).reshape(-1, 1)
+        fz = functional_call(f, dict(zip(fn, ta, strict=True)), (z,)).reshape(-1, 1)
+        return game(fz, y - gx)
+
+    return vmap(grad_and_value(value, argnums=(0, 1)))
+
+
+def replicas_update(g: nn.Module, f: nn.Module, b: Batch, theta: Params, tau: Params,
+                    seed: Sequence[int], *, local_epochs: int, mode: str, batch_size: int,
+                    lr_g: float, lr_f: float, grad_clip: float, optimizer: str,
+                    momentum: float, betas: tuple[float, float]
+                    ) -> tuple[Params, Params, np.ndarray]:
+    """:func:`local_update` of R replicas at once: ``b`` from :func:`replica_rows`, ``theta``
+    and ``tau`` :func:`stacked`; ``(dtheta, dtau, U)`` stacked, U of shape ``(R,)``.
+
+    Each replica takes :func:`gda_step`'s steps (the same minibatch order ``seed``, f's
+    gradient clipped per replica), vectorised over replicas: the cost grows with R far less
+    than R separate runs. A replica that goes non-finite does not touch the others.
+    """
+    dev = b.y.device
+    th = [torch.as_tensor(a, dtype=DTYPE, device=dev) for a in theta]
+    ta = [torch.as_tensor(a, dtype=DTYPE, device=dev) for a in tau]
+    grads, st, n = _replica_grads(g, f), OptState(), int(b.y.shape[1])
+    opt = (optimizer, momentum, betas)
+    if mode == "sgda" and n < batch_size:
+        raise ValueError(f"{n} samples, fewer than one minibatch of {batch_size}")
+    values: list[torch.Tensor] = []
+    for e in range(local_epochs):
+        values = []
+        for idx in minibatches(n, [*seed, e], mode, batch_size):
+            i = torch.as_tensor(idx, device=dev)
+            (g_th, g_ta), u = grads(th, ta, b.x[:, i], b.y[:, i], b.z[:, i])
+            st.step += 1
+            d_th = _direction(list(g_th), lr_g, "g", st, *opt)
+            d_ta = _direction(clip_each(list(g_ta), grad_clip), lr_f, "f", st, *opt)
+            th = [p - d for p, d in zip(th, d_th, strict=True)]
+            ta = [p + d for p, d in zip(ta, d_ta, strict=True)]
+            values.append(u.detach())
+    u = torch.stack(values).mean(0).cpu().numpy() if values else np.full(len(theta[0]), np.nan)
+    dth = [p.detach().cpu().numpy() - a for p, a in zip(th, theta, strict=True)]
+    dta = [p.detach().cpu().numpy() - a for p, a in zip(ta, tau, strict=True)]
+    return dth, dta, u
+
+
+def replica_ok(dtheta: Params, dtau: Params, u: np.ndarray) -> np.ndarray:
+    """1.0 for each replica whose local game stayed finite, else 0.0 (shape ``(R,)``)."""
+    fine = np.isfinite(u)
+    for a in list(dtheta) + list(dtau):
+        fine &= np.isfinite(a.reshape(len(a), -1)).all(axis=1)
+    return fine.astype(np.float64)
+
+
+def replicas_round(reps: Sequence[FedState], deltas: Mapping[int, tuple[Params, Params,
+                                                                         np.ndarray]],
+                   weights: Mapping[int, float], factor: float, need: int, rnd: int) -> None:
+    """The server step of every replica still running, as :func:`fedgda_reference`'s.
+
+    ``deltas``: by client, ``(dtheta, dtau, ok)`` stacked over replicas. Replica r averages
+    the clients whose game stayed finite for it (``ok[r]``); fewer than ``need`` of them, or
+    averaged players that :func:`divergence` rejects, stop the replica (``stopped``), never
+    the run: it keeps its last accepted round.
+    """
+    for r, st in enumerate(reps):
+        if st.stopped:
+            continue
+        ok = {c: d for c, d in deltas.items() if d[2][r] > 0}
+        if len(ok) < need:
+            st.stopped, st.diverged_round = f"round {rnd}: the local games diverged", rnd
+            continue
+        theta = server_update(st.theta, {c: [a[r] for a in d[0]] for c, d in ok.items()},
+                              weights)
+        tau = server_update(st.tau, {c: [a[r] for a in d[1]] for c, d in ok.items()}, weights)
+        why = divergence(theta, tau, st, factor)
+        if why is not None:
+            st.stopped, st.diverged_round = f"round {rnd}: diverged, {why}", rnd
+            continue
+        st.theta, st.tau, st.round = theta, tau, rnd
+        st.peak = max(st.peak, peak(theta + tau))
+
+
+def select_replicas(reps: Sequence[FedState], main: FedState, rnd: int) -> None:
+    """When the main run just selected round ``rnd``, every replica keeps its global of
+    that round (a replica stopped before it keeps none): the replicas follow the main run's
+    model selection."""
+    if main.best_round != rnd or not main.best_theta:
+        return
+    for st in reps:
+        st.best_round = rnd
+        st.best_theta = [a.copy() for a in st.theta] if st.round == rnd else []
+
+
+def bootstrap_interval(main: np.ndarray, reps: np.ndarray, level: float, method: str
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower, upper)`` of a two-sided bootstrap interval at ``level``, pointwise.
+
+    ``main``: the estimate (m,); ``reps``: the replicas' estimates (R, m). ``"percentile"``:
+    the replicas' a and 1 - a quantiles (a = (1 - level) / 2); ``"basic"``: those reflected
+    about the estimate, 2 main - q(1 - a) .. 2 main - q(a); ``"normal"``: main -/+ z(1 - a)
+    times the replicas' sample sd (Efron and Tibshirani 1993, ch. 13).
+    """
+    from statistics import NormalDist
+
+    reps = np.asarray(reps, dtype=float)
+    a = (1.0 - float(level)) / 2.0
+    if method == "normal":
+        half = NormalDist().inv_cdf(1.0 - a) * reps.std(axis=0, ddof=1)
+        return main - half, main + half
+    lo, hi = np.quantile(reps, [a, 1.0 - a], axis=0)
+    if method == "basic":
+        return 2 * main - hi, 2 * main - lo
+    if method != "percentile":
+        raise ValueError(f"interval method {method!r}: use percentile, basic or normal")
+    return lo, hi
+
+
+def g_interval(g: nn.Module, theta: Params, replicas: Sequence[Params], x: np.ndarray,
+               level: float, method: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(g, lower, upper)`` at the rows of ``x``: g of ``theta`` and the
+    :func:`bootstrap_interval` of the replicas' g (at least two replicas)."""
+    if len(replicas) < 2:
+        raise ValueError(f"an interval needs at least 2 bootstrap replicas, got {len(replicas)}")
+    main = g_values(g, theta, x)
+    reps = np.stack([g_values(g, p, x) for p in replicas])
+    lo, hi = bootstrap_interval(main, reps, level, method)
+    return main, lo, hi

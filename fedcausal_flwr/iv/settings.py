@@ -28,7 +28,9 @@ class FedIVSettings(ScreenedRunSettings):
     gradients). ``diverge_factor``: the detection rule of ``model.divergence``; a diverged run
     stops and says so. ``seed``: network initialisation, minibatch order and validation features.
     ``val_features``: random Fourier features of the validation criterion (Lemma 1 on a fixed
-    class). ``device``: where a client trains (``"auto"``: a GPU when present). The ``wire``
+    class). ``device``: where a client trains (``"auto"``: a GPU when present).
+    ``replicas``, ``interval_level``, ``interval_method``: the bootstrap interval of g
+    (``docs/algorithms/fediv.md``, "Intervals"). The ``wire``
     fields are what a client's local step and validation use; the server sends them with
     every message, so every client runs the server's settings.
     """
@@ -66,6 +68,19 @@ class FedIVSettings(ScreenedRunSettings):
     seed: int = setting(0, "seed", ge=0, wire=True)
     val_features: int = setting(32, "iv-val-features", ge=1, le=4096, wire=True)
     device: str = setting("auto", "iv-device", choices=("auto", "cpu", "cuda"))
+    replicas: int = setting(
+        0, "iv-replicas", ge=0, le=1000,
+        doc="R bootstrap replicas run beside the ordinary run, in the same messages: replica "
+            "r trains on a resample of each client's own rows drawn on the client (seed, r); "
+            "they give the interval of g (0: none, the ordinary run; clients read R from the "
+            "message's arrays)")
+    interval_level: float = setting(
+        0.9, "iv-interval-level", gt=0, lt=1,
+        doc="two-sided level of the replicas' pointwise interval of g")
+    interval_method: str = setting(
+        "percentile", "iv-interval-method", choices=("percentile", "basic", "normal"),
+        doc="the bootstrap interval (model.bootstrap_interval): the replicas' quantiles, "
+            "those reflected about the estimate, or estimate -/+ z sd")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -9,6 +9,13 @@ pooled validation criterion psi' C^-1 psi over random Fourier features of z (Lem
 fixed class), computed from the clients' sums only; the round with the lowest score is the
 selected model. A last ``train.validate`` exchange scores the final global theta.
 
+Bootstrap replicas (``replicas`` R > 0): the same messages carry R more copies of both
+players, stacked (:mod:`~fedcausal_flwr.iv.wire`); client i trains replica r on a bootstrap
+resample of its own rows that it draws from ``[seed, r, i]``, and the server averages each
+replica on its own (:func:`~fedcausal_flwr.iv.model.replicas_round`). The replicas follow the
+main run's selected round; their g's give the pointwise interval (:meth:`FedIV.interval`, and
+``interval_*`` estimates on ``interval_x``). A replica that diverges stops alone.
+
 Divergence: a round whose averaged players are non-finite or exploding
 (:func:`~fedcausal_flwr.iv.model.divergence`), or in which every client's local game went
 non-finite, ends the run with status ``"stopped: round t: diverged, <what>; keeping round s"``
@@ -52,6 +59,11 @@ class FedIV(CausalStrategy):
     settings : FedIVSettings
         Rates, mode (GDA/SGDA), local epochs, optimizer, weighting, rounds, seed, validation
         features (default: the App's).
+    interval_x : array, optional
+        Rows of x (n x dx, or n values when dx = 1) at which the result's estimates carry g
+        and its bootstrap interval (``interval_x``, ``interval_g``, ``interval_lower``,
+        ``interval_upper``) when ``replicas`` >= 2. The App gives the built-in data's
+        evaluation grid; :meth:`interval` computes the band at any x afterwards.
     **kwargs
         ``evaluate_fn``, ``checkpoint`` and settings fields to change (see
         :class:`~fedcausal_flwr.federation.strategy.CausalStrategy`).
@@ -62,9 +74,12 @@ class FedIV(CausalStrategy):
     progress_keys = ("loss", "val_criterion", "selected_round", "test_mse",
                      "test_mse_selected", "n_clients", "dropped", "seconds")
 
-    def __init__(self, settings: FedIVSettings | None = None, **kwargs: Any) -> None:
+    def __init__(self, settings: FedIVSettings | None = None, interval_x: Any = None,
+                 **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
         self.state: dg.FedState | None = None
+        self.reps: list[dg.FedState] = []
+        self.interval_x = None if interval_x is None else np.asarray(interval_x, dtype=float)
 
     def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
         """Clients must agree on the input shapes of x and z."""
@@ -97,6 +112,7 @@ class FedIV(CausalStrategy):
         g, f = dg.networks(self.x_shape, self.z_shape, s.seed)
         self.theta_shapes, self.tau_shapes = dg.shapes(g), dg.shapes(f)
         self.state = dg.FedState(dg.get_params(g), dg.get_params(f))
+        self._start_replicas()
         self.weights = dg.client_weights({c: int(i.props["n"]) for c, i in self.nodes.items()},
                                          s.weighting)
 
@@ -112,6 +128,13 @@ class FedIV(CausalStrategy):
             raise ValueError(f"{type(self).__name__} warm start: non-finite parameters")
         n = len(th)
         self.state = dg.FedState(arrays[:n], arrays[n:] or self.state.tau)
+        self._start_replicas()
+
+    def _start_replicas(self) -> None:
+        """Every replica starts from the main run's players."""
+        st = self.state
+        self.reps = [dg.FedState([a.copy() for a in st.theta], [a.copy() for a in st.tau])
+                     for _ in range(self.settings.replicas)]
 
     def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
                     ) -> list[np.ndarray] | None:
@@ -119,7 +142,11 @@ class FedIV(CausalStrategy):
         validation sums scale with a client's sample count; they only score rounds)."""
         if phase != "local":
             return None
-        return [np.concatenate([np.ravel(a) for a in arrays[:-3]])]
+        k = len(self.theta_shapes) + len(self.tau_shapes)
+        main = [np.concatenate([np.ravel(a) for a in arrays[:k]])]
+        reps = arrays[k + 3:k + 3 + k]  # each replica is a group of its own
+        return main + [np.concatenate([np.ravel(a[r]) for a in reps])
+                       for r in range(self.settings.replicas)]
 
     def _criterion(self, sums: Mapping[int, Sequence[np.ndarray]]) -> float:
         """Pooled validation criterion from the clients' ``(psi_sum, C_sum)``."""
@@ -132,15 +159,22 @@ class FedIV(CausalStrategy):
 
     def run_rounds(self, grid: Any, result: RunResult) -> None:
         """Rounds of ``train.local``, then ``train.validate`` of the final global model."""
-        m = self.settings.val_features + 1
-        up = {p: shapes(ph.up, self.theta_shapes, self.tau_shapes, m) for p, ph in PHASES.items()}
-        st, k, wire = self.state, len(self.theta_shapes), self.settings.to_wire()
+        s = self.settings
+        m, R = s.val_features + 1, s.replicas
+        up = {p: shapes(ph.up, self.theta_shapes, self.tau_shapes, m, R)
+              for p, ph in PHASES.items()}
+        st, k, wire = self.state, len(self.theta_shapes), s.to_wire()
+        n_main = k + len(self.tau_shapes) + 3
         for rec in self.rounds(result):
-            down = (st.theta + st.tau, wire)
+            down = (st.theta + st.tau + self._replicas_down(), wire)
             replies = self._exchange_or_stop(grid, "local", {c: down for c in self.select()},
                                              up["local"])
+            parts = {c: r[n_main:] for c, r in replies.items()}
+            replies = {c: r[:n_main] for c, r in replies.items()}
             score = self._criterion({c: r[-3:-1] for c, r in replies.items()})
             dg.select(st, score, st.theta, st.round)
+            dg.select_replicas(self.reps, st, st.round)
+            self._replicas_round(parts)
             theta = dg.server_update(st.theta, {c: r[:k] for c, r in replies.items()},
                                      self.weights)
             tau = dg.server_update(st.tau, {c: r[k:-3] for c, r in replies.items()},
@@ -158,7 +192,25 @@ class FedIV(CausalStrategy):
             c: (st.theta, wire) for c in self.select()}, up["validate"])
         score = self._criterion(replies)
         dg.select(st, score, st.theta, st.round)
+        dg.select_replicas(self.reps, st, st.round)
         result.metrics["final_val_criterion"] = score
+
+    def _replicas_down(self) -> list[np.ndarray]:
+        """The replicas' players stacked (``theta_r..., tau_r...``; none when R = 0)."""
+        if not self.reps:
+            return []
+        return (dg.stacked([r.theta for r in self.reps])
+                + dg.stacked([r.tau for r in self.reps]))
+
+    def _replicas_round(self, parts: Mapping[int, Sequence[np.ndarray]]) -> None:
+        """Each replica's server step from the clients' stacked deltas and ``ok_r``
+        (nothing when R = 0)."""
+        if not self.reps:
+            return
+        k = len(self.theta_shapes)
+        deltas = {c: (list(p[:k]), list(p[k:-1]), p[-1]) for c, p in parts.items()}
+        dg.replicas_round(self.reps, deltas, self.weights, self.settings.diverge_factor,
+                          min(self.min_nodes, len(parts)), self.recorder.round)
 
     def _exchange_or_stop(self, grid: Any, phase: str, payloads: Mapping[int, Any],
                           shapes: list[tuple[int, ...]]) -> dict[int, list[np.ndarray]]:
@@ -185,6 +237,10 @@ class FedIV(CausalStrategy):
                                    "val_criterion_selected": self.state.best_score,
                                    "diverged": bool(self.state.stopped),
                                    "diverged_round": self.state.diverged_round})
+            if self.reps:
+                result.metrics.update({
+                    "replicas_used": sum(bool(r.best_theta) for r in self.reps),
+                    "replicas_stopped": sum(bool(r.stopped) for r in self.reps)})
 
     def estimates(self) -> dict[str, Any]:
         """Last global g and f, and the g of the selected round."""
@@ -192,9 +248,28 @@ class FedIV(CausalStrategy):
         if st is None:
             return {}
         best = st.best_theta or st.theta
-        return {"g_params": st.theta, "f_params": st.tau, "g_params_selected": best,
-                "selected_round": st.best_round, "rounds": st.round,
-                "x_shape": list(self.x_shape), "z_shape": list(self.z_shape)}
+        out = {"g_params": st.theta, "f_params": st.tau, "g_params_selected": best,
+               "selected_round": st.best_round, "rounds": st.round,
+               "x_shape": list(self.x_shape), "z_shape": list(self.z_shape)}
+        if self.reps:
+            reps = [r.best_theta for r in self.reps if r.best_theta]
+            out["g_params_replicas"] = reps
+            if self.interval_x is not None and len(reps) >= 2:
+                out.update(self._interval(best, reps))
+        return out
+
+    def _interval(self, theta: dg.Params, reps: list[dg.Params]) -> dict[str, Any]:
+        """g and its bootstrap interval on :attr:`interval_x` (the ``interval_*``
+        estimates)."""
+        from fedcausal_flwr.iv.view import rows
+
+        s = self.settings
+        x = rows(self.interval_x, self.x_shape)
+        g, _ = dg.networks(self.x_shape, self.z_shape, 0)
+        main, lo, hi = dg.g_interval(g, theta, reps, x, s.interval_level, s.interval_method)
+        return {"interval_x": x, "interval_g": main, "interval_lower": lo,
+                "interval_upper": hi, "interval_level": s.interval_level,
+                "interval_method": s.interval_method}
 
     def result_names(self) -> dict[str, Any]:
         """Names of the columns of x, z and of y (informational: g is a function of x)."""
@@ -207,7 +282,10 @@ class FedIV(CausalStrategy):
             if both is not None and len(both) == dx + dz:
                 xs, zs, y = both[:dx], both[dx:], str(info.props.get("y-name", "y"))
                 break
-        return {"x": xs, "z": zs, "y": y}
+        out: dict[str, Any] = {"x": xs, "z": zs, "y": y}
+        if self.interval_x is not None and self.reps and len(self.x_shape) == 1:
+            out["interval_x"] = {"rows": default_names(len(self.interval_x), "p"), "cols": xs}
+        return out
 
     @staticmethod
     def predict(result: Any, x: Any, selected: bool = True) -> np.ndarray:
@@ -218,3 +296,14 @@ class FedIV(CausalStrategy):
         from fedcausal_flwr.iv.view import predict
 
         return predict(result, x, selected)
+
+    @staticmethod
+    def interval(result: Any, x: Any, level: float | None = None,
+                 method: str | None = None) -> dict[str, np.ndarray]:
+        """g of the selected round at ``x`` and its pointwise bootstrap interval from the
+        run's replicas: ``{"g", "lower", "upper"}`` (``x`` as for :meth:`predict`; ``level``,
+        ``method``: default the run's ``interval_level``, ``interval_method``). Needs a run
+        with ``replicas`` >= 2."""
+        from fedcausal_flwr.iv.view import interval
+
+        return interval(result, x, level, method)
