@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.dbn import model as dbn
-from fedcausal_flwr.dbn.replicas import TRAIN_ROWS, ReplicaMoments, holdout_losses
+from fedcausal_flwr.dbn.replicas import TRAIN_ROWS, ReplicaMoments, holdout_losses, max_halves
 from fedcausal_flwr.dbn.wire import PHASES, shapes
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes, checked_lagged
 from fedcausal_flwr.names import checked_names, joined
@@ -32,12 +32,16 @@ class FDBNLClient(CausalClient):
     names : sequence of str, optional
         Labels of the d variables (default ``x0, x1, ...``); every node must report the
         same names in the same order, or the server drops it.
+    run_seed : int
+        The run config's ``seed`` (``from_context`` reads it): the only seed this client
+        draws replica halves from, so a server cannot ask for other halves by sending others.
     """
 
     phases = {"local": "local_step", "local_replicas": "replicas_step"}
 
     def __init__(self, Xt: np.ndarray, Xlag: np.ndarray, partition_id: int = 0,
-                 num_partitions: int = 1, names: Sequence[str] | None = None) -> None:
+                 num_partitions: int = 1, names: Sequence[str] | None = None,
+                 run_seed: int = 0) -> None:
         self.who = f"client {partition_id}"
         Xt, Xlag = checked_lagged(Xt, Xlag, self.who)
         self.n, self.d = Xt.shape
@@ -46,6 +50,12 @@ class FDBNLClient(CausalClient):
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.mom = dbn.moments(Xt, Xlag)
         self.replica_moments = ReplicaMoments(Xt, Xlag, self.mom)
+        self.run_seed = int(run_seed)
+
+    @classmethod
+    def context_arguments(cls, context: Any) -> dict[str, Any]:
+        """The run config's ``seed`` (0 when it has none)."""
+        return {"run_seed": int(context.run_config.get("seed", 0))}
 
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
         """Who this client is, the shape of its data and its variable names (no data)."""
@@ -76,11 +86,17 @@ class FDBNLClient(CausalClient):
             raise ValueError(f"{self.who}: {R} replicas in one message (1 to {MAX_REPLICAS})")
         check_shapes(self.who, parameters, shapes(names, self.d, self.p, R), list(names))
         rows = np.asarray(parameters[names.index("rows")])
+        most = max_halves(self.n)
         if not np.all(np.isfinite(rows)) or np.any(rows != np.round(rows)) or \
-                np.any(rows < TRAIN_ROWS) or np.any(rows > MAX_REPLICAS):
+                np.any(rows < TRAIN_ROWS) or np.any(rows > most):
             raise ValueError(f"{self.who}: replica rows must be whole numbers from "
-                             f"{TRAIN_ROWS} to {MAX_REPLICAS}")
+                             f"{TRAIN_ROWS} to {most} (at most n/4 halves of its {self.n} "
+                             "rows)")
         seed, holdout = int(config["replica-seed"]), float(config["holdout"])
+        if seed != self.run_seed:
+            raise ValueError(f"{self.who}: replica seed {seed} is not this run's seed "
+                             f"{self.run_seed} (run config 'seed'); halves are drawn only "
+                             "from the run's own seed")
         if not 0 < holdout < 1:
             raise ValueError(f"{self.who}: holdout must be in (0, 1), got {holdout}")
         taus = numbers(str(config.get("taus", "")))

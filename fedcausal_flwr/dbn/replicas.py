@@ -57,6 +57,16 @@ def replicas_of(s: dbn.FDBNLSettings) -> list[Replica]:
     return replica_table(lambdas, s.replicas, holdout)
 
 
+def max_halves(n: int) -> int:
+    """The most half-sample replicas a client of ``n`` rows answers: n // 4 (at least 2).
+
+    The moments of a half are a sum of the rows' outer products, and an honest-but-curious
+    server can solve FDBNL's closed-form local step for them; with about n independent halves
+    it could solve for every row's outer product. A quarter of that leaves the system
+    underdetermined (a mitigation, not a proof: ``docs/threat-model.md``)."""
+    return max(2, n // 4)
+
+
 def train_rows(n: int, holdout: float) -> int:
     """Rows in the training block of ``n``: all but ``max(1, round(holdout n))``."""
     n_val = max(1, int(round(holdout * n)))

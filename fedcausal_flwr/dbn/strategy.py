@@ -72,6 +72,11 @@ class FDBNL(CausalStrategy):
         s = self.settings
         self.state = dbn.initial_state(self.d, self.p, s.rho1, s.rho2)
         self.rng = np.random.default_rng(s.seed)
+        n_min = min(int(info.props.get("n", 0)) for info in nodes.values())
+        if s.replicas > rep.max_halves(n_min):
+            raise ValueError(f"run config {s.app_key('replicas')!r} = {s.replicas}: a client "
+                             f"with {n_min} rows answers at most {rep.max_halves(n_min)} "
+                             "halves (n/4)")
         self.table = rep.replicas_of(s) if s.replicated else []
         self.states = [dbn.initial_state(self.d, self.p, s.rho1, s.rho2) for _ in self.table]
         self.live = [True] * len(self.table)  # still iterating

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fedcausal_flwr.dbn import app as app_dbn
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn import replicas as rep
 from fedcausal_flwr.dbn.data import client_data
@@ -156,8 +157,25 @@ def test_a_client_refuses_a_bad_replica_message():
         c.fit([z, zl, z, zl, np.array([0, 10**6]), np.ones((2, 5))], cfg)
     with pytest.raises(ValueError, match="holdout"):
         c.fit(good, {**cfg, "holdout": 1.5})
+    # halves only from the run's own seed, and at most n/4 of them (40 rows: 10)
+    with pytest.raises(ValueError, match="not this run's seed 0"):
+        c.fit(good, {**cfg, "replica-seed": 7})
+    c.fit([z, zl, z, zl, np.array([0, 10]), np.ones((2, 5))], cfg)
+    with pytest.raises(ValueError, match="at most n/4 halves"):
+        c.fit([z, zl, z, zl, np.array([0, 11]), np.ones((2, 5))], cfg)
     with pytest.raises(ValueError):
         c.fit([z, zl, z, zl, np.array([0, 1, 2]), np.ones((2, 5))], cfg)
+
+
+def test_more_halves_than_a_client_may_answer_fails_before_any_round():
+    from fedcausal_flwr.client_app import app as client_app
+    from fedcausal_flwr.testing import InProcessGrid
+
+    rc = {**RC, "dbn.replicas": 12}  # 40 rows a client: at most 10 halves
+    grid = InProcessGrid(client_app, K, rc)
+    with pytest.raises(ValueError, match="'dbn.replicas' = 12: a client with 40 rows"):
+        app_dbn.strategy("fdbnl", rc).start(grid=grid)
+    assert not [m for m in grid.sent if m.metadata.message_type.startswith("train")]
 
 
 def test_frequencies_reach_every_view_and_plot(tmp_path):

@@ -62,10 +62,14 @@ def test_make_md_describes_every_key_of_make(algorithm):
     (its client's constructor, less what the node supplies), each described."""
     import inspect
 
+    from flwr.app import Context, RecordDict
+
     page = (ROOT / "docs" / "api" / "make.md").read_text()
     section = page.split(f"## `{algorithm}` (")[1].split("\n## ")[0]
     cls = build.ALGORITHMS[algorithm].client_class()
-    node = {"self", "partition_id", "num_partitions", "context", "state"}
+    ctx = Context(run_id=0, node_id=0, node_config={}, state=RecordDict(), run_config={})
+    node = {"self", "partition_id", "num_partitions", *cls.context_arguments(ctx)}
+    assert "the node supplies `partition_id`, `num_partitions`" in section
     for name in inspect.signature(cls.__init__).parameters:
         if name not in node:
             assert f"| `{name}` |" in section, f"make.md: {algorithm} lacks {name}"
