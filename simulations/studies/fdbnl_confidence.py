@@ -50,7 +50,16 @@ import numpy as np
 from dbn_common import client_moments, log, parser
 from fdbnl_defaults import HET_NOISE, N_K
 from fdbnl_defaults import SCENARIOS as DEFAULTS_SCENARIOS
-from harness import append_jsonl, fmt, markdown, read_jsonl, read_results, seed_range, write_results
+from harness import (
+    append_jsonl,
+    fmt,
+    markdown,
+    mean_sd,
+    read_jsonl,
+    read_results,
+    seed_range,
+    write_results,
+)
 from sklearn.metrics import roc_auc_score
 
 from fedcausal_flwr.dbn import replicas as rep
@@ -258,16 +267,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def mean_sd(x: Any) -> list[float]:
-    """[mean, sample sd] (sd 0 for one value)."""
-    x = np.asarray(list(x), dtype=float)
-    return [float(x.mean()), float(x.std(ddof=1)) if x.size > 1 else 0.0]
-
-
 def mean_se(x: Any) -> list[float]:
     """[mean, standard error]."""
+    x = list(x)
     m, sd = mean_sd(x)
-    return [m, sd / np.sqrt(len(list(x)))]
+    return [m, sd / np.sqrt(len(x))]
 
 
 def stars_instability(c: dict[str, Any], G: int) -> list[float]:
