@@ -13,6 +13,7 @@ import logging
 
 import numpy as np
 import pytest
+from flwr.app import ArrayRecord, Context, Message, RecordDict
 
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.federation.robust import byzantine_outliers, screen_ratios
@@ -137,3 +138,23 @@ def test_honest_runs_are_bit_identical_with_and_without_the_screen(algorithm):
     assert on.status == "completed" and "flagged" not in on.metrics
     assert not any("flagged" in h for h in on.history)
     assert same_result(on, off)
+
+
+def test_a_liar_in_the_replicas_alone_is_flagged():
+    """Every replica of a replicated FDBNL run is screened as its own group: a client honest
+    in the fit on all rows but flipping its half-sample replicas is flagged."""
+    def halves_liar(msg: Message, context: Context) -> Message | None:
+        r = client_app(msg, context)
+        if int(context.node_config["partition-id"]) != LIAR or r is None or r.has_error() \
+                or msg.metadata.message_type != "train.local_replicas":
+            return r
+        B, D, val = r.content["arrays"].to_numpy_ndarrays()
+        B[1:], D[1:] = -B[1:], -D[1:]
+        content = RecordDict({k: v for k, v in r.content.items() if k != "arrays"})
+        content["arrays"] = ArrayRecord([B, D, val])
+        return Message(content, reply_to=msg)
+
+    rc = _rc("fdbnl", **{"dbn.samples-per-client": 100, "dbn.replicas": 2})
+    res = run_app("fdbnl", halves_liar, K, rc=rc)
+    assert res.status == "completed"
+    assert res.metrics["flagged"] == {f"client {LIAR}": len(res.history)}
