@@ -90,8 +90,8 @@ class FDBNLClient(CausalClient):
         if not np.all(np.isfinite(rows)) or np.any(rows != np.round(rows)) or \
                 np.any(rows < TRAIN_ROWS) or np.any(rows > most):
             raise ValueError(f"{self.who}: replica rows must be whole numbers from "
-                             f"{TRAIN_ROWS} to {most} (at most n/4 halves of its {self.n} "
-                             "rows)")
+                             f"{TRAIN_ROWS} to {most} (at most as many halves as its "
+                             f"{self.n} rows)")
         seed, holdout = int(config["replica-seed"]), float(config["holdout"])
         if seed != self.run_seed:
             raise ValueError(f"{self.who}: replica seed {seed} is not this run's seed "

@@ -58,13 +58,14 @@ def replicas_of(s: dbn.FDBNLSettings) -> list[Replica]:
 
 
 def max_halves(n: int) -> int:
-    """The most half-sample replicas a client of ``n`` rows answers: n // 4 (at least 2).
+    """The most half-sample replicas a client of ``n`` rows answers: n (at least 2, even).
 
     The moments of a half are a sum of the rows' outer products, and an honest-but-curious
-    server can solve FDBNL's closed-form local step for them; with about n independent halves
-    it could solve for every row's outer product. A quarter of that leaves the system
-    underdetermined (a mitigation, not a proof: ``docs/threat-model.md``)."""
-    return max(2, n // 4)
+    server can solve FDBNL's closed-form local step for them. Two complementary halves add one
+    independent sum to the full one, so R halves give R/2 + 1 (the training block one more):
+    with R <= n the linear system for the n rows' outer products stays underdetermined by
+    about n/2 (a mitigation, not a proof: ``docs/threat-model.md``)."""
+    return max(2, n - n % 2)
 
 
 def train_rows(n: int, holdout: float) -> int:

@@ -76,7 +76,7 @@ class FDBNL(CausalStrategy):
         if s.replicas > rep.max_halves(n_min):
             raise ValueError(f"run config {s.app_key('replicas')!r} = {s.replicas}: a client "
                              f"with {n_min} rows answers at most {rep.max_halves(n_min)} "
-                             "halves (n/4)")
+                             "halves (one per row)")
         self.table = rep.replicas_of(s) if s.replicated else []
         self.states = [dbn.initial_state(self.d, self.p, s.rho1, s.rho2) for _ in self.table]
         self.live = [True] * len(self.table)  # still iterating

@@ -157,12 +157,12 @@ def test_a_client_refuses_a_bad_replica_message():
         c.fit([z, zl, z, zl, np.array([0, 10**6]), np.ones((2, 5))], cfg)
     with pytest.raises(ValueError, match="holdout"):
         c.fit(good, {**cfg, "holdout": 1.5})
-    # halves only from the run's own seed, and at most n/4 of them (40 rows: 10)
+    # halves only from the run's own seed, and at most one per row (40 rows: 40)
     with pytest.raises(ValueError, match="not this run's seed 0"):
         c.fit(good, {**cfg, "replica-seed": 7})
-    c.fit([z, zl, z, zl, np.array([0, 10]), np.ones((2, 5))], cfg)
-    with pytest.raises(ValueError, match="at most n/4 halves"):
-        c.fit([z, zl, z, zl, np.array([0, 11]), np.ones((2, 5))], cfg)
+    c.fit([z, zl, z, zl, np.array([0, 40]), np.ones((2, 5))], cfg)
+    with pytest.raises(ValueError, match="at most as many halves as its 40 rows"):
+        c.fit([z, zl, z, zl, np.array([0, 41]), np.ones((2, 5))], cfg)
     with pytest.raises(ValueError):
         c.fit([z, zl, z, zl, np.array([0, 1, 2]), np.ones((2, 5))], cfg)
 
@@ -171,9 +171,9 @@ def test_more_halves_than_a_client_may_answer_fails_before_any_round():
     from fedcausal_flwr.client_app import app as client_app
     from fedcausal_flwr.testing import InProcessGrid
 
-    rc = {**RC, "dbn.replicas": 12}  # 40 rows a client: at most 10 halves
+    rc = {**RC, "dbn.replicas": 42}  # 40 rows a client: at most 40 halves
     grid = InProcessGrid(client_app, K, rc)
-    with pytest.raises(ValueError, match="'dbn.replicas' = 12: a client with 40 rows"):
+    with pytest.raises(ValueError, match="'dbn.replicas' = 42: a client with 40 rows"):
         app_dbn.strategy("fdbnl", rc).start(grid=grid)
     assert not [m for m in grid.sent if m.metadata.message_type.startswith("train")]
 
