@@ -65,7 +65,8 @@ class FDBNL(CausalStrategy):
         return want
 
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
-        """W = A = 0 for the agreed d, p."""
+        """W = A = 0 for the agreed d, p (for every replica); a number of halves or a
+        holdout that the smallest client cannot serve fails here, before any round."""
         info = next(iter(nodes.values())).props
         self.d, self.p = int(info["d"]), int(info["p"])
         self.variables = self.agreed_names(self.d)
@@ -77,6 +78,11 @@ class FDBNL(CausalStrategy):
             raise ValueError(f"run config {s.app_key('replicas')!r} = {s.replicas}: a client "
                              f"with {n_min} rows answers at most {rep.max_halves(n_min)} "
                              "halves (one per row)")
+        if s.lambda_select == "holdout":
+            try:
+                rep.train_rows(n_min, s.holdout)
+            except ValueError as e:
+                raise ValueError(f"run config {s.app_key('holdout')!r}: {e}") from None
         self.table = rep.replicas_of(s) if s.replicated else []
         self.states = [dbn.initial_state(self.d, self.p, s.rho1, s.rho2) for _ in self.table]
         self.live = [True] * len(self.table)  # still iterating

@@ -176,6 +176,9 @@ def test_more_halves_than_a_client_may_answer_fails_before_any_round():
     with pytest.raises(ValueError, match="'dbn.replicas' = 42: a client with 40 rows"):
         app_dbn.strategy("fdbnl", rc).start(grid=grid)
     assert not [m for m in grid.sent if m.metadata.message_type.startswith("train")]
+    rc = {**RC, "dbn.lambda-select": "holdout", "dbn.holdout": 0.99}
+    with pytest.raises(ValueError, match="'dbn.holdout': holdout 0.99 of 40 rows leaves 0"):
+        app_dbn.strategy("fdbnl", rc).start(grid=InProcessGrid(client_app, K, rc))
 
 
 def test_frequencies_reach_every_view_and_plot(tmp_path):
