@@ -144,7 +144,10 @@ def chosen(mean: np.ndarray, se: np.ndarray, edges: np.ndarray) -> tuple[int, in
     return divmod(i, mean.shape[1])
 
 
-def edge_count(W: np.ndarray, A: np.ndarray, tau: float) -> int:
-    """Edges of (W, A) thresholded at tau, self-loops of W left out."""
-    W = dbn.threshold(W, tau) * (1 - np.eye(W.shape[0]))
-    return int(np.sum(W != 0) + np.sum(dbn.threshold(A, tau) != 0))
+def edge_count(W: np.ndarray, A: np.ndarray, tau_w: float, tau_a: float | None = None
+               ) -> int:
+    """Edges of W thresholded at tau_w and A at tau_a (default tau_w), self-loops of W left
+    out."""
+    W = dbn.threshold(W, tau_w) * (1 - np.eye(W.shape[0]))
+    tau_a = tau_w if tau_a is None else tau_a
+    return int(np.sum(W != 0) + np.sum(dbn.threshold(A, tau_a) != 0))

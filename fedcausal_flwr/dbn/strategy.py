@@ -33,7 +33,8 @@ class FDBNL(CausalStrategy):
 
     With ``replicas`` > 0 or ``lambda_select="holdout"`` every message carries a stack of
     replicas (:mod:`~fedcausal_flwr.dbn.replicas`), each with its own server state, frozen
-    once it meets the stop rule; the run ends when every replica has. The estimates then add
+    once it meets the stop rule; the run ends when every fit on all rows has. The estimates
+    then add
     each edge's selection frequency over the half-sample replicas and, for a penalty path,
     the held-out score of every (lambda, tau) and the chosen pair.
 
@@ -88,7 +89,12 @@ class FDBNL(CausalStrategy):
         self.live = [True] * len(self.table)  # still iterating
         self.losses: dict[int, dict[int, np.ndarray]] = {}
         self.sent: list[int] = []
+        # the reported fit and its thresholds, and the penalty path's scores and pick (g, t):
+        # settled once per round by choose()
         self.main = next((j for j, r in enumerate(self.table) if r.rows == rep.ALL_ROWS), 0)
+        self.tau_w, self.tau_a = s.tau_w, s.tau_a
+        self.scores: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.pick: tuple[int, int] | None = None
         if self.table:
             self.phase = f"{type(self).phase}_replicas"
 
@@ -183,24 +189,23 @@ class FDBNL(CausalStrategy):
                 self.states[j], {c: [x[i] for x in a[:-1]] for c, a in replies.items()},
                 self.table[j])
             self.live[j] = not dbn.converged(self.states[j], **self.settings.stop_args())
-        self.main = self.chosen()[0]
+        self.choose()
         self.state = self.states[self.main]
 
-    def chosen(self) -> tuple[int, float, float]:
-        """``(replica, tau_w, tau_a)`` of the reported graph: with ``lambda_select
-        "holdout"`` (once every candidate has a score) the fit on all rows at the lambda, and
-        the tau, that the one-standard-error rule picks from the held-out scores
+    def choose(self) -> None:
+        """Settle the reported graph: with ``lambda_select "holdout"`` (once every candidate
+        has a score) the fit on all rows at the lambda, and the tau, that the
+        one-standard-error rule picks from the held-out scores
         (:func:`~fedcausal_flwr.dbn.replicas.chosen`); else the settings'."""
+        self.scores = self.holdout_scores()
+        if self.scores is None:
+            return
         s = self.settings
-        first = next((j for j, r in enumerate(self.table) if r.rows == rep.ALL_ROWS), 0)
-        scores = self.holdout_scores()
-        if scores is None:
-            return first, s.tau_w, s.tau_a
-        g, t = rep.chosen(*scores)
+        g, t = self.pick = rep.chosen(*self.scores)
         lam = numbers(s.lambda_path)[g]
-        j = next(j for j, r in enumerate(self.table)
-                 if r.rows == rep.ALL_ROWS and r.lambda_w == lam)
-        return j, s.taus()[t], s.taus()[t]
+        self.main = next(j for j, r in enumerate(self.table)
+                         if r.rows == rep.ALL_ROWS and r.lambda_w == lam)
+        self.tau_w = self.tau_a = s.taus()[t]
 
     def holdout_scores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Pooled held-out loss of every (lambda, tau) of the path, its standard error and
@@ -227,10 +232,8 @@ class FDBNL(CausalStrategy):
         if self.state is None:
             return {}
         W, A = self.state.W, self.state.A
-        _, tau_w, tau_a = self.chosen() if self.table else (0, self.settings.tau_w,
-                                                            self.settings.tau_a)
-        return {"W": W, "A": A, "W_thresholded": dbn.threshold(W, tau_w),
-                "A_thresholded": dbn.threshold(A, tau_a), **self.confidence()}
+        return {"W": W, "A": A, "W_thresholded": dbn.threshold(W, self.tau_w),
+                "A_thresholded": dbn.threshold(A, self.tau_a), **self.confidence()}
 
     def halves(self) -> list[int]:
         """The half-sample replicas at the reported graph's lambdas."""
@@ -247,18 +250,18 @@ class FDBNL(CausalStrategy):
         out: dict[str, np.ndarray] = {}
         if not self.table:
             return out
-        _, tau_w, tau_a = self.chosen()
         if js := self.halves():
-            out["W_frequency"] = selection_frequency([self.states[j].W for j in js], tau_w)
-            out["A_frequency"] = selection_frequency([self.states[j].A for j in js], tau_a)
-        scores = self.holdout_scores()
-        if scores is not None:
+            out["W_frequency"] = selection_frequency([self.states[j].W for j in js],
+                                                     self.tau_w)
+            out["A_frequency"] = selection_frequency([self.states[j].A for j in js],
+                                                     self.tau_a)
+        if self.scores is not None:
             s = self.settings
             out.update(lambda_path=np.array(numbers(s.lambda_path)),
-                       tau_path=np.array(s.taus()), holdout_score=scores[0],
-                       holdout_se=scores[1], holdout_edges=scores[2],
+                       tau_path=np.array(s.taus()), holdout_score=self.scores[0],
+                       holdout_se=self.scores[1], holdout_edges=self.scores[2],
                        lambda_chosen=np.array(self.table[self.main].lambda_w),
-                       tau_chosen=np.array(tau_w))
+                       tau_chosen=np.array(self.tau_w))
         return out
 
     def stability(self) -> dict[str, float]:
@@ -269,19 +272,14 @@ class FDBNL(CausalStrategy):
             return {}
         pi, d = self.settings.stability_threshold, self.d
         W_f = est["W_frequency"] * (1 - np.eye(d))
-        sel = [np.sum(self.graph_of(self.states[j]) != 0) for j in self.halves()]
+        sel = [rep.edge_count(self.states[j].W, self.states[j].A, self.tau_w, self.tau_a)
+               for j in self.halves()]
         p = d * (d - 1) + est["A_frequency"].size
         q = float(np.mean(sel))
         return {"replicas": len(self.halves()), "threshold": pi, "candidates": p,
                 "unconverged": int(sum(self.live[j] for j in self.halves())),
                 "mean_selected": q, "false_edge_bound": stability_bound(q, p, pi),
                 "stable_edges": int(np.sum(W_f >= pi) + np.sum(est["A_frequency"] >= pi))}
-
-    def graph_of(self, st: dbn.ServerState) -> np.ndarray:
-        """The thresholded edges of one replica's W and A, stacked (no self-loops)."""
-        _, tau_w, tau_a = self.chosen()
-        W = dbn.threshold(st.W, tau_w) * (1 - np.eye(self.d))
-        return np.concatenate([W, dbn.threshold(st.A, tau_a)])
 
     def _finish(self, result: RunResult, t0: float) -> None:
         """Adds ``metrics["stability"]`` (:meth:`stability`) and, with a penalty path,
@@ -291,14 +289,12 @@ class FDBNL(CausalStrategy):
             return
         if stab := self.stability():
             result.metrics["stability"] = stab
-        est = self.confidence()
-        if "lambda_chosen" in est:
-            g = list(est["lambda_path"]).index(est["lambda_chosen"])
-            t = list(est["tau_path"]).index(est["tau_chosen"])
-            result.metrics["penalty"] = {"lambda": float(est["lambda_chosen"]),
-                                         "tau": float(est["tau_chosen"]),
-                                         "score": float(est["holdout_score"][g, t]),
-                                         "lowest_score": float(np.min(est["holdout_score"]))}
+        if self.pick is not None:
+            score = self.scores[0]
+            result.metrics["penalty"] = {"lambda": self.table[self.main].lambda_w,
+                                         "tau": self.tau_w,
+                                         "score": float(score[self.pick]),
+                                         "lowest_score": float(np.min(score))}
 
     def result_names(self) -> dict[str, Any]:
         """W (and W_k) rows and columns are the d variables; A's rows are ``name(t-k)`` for
@@ -371,15 +367,13 @@ class PFDBNL(FDBNL):
         st = self.state
         if st is None:
             return {}
-        _, tau_w, tau_a = self.chosen() if self.table else (0, self.settings.tau_w,
-                                                            self.settings.tau_a)
         W_loc, A_loc = self.locals_of(st)
         out = {"W": st.W, "A": st.A, "W_local": W_loc, "A_local": A_loc,
-               "W_local_thresholded": dbn.threshold(W_loc, tau_w),
-               "A_local_thresholded": dbn.threshold(A_loc, tau_a),
+               "W_local_thresholded": dbn.threshold(W_loc, self.tau_w),
+               "A_local_thresholded": dbn.threshold(A_loc, self.tau_a),
                "client_ids": np.array(sorted(self.nodes)), **self.confidence()}
         if js := self.halves():
             locs = [self.locals_of(self.states[j]) for j in js]
-            out["W_local_frequency"] = selection_frequency([w for w, _ in locs], tau_w)
-            out["A_local_frequency"] = selection_frequency([a for _, a in locs], tau_a)
+            out["W_local_frequency"] = selection_frequency([w for w, _ in locs], self.tau_w)
+            out["A_local_frequency"] = selection_frequency([a for _, a in locs], self.tau_a)
         return out
