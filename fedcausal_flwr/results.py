@@ -30,6 +30,7 @@ import math
 import os
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -305,27 +306,28 @@ class RunResult:
         """
         taus = self.thresholds() if tau is None else {}
         out = []
-        for layer in self.layers(client):
+        for layer, i, j, s, t in self._entries(client):
             cut = float(tau) if tau is not None else taus.get(layer.name, 0.0)
+            w = float(layer.matrix[i, j])
+            if abs(w) > cut and np.isfinite(w):
+                out.append((s, t, w, layer.lag))
+        return out
+
+    def _entries(self, client: int | None = None
+                 ) -> Iterator[tuple[Layer, int, int, str, str]]:
+        """``(layer, i, j, source, target)`` of every entry of :meth:`layers` but the
+        self-loops at lag 0."""
+        for layer in self.layers(client):
             for i, s in enumerate(layer.sources):
                 for j, t in enumerate(layer.targets):
-                    w = float(layer.matrix[i, j])
-                    if abs(w) > cut and np.isfinite(w) and not (layer.lag == 0 and s == t):
-                        out.append((s, t, w, layer.lag))
-        return out
+                    if not (layer.lag == 0 and s == t):
+                        yield layer, i, j, s, t
 
     def frequencies(self, client: int | None = None) -> dict[tuple[str, str, int], float]:
         """``{(source, target, lag): frequency}``: the share of a replicated run's
         half-sample replicas whose graph holds each edge (empty for a run without them)."""
-        out = {}
-        for layer in self.layers(client):
-            if layer.frequency is None:
-                continue
-            for i, s in enumerate(layer.sources):
-                for j, t in enumerate(layer.targets):
-                    if not (layer.lag == 0 and s == t):
-                        out[(s, t, layer.lag)] = float(layer.frequency[i, j])
-        return out
+        return {(s, t, layer.lag): float(layer.frequency[i, j])
+                for layer, i, j, s, t in self._entries(client) if layer.frequency is not None}
 
     def stable_edges(self, threshold: float | None = None, client: int | None = None
                      ) -> list[tuple[str, str, float, int, float]]:
@@ -334,15 +336,12 @@ class RunResult:
         stability selection, whose expected false edges ``metrics["stability"]`` bounds."""
         pi = float(run_setting(self, "stability_threshold") if threshold is None
                    else threshold)
-        freq = self.frequencies(client)
-        if not freq:
+        if all(layer.frequency is None for layer in self.layers(client)):
             raise ValueError("no selection frequencies: run with replicas (e.g. "
                              "'replicas' = 20) to get them")
-        weight = {(la.sources[i], la.targets[j], la.lag): float(la.matrix[i, j])
-                  for la in self.layers(client) for i in range(len(la.sources))
-                  for j in range(len(la.targets))}
-        return [(s, t, weight[(s, t, lag)], lag, f)
-                for (s, t, lag), f in freq.items() if f >= pi]
+        return [(s, t, float(layer.matrix[i, j]), layer.lag, float(layer.frequency[i, j]))
+                for layer, i, j, s, t in self._entries(client)
+                if layer.frequency is not None and layer.frequency[i, j] >= pi]
 
     def to_pandas(self, client: int | None = None) -> dict[str, Any]:
         """``{layer: DataFrame}`` of :meth:`layers`: index = sources (cause), columns =
