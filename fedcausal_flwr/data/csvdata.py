@@ -4,7 +4,8 @@ The file never travels in the run config: each SuperNode names its own file, and
 algorithm's protocol sends leaves the node. Layout: a header row of variable names (required,
 unique, non-empty), then one row per sample (time step for the time-series algorithms), every
 cell a finite number, except the optional segment column (time series: replicate labels) and
-the ID column (VFedCD: sample IDs), which may hold any non-empty text::
+the ID column (VFedCD: sample IDs), which may hold any non-empty text, and missing values
+(an empty cell, or NaN/NA/null) where the algorithm handles them (``allow_missing``)::
 
     segment,G1,G2,G3
     a,0.12,1.30,-0.40
@@ -84,10 +85,16 @@ def node_data_path(node_config: Mapping[str, Any], who: str) -> Path | None:
     return path
 
 
-def _cell(text: str, where: str) -> float:
-    """The number in a cell; an error names ``where`` (row and column), never the cell's text
-    (logged on the node only)."""
+MISSING = frozenset({"", "nan", "na", "n/a", "null"})
+"""Cell texts (lower case, stripped) that mean a missing value where an algorithm allows them."""
+
+
+def _cell(text: str, where: str, allow_missing: bool = False) -> float:
+    """The number in a cell (NaN for a :data:`MISSING` one when ``allow_missing``); an error
+    names ``where`` (row and column), never the cell's text (logged on the node only)."""
     s = text.strip()
+    if allow_missing and s.lower() in MISSING:
+        return math.nan
     if not s:
         raise ValueError(f"{where}: empty cell (missing value)")
     try:
@@ -126,11 +133,14 @@ def csv_rows(path: str | Path, head: str, encoding: str | None = "utf-8-sig"
 
 
 def read_csv(path: str | Path, who: str, *, min_rows: int = 2,
-             segment_column: str | None = None, id_column: str | None = None) -> Table:
+             segment_column: str | None = None, id_column: str | None = None,
+             allow_missing: bool = False) -> Table:
     """Read and check a node's CSV (see the module docstring); ``who`` names the node.
 
     ``segment_column`` / ``id_column``: a column of text labels taken out of the variables
     (must exist in the header). At least ``min_rows`` data rows and one variable.
+    ``allow_missing``: an empty cell, or one reading NaN/NA/null, is NaN (a missing value)
+    instead of an error, as is a short row's missing tail.
     """
     path = Path(path)
     head = f"{who}: data-path {path}"
@@ -172,12 +182,15 @@ def read_csv(path: str | Path, who: str, *, min_rows: int = 2,
         if len(r) > len(header):
             raise ValueError(f"{head}: row {n}, column {len(header) + 1}: a value without a "
                              f"variable name (row has {len(r)} fields, the header {len(header)})")
+        if len(r) < len(header) and allow_missing:
+            r = r + [""] * (len(header) - len(r))
         if len(r) < len(header):
             j = len(r)
             raise ValueError(f"{head}: row {n}, column {j + 1} ({header[j]!r}): missing value "
                              f"(row has {len(r)} fields, the header {len(header)})")
         for k, j in enumerate(var_cols):
-            X[i, k] = _cell(r[j], f"{head}: row {n}, column {j + 1} ({header[j]!r})")
+            X[i, k] = _cell(r[j], f"{head}: row {n}, column {j + 1} ({header[j]!r})",
+                            allow_missing)
         for key, j in special.items():
             label = r[j].strip()
             if not label:
