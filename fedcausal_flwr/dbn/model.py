@@ -18,6 +18,7 @@ import numpy as np
 import scipy.linalg as slin
 import scipy.optimize as sopt
 
+from fedcausal_flwr.knowledge import KnowledgeSettings, Masks
 from fedcausal_flwr.settings import (
     MAX_CLIENTS,
     MAX_LAGS,
@@ -32,8 +33,11 @@ from fedcausal_flwr.settings import (
 Moments = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
+VARIABLE_SETS = ("union", "shared", "same")
+
+
 @dataclass(frozen=True)
-class FDBNLSettings(ScreenedRunSettings):
+class FDBNLSettings(ScreenedRunSettings, KnowledgeSettings):
     """Every setting of FDBNL (Algorithm 1), with the App's defaults (the one source of them).
 
     How the defaults were chosen: ``docs/algorithms/fdbnl.md``.
@@ -50,7 +54,12 @@ class FDBNLSettings(ScreenedRunSettings):
     ``tau_w``, ``tau_a``: thresholds of the reported graphs. ``d``, ``p``: the expected data
     shape (0: the majority of what the clients report). ``restarts``: chained L-BFGS-B calls of
     PFDBNL's local step (10). ``server_a_step``, ``server_warm_start``, ``server_restarts``: the
-    solver of the server step (3), see :func:`admm_global_step`.
+    solver of the server step (3), see :func:`admm_global_step`. ``forbid``, ``require``,
+    ``tiers``, ``exogenous``: prior knowledge (:mod:`fedcausal_flwr.knowledge`).
+    ``variables``: the federation's variables when sites hold different ones (``"union"``:
+    all, each entry learned from the sites that observe both its variables; ``"shared"``:
+    those every site has; ``"same"``: a site with other variables is dropped).
+    ``max_missing``: a site with a larger share of missing cells is dropped.
     """
 
     section: ClassVar[str] = "dbn"
@@ -93,6 +102,11 @@ class FDBNLSettings(ScreenedRunSettings):
                             doc="candidate thresholds (both W and A) of lambda-select holdout")
     holdout: float = setting(0.2, "holdout", gt=0, lt=1,
                              doc="share of each client's rows, its last, held out")
+    variables: str = setting("union", "variables", choices=VARIABLE_SETS,
+                             doc="graph over the union of the sites' variables, the shared "
+                                 "ones, or the same ones at every site")
+    max_missing: float = setting(0.5, "max-missing", ge=0, le=1,
+                                 doc="largest share of missing cells a site may have")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -183,7 +197,13 @@ def acyclicity_grad(W: np.ndarray) -> np.ndarray:
 
 
 def moments(Xt: np.ndarray, Xlag: np.ndarray) -> Moments:
-    """Second moments (S, M, N) = (Xt'Xt, Xt'Xlag, Xlag'Xlag) / n_k."""
+    """Second moments (S, M, N) = (Xt'Xt, Xt'Xlag, Xlag'Xlag) / n_k.
+
+    With missing values (NaN) each entry is the mean over the rows where both of its
+    columns are observed (pairwise-complete), and the joint matrix [[S, M], [M', N]] is then
+    made positive semidefinite by clipping its negative eigenvalues at 0 (:func:`psd`): an
+    entry whose columns are never observed together is 0 before the repair.
+    """
     Xt, Xlag = np.asarray(Xt, dtype=float), np.asarray(Xlag, dtype=float)
     if Xt.ndim != 2 or Xlag.ndim != 2:
         raise ValueError(f"Xt and Xlag must be 2-D, got shapes {Xt.shape} and {Xlag.shape}")
@@ -194,7 +214,19 @@ def moments(Xt: np.ndarray, Xlag: np.ndarray) -> Moments:
         raise ValueError(f"Xt has {n} rows but Xlag has {Xlag.shape[0]}")
     if Xlag.shape[1] == 0 or Xlag.shape[1] % d:
         raise ValueError(f"Xlag must be n x pd with p >= 1 and d = {d}, got shape {Xlag.shape}")
-    return Xt.T @ Xt / n, Xt.T @ Xlag / n, Xlag.T @ Xlag / n
+    if not (np.isnan(Xt).any() or np.isnan(Xlag).any()):
+        return Xt.T @ Xt / n, Xt.T @ Xlag / n, Xlag.T @ Xlag / n
+    Z = np.hstack([Xt, Xlag])
+    seen = np.isfinite(Z).astype(float)
+    Z = np.where(seen > 0, Z, 0.0)
+    C = psd(Z.T @ Z / np.maximum(seen.T @ seen, 1.0))
+    return C[:d, :d], C[:d, d:], C[d:, d:]
+
+
+def psd(C: np.ndarray) -> np.ndarray:
+    """The symmetric matrix ``C`` with its negative eigenvalues set to 0."""
+    w, V = np.linalg.eigh(0.5 * (C + C.T))
+    return (V * np.maximum(w, 0.0)) @ V.T
 
 
 def _loss_and_grad(W: np.ndarray, A: np.ndarray, mom: Moments
@@ -242,14 +274,18 @@ def consensus_targets(B: Sequence[np.ndarray], beta: Sequence[np.ndarray], rho2:
 def penalized_objective(x: np.ndarray, d: int, alpha: float, rho: float, lambda_w: float,
                         lambda_a: float, mom: Moments | None = None,
                         V_W: np.ndarray | None = None, V_A: np.ndarray | None = None,
-                        weight: float = 0.0) -> tuple[float, np.ndarray]:
+                        weight: float | np.ndarray = 0.0, lam: np.ndarray | None = None
+                        ) -> tuple[float, np.ndarray]:
     """F and dF/dx on split variables x = [W+, W-, A_1+, A_1-, ..., A_p+, A_p-].
 
     F = l(W, A) [if mom] + weight/2 (||W - V_W||^2 + ||A - V_A||^2) [if V_W, V_A]
         + alpha h(W) + rho/2 h(W)^2 + lambda_w |W|_1 + lambda_a |A|_1,
     the one objective of the FDBNL server step (3), the PFDBNL local step (10) and DYNOTEARS.
     With no lag blocks in x (p = 0, ``V_A`` of shape (0, d)) it is the W-part of (3) that
-    :func:`admm_global_step` minimizes once A is known in closed form.
+    :func:`admm_global_step` minimizes once A is known in closed form. ``lam`` ((p + 1) x d^2,
+    block by block) replaces the two lambdas entry by entry and an array ``weight`` of that
+    shape weights each entry of the quadratic term (prior knowledge, sites that inform only
+    some entries: :class:`Constraints`).
     """
     dd = d * d
     blocks = x.reshape(-1, 2, dd)
@@ -262,16 +298,25 @@ def penalized_objective(x: np.ndarray, d: int, alpha: float, rho: float, lambda_
         f, lW, lA = _loss_and_grad(W, A, mom)
         gW += lW
         gA += lA
-    if V_W is not None:
+    if V_W is not None and np.ndim(weight):
+        R = diff - np.concatenate([np.ravel(V_W), np.ravel(V_A)]).reshape(diff.shape)
+        wR = weight * R
+        f += 0.5 * np.vdot(R, wR)
+        G += wR
+    elif V_W is not None:
         RW, RA = W - V_W, A - V_A
         f += 0.5 * weight * (np.vdot(RW, RW) + np.vdot(RA, RA))
         gW += weight * RW
         gA += weight * RA
     h, gh = _h_and_grad(W)
     gW += (alpha + rho * h) * gh
-    f += alpha * h + 0.5 * rho * h * h + lambda_w * blocks[0].sum() + lambda_a * blocks[1:].sum()
-    lam = np.full((G.shape[0], 1), float(lambda_a))
-    lam[0] = lambda_w
+    if lam is None:
+        f += (alpha * h + 0.5 * rho * h * h + lambda_w * blocks[0].sum()
+              + lambda_a * blocks[1:].sum())
+        lam = np.full((G.shape[0], 1), float(lambda_a))
+        lam[0] = lambda_w
+    else:
+        f += alpha * h + 0.5 * rho * h * h + float(np.vdot(lam, blocks[:, 0] + blocks[:, 1]))
     out = np.empty_like(blocks)
     np.add(lam, G, out=out[:, 0])
     np.subtract(lam, G, out=out[:, 1])
@@ -297,14 +342,25 @@ def _split_bounds(d: int, p: int) -> sopt.Bounds:
     return sopt.Bounds(np.zeros(upper.size), upper.ravel())
 
 
+def _fixed_bounds(d: int, p: int, fixed: np.ndarray) -> sopt.Bounds:
+    """:func:`_split_bounds` with both halves of every ``fixed`` entry ((p + 1) x d x d,
+    block by block) pinned to 0."""
+    upper = np.where(np.reshape(fixed, (p + 1, 1, d, d)), 0.0,
+                     _split_bounds(d, p).ub.reshape(p + 1, 2, d, d))
+    return sopt.Bounds(np.zeros(upper.size), upper.ravel())
+
+
 def _lbfgs(d: int, p: int, restarts: int, alpha: float, rho: float, lambda_w: float,
            lambda_a: float, x0: np.ndarray | None = None, mom: Moments | None = None,
-           V_W: np.ndarray | None = None, V_A: np.ndarray | None = None, weight: float = 0.0
-           ) -> np.ndarray:
-    """Minimize :func:`penalized_objective` by ``restarts`` warm-started L-BFGS-B calls."""
+           V_W: np.ndarray | None = None, V_A: np.ndarray | None = None,
+           weight: float | np.ndarray = 0.0, lam: np.ndarray | None = None,
+           fixed: np.ndarray | None = None) -> np.ndarray:
+    """Minimize :func:`penalized_objective` by ``restarts`` warm-started L-BFGS-B calls
+    (``fixed``: entries held at exactly 0 by the bounds)."""
     x = np.zeros(2 * (p + 1) * d * d) if x0 is None else x0
-    args = (d, alpha, rho, lambda_w, lambda_a, mom, V_W, V_A, weight)
-    bounds = _split_bounds(d, p)
+    args = (d, alpha, rho, lambda_w, lambda_a, mom, V_W, V_A, weight, lam)
+    bounds = _split_bounds(d, p) if fixed is None else _fixed_bounds(d, p, fixed)
+    x = np.clip(x, bounds.lb, bounds.ub) if fixed is not None else x
     for _ in range(max(1, restarts)):
         x = sopt.minimize(penalized_objective, x, args=args, method="L-BFGS-B", jac=True,
                           bounds=bounds).x
@@ -339,6 +395,9 @@ def admm_global_step(V_W: np.ndarray, V_A: np.ndarray, weight: float, alpha: flo
     """
     d = V_W.shape[0]
     p = V_A.shape[0] // d
+    if isinstance(weight, tuple):
+        return _entrywise_global_step(V_W, V_A, weight, alpha, rho1, lambda_w, lambda_a,
+                                      restarts, init, a_step)
     if a_step == "lbfgs":
         x0 = None if init is None else split_from_dense(*init)
         x = _lbfgs(d, p, restarts, alpha, rho1, lambda_w, lambda_a, x0=x0, V_W=V_W, V_A=V_A,
@@ -350,6 +409,61 @@ def admm_global_step(V_W: np.ndarray, V_A: np.ndarray, weight: float, alpha: flo
     x = _lbfgs(d, 0, restarts, alpha, rho1, lambda_w, 0.0, x0=x0, V_W=V_W,
                V_A=np.zeros((0, d)), weight=weight)
     return split_to_dense(x, d)[0], soft_threshold(V_A, lambda_a / weight)
+
+
+def _entrywise_global_step(V_W: np.ndarray, V_A: np.ndarray,
+                           weight: tuple[np.ndarray, np.ndarray], alpha: float, rho1: float,
+                           lambda_w: np.ndarray, lambda_a: np.ndarray, restarts: int,
+                           init: tuple[np.ndarray, np.ndarray] | None, a_step: str
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`admm_global_step` with a weight and a lambda per entry (arrays shaped like W and
+    A); an entry of weight 0 (no client informs it) or of infinite lambda (forbidden) is held
+    at exactly 0 by the bounds."""
+    d = V_W.shape[0]
+    p = V_A.shape[0] // d
+    (wW, wA), lW, lA = weight, np.asarray(lambda_w, float), np.asarray(lambda_a, float)
+    fW, fA = (wW <= 0) | np.isinf(lW), (wA <= 0) | np.isinf(lA)
+    lW, lA = np.where(fW, 0.0, lW), np.where(fA, 0.0, lA)
+    if a_step == "lbfgs":
+        x0 = None if init is None else split_from_dense(*init)
+        x = _lbfgs(d, p, restarts, alpha, rho1, 0.0, 0.0, x0=x0, V_W=V_W, V_A=V_A,
+                   weight=np.concatenate([wW.ravel(), wA.ravel()]).reshape(p + 1, d * d),
+                   lam=np.concatenate([lW.ravel(), lA.ravel()]).reshape(p + 1, d * d),
+                   fixed=np.concatenate([fW.ravel(), fA.ravel()]))
+        return split_to_dense(x, d)
+    if a_step != "closed-form":
+        raise ValueError(f"a_step must be 'closed-form' or 'lbfgs', got {a_step!r}")
+    x0 = None if init is None else split_from_dense(init[0])
+    x = _lbfgs(d, 0, restarts, alpha, rho1, 0.0, 0.0, x0=x0, V_W=V_W, V_A=np.zeros((0, d)),
+               weight=wW.reshape(1, d * d), lam=lW.reshape(1, d * d), fixed=fW)
+    A = soft_threshold(V_A, lA / np.where(fA, 1.0, wA))
+    return split_to_dense(x, d)[0], np.where(fA, 0.0, A)
+
+
+def entry_penalties(n_W: np.ndarray, n_A: np.ndarray, lambda_w: float, lambda_a: float,
+                    lambda_scale: str, knowledge: Masks | None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The L1 weight of each entry of W and A in the server step (3): lambda times the number
+    of clients that inform the entry (``"pooled"``) or lambda (``"paper"``); 0 on required
+    entries, infinite (held at 0) on forbidden ones."""
+    pooled = lambda_scale == "pooled"
+    lW = lambda_w * (n_W if pooled else np.ones_like(n_W))
+    lA = lambda_a * (n_A if pooled else np.ones_like(n_A))
+    if knowledge is not None:
+        lW = np.where(knowledge.require_W, 0.0, np.where(knowledge.forbid_W, np.inf, lW))
+        lA = np.where(knowledge.require_A, 0.0, np.where(knowledge.forbid_A, np.inf, lA))
+    return lW, lA
+
+
+def masked_targets(B: Sequence[np.ndarray], beta: Sequence[np.ndarray],
+                   informed: Sequence[np.ndarray], rho2: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(V, n)``: V = the mean of B_k + beta_k / rho2 over the clients whose data inform each
+    entry (``informed``: boolean masks), n their number (V = 0 where n = 0)."""
+    n = np.sum([m.astype(float) for m in informed], axis=0)
+    V = np.zeros_like(np.asarray(B[0], dtype=float))
+    for Bk, bk, m in zip(B, beta, informed, strict=True):
+        V = V + np.where(m, consensus_target(Bk, bk, rho2), 0.0)
+    return V / np.maximum(n, 1.0), n
 
 
 def soft_threshold(V: np.ndarray, t: float) -> np.ndarray:
@@ -365,11 +479,20 @@ def dual_step(dual: np.ndarray, local: np.ndarray, consensus: np.ndarray, rho2: 
 
 def pfdbnl_local_step(mom: Moments, W_anchor: np.ndarray, A_anchor: np.ndarray, mu: float,
                       alpha: float, rho1: float, lambda_w: float, lambda_a: float,
-                      restarts: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """PFDBNL local step (10): personalized (W_k, A_k) by L-BFGS-B."""
+                      restarts: int = 1, knowledge: Masks | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """PFDBNL local step (10): personalized (W_k, A_k) by L-BFGS-B (``knowledge``: forbidden
+    entries held at 0, required ones without L1 penalty)."""
     d = W_anchor.shape[0]
-    x = _lbfgs(d, A_anchor.shape[0] // d, restarts, alpha, rho1, lambda_w, lambda_a,
-               mom=mom, V_W=W_anchor, V_A=A_anchor, weight=2.0 * mu)
+    p = A_anchor.shape[0] // d
+    lam = fixed = None
+    if knowledge:
+        fixed = np.concatenate([knowledge.forbid_W.ravel(), knowledge.forbid_A.ravel()])
+        free = np.concatenate([knowledge.require_W.ravel(), knowledge.require_A.ravel()])
+        lam = np.where(free, 0.0, np.repeat([lambda_w] + [lambda_a] * p, d * d)
+                       ).reshape(p + 1, d * d)
+    x = _lbfgs(d, p, restarts, alpha, rho1, lambda_w, lambda_a, mom=mom, V_W=W_anchor,
+               V_A=A_anchor, weight=2.0 * mu, lam=lam, fixed=fixed)
     return split_to_dense(x, d)
 
 
@@ -407,14 +530,27 @@ def _zeros_like_duals(state: ServerState) -> tuple[np.ndarray, np.ndarray]:
 def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray, np.ndarray]],
                        *, lambda_w: float, lambda_a: float, lambda_scale: str,
                        dual_update: str, server_restarts: int, server_warm_start: bool,
-                       server_a_step: str, phi1: float, phi2: float, rho_max: float
+                       server_a_step: str, phi1: float, phi2: float, rho_max: float,
+                       knowledge: Masks | None = None,
+                       informed: Mapping[int, tuple[np.ndarray, np.ndarray]] | None = None
                        ) -> ServerState:
     """One FDBNL server round from the accepted local replies {id: (B_k, D_k)}.
 
     Global step, dual updates for the ids in ``local`` only, alpha and rho updates; returns
     the new state (round + 1, h = h(W^(t+1))). Missing duals start at zero. The numbers are
-    :class:`FDBNLSettings`' (:meth:`FDBNLSettings.fdbnl_round_args`).
+    :class:`FDBNLSettings`' (:meth:`FDBNLSettings.fdbnl_round_args`). ``knowledge``: masks
+    of forbidden entries (held at 0) and required ones (no L1 penalty). ``informed``: per
+    client the masks of the entries its data inform (its observed variables; absent: all);
+    the consensus of an entry averages the clients that inform it and weighs it by their
+    number, its duals move only there, and an entry nobody informs stays 0.
     """
+    if knowledge is not None or informed is not None:
+        return _masked_server_round(state, local, knowledge, informed, lambda_w=lambda_w,
+                                    lambda_a=lambda_a, lambda_scale=lambda_scale,
+                                    dual_update=dual_update, server_restarts=server_restarts,
+                                    server_warm_start=server_warm_start,
+                                    server_a_step=server_a_step, phi1=phi1, phi2=phi2,
+                                    rho_max=rho_max)
     if dual_update not in ("paper", "code"):
         raise ValueError(f"dual_update must be 'paper' or 'code', got {dual_update!r}")
     ids = sorted(local)
@@ -447,6 +583,55 @@ def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray,
                        residual=primal_residual([local[k][0] for k in ids], W))
 
 
+def _informed(ids: Sequence[int], state: ServerState,
+              informed: Mapping[int, tuple[np.ndarray, np.ndarray]] | None
+              ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    everything = (np.ones(state.W.shape, bool), np.ones(state.A.shape, bool))
+    return {k: (informed or {}).get(k, everything) for k in ids}
+
+
+def _masked_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray, np.ndarray]],
+                         knowledge: Masks | None,
+                         informed: Mapping[int, tuple[np.ndarray, np.ndarray]] | None, *,
+                         lambda_w: float, lambda_a: float, lambda_scale: str, dual_update: str,
+                         server_restarts: int, server_warm_start: bool, server_a_step: str,
+                         phi1: float, phi2: float, rho_max: float) -> ServerState:
+    """:func:`fdbnl_server_round` with prior knowledge or clients that inform some entries."""
+    if dual_update not in ("paper", "code"):
+        raise ValueError(f"dual_update must be 'paper' or 'code', got {dual_update!r}")
+    ids = sorted(local)
+    if not ids:
+        raise ValueError("fdbnl_server_round needs at least one accepted client")
+    _lambda_multiplier(1, lambda_scale)
+    local = {k: (np.asarray(local[k][0], dtype=float), np.asarray(local[k][1], dtype=float))
+             for k in ids}
+    inf = _informed(ids, state, informed)
+    zW, zA = _zeros_like_duals(state)
+    beta = {k: state.beta.get(k, zW) for k in ids}
+    gamma = {k: state.gamma.get(k, zA) for k in ids}
+    V_W, n_W = masked_targets([local[k][0] for k in ids], [beta[k] for k in ids],
+                              [inf[k][0] for k in ids], state.rho2)
+    V_A, n_A = masked_targets([local[k][1] for k in ids], [gamma[k] for k in ids],
+                              [inf[k][1] for k in ids], state.rho2)
+    lW, lA = entry_penalties(n_W, n_A, lambda_w, lambda_a, lambda_scale, knowledge)
+    W, A = admm_global_step(V_W, V_A, (n_W * state.rho2, n_A * state.rho2), state.alpha,
+                            state.rho1, lW, lA, server_restarts,
+                            (state.W, state.A) if server_warm_start else None, server_a_step)
+    W_ref, A_ref = (W, A) if dual_update == "paper" else (state.W, state.A)
+    new_beta, new_gamma = dict(state.beta), dict(state.gamma)
+    for k in ids:
+        mW, mA = inf[k]
+        new_beta[k] = np.where(mW, dual_step(beta[k], local[k][0], W_ref, state.rho2), 0.0)
+        new_gamma[k] = np.where(mA, dual_step(gamma[k], local[k][1], A_ref, state.rho2), 0.0)
+    h = acyclicity(W)
+    return ServerState(W=W, A=A, alpha=state.alpha + state.rho1 * h,
+                       rho1=_next_rho(state.rho1, phi1, rho_max),
+                       rho2=_next_rho(state.rho2, phi2, rho_max), round=state.round + 1,
+                       beta=new_beta, gamma=new_gamma, h=h,
+                       residual=primal_residual([np.where(inf[k][0], local[k][0] - W, 0.0) + W
+                                                 for k in ids], W))
+
+
 def fdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
     """What the server sends client ``cid``: [W, A, beta_k, gamma_k] (rho2 goes in config)."""
     zW, zA = _zeros_like_duals(state)
@@ -464,25 +649,31 @@ def pfdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
 
 def pfdbnl_client_step(mom: Moments, payload: Sequence[np.ndarray], alpha: float, rho1: float,
                        rho2: float, *, lambda_w: float, lambda_a: float, mu: float,
-                       code_compat: bool, restarts: int) -> list[np.ndarray]:
-    """Client side of one PFDBNL round: returns [W~_k, A~_k, W_k, A_k, h(W_k) as 0-d array]."""
+                       code_compat: bool, restarts: int, knowledge: Masks | None = None
+                       ) -> list[np.ndarray]:
+    """Client side of one PFDBNL round: returns [W~_k, A~_k, W_k, A_k, h(W_k) as 0-d array]
+    (``knowledge``: see :func:`pfdbnl_local_step`)."""
     W, A, W_tilde, A_tilde, beta, gamma = payload
     if code_compat:  # zero prox anchor, one L-BFGS-B call
         W_anchor, A_anchor, restarts = np.zeros_like(W), np.zeros_like(A), 1
     else:
         W_anchor, A_anchor = W_tilde, A_tilde
     W_k, A_k = pfdbnl_local_step(mom, W_anchor, A_anchor, mu, alpha, rho1, lambda_w,
-                                 lambda_a, restarts)
+                                 lambda_a, restarts, knowledge)
     return [pfdbnl_copy(W_k, W, beta, mu, rho2, code_compat),
             pfdbnl_copy(A_k, A, gamma, mu, rho2, code_compat),
             W_k, A_k, np.array(acyclicity(W_k))]
 
 
 def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndarray]], *,
-                        phi1: float, phi2: float, rho_max: float, code_compat: bool
+                        phi1: float, phi2: float, rho_max: float, code_compat: bool,
+                        knowledge: Masks | None = None,
+                        informed: Mapping[int, tuple[np.ndarray, np.ndarray]] | None = None
                         ) -> ServerState:
     """One PFDBNL server round from accepted replies {id: pfdbnl_client_step output}
-    (the numbers: :meth:`FDBNLSettings.pfdbnl_round_args`)."""
+    (the numbers: :meth:`FDBNLSettings.pfdbnl_round_args`; ``knowledge``, ``informed``: as in
+    :func:`fdbnl_server_round`: the average of an entry is over the clients that inform it,
+    forbidden entries and those nobody informs are 0)."""
     ids = sorted(local)
     if not ids:
         raise ValueError("pfdbnl_server_round needs at least one accepted client")
@@ -491,8 +682,19 @@ def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndar
     zW, zA = _zeros_like_duals(state)
     beta = {k: state.beta.get(k, zW) for k in ids}
     gamma = {k: state.gamma.get(k, zA) for k in ids}
-    W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids], state.rho2)
-    A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids], state.rho2)
+    if knowledge is None and informed is None:
+        W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids], state.rho2)
+        A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids], state.rho2)
+    else:
+        inf = _informed(ids, state, informed)
+        W, n_W = masked_targets([local[k][0] for k in ids], [beta[k] for k in ids],
+                                [inf[k][0] for k in ids], state.rho2)
+        A, n_A = masked_targets([local[k][1] for k in ids], [gamma[k] for k in ids],
+                                [inf[k][1] for k in ids], state.rho2)
+        fW, fA = n_W == 0, n_A == 0
+        if knowledge is not None:
+            fW, fA = fW | knowledge.forbid_W, fA | knowledge.forbid_A
+        W, A = np.where(fW, 0.0, W), np.where(fA, 0.0, A)
     new = ServerState(W=W, A=A, rho1=_next_rho(state.rho1, phi1, rho_max),
                       rho2=_next_rho(state.rho2, phi2, rho_max), round=state.round + 1,
                       beta=dict(state.beta), gamma=dict(state.gamma),
@@ -503,6 +705,10 @@ def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndar
         W_tilde, A_tilde, W_k, A_k = local[k][:4]
         new.beta[k] = dual_step(beta[k], W_tilde, W, state.rho2)
         new.gamma[k] = dual_step(gamma[k], A_tilde, A, state.rho2)
+        if informed is not None:
+            mW, mA = _informed([k], state, informed)[k]
+            new.beta[k], new.gamma[k] = (np.where(mW, new.beta[k], 0.0),
+                                         np.where(mA, new.gamma[k], 0.0))
         new.W_tilde[k], new.A_tilde[k], new.W_local[k], new.A_local[k] = W_tilde, A_tilde, W_k, A_k
     new.h = float(np.mean(hs))
     new.residual = primal_residual([local[k][0] for k in ids], W)
@@ -540,43 +746,68 @@ def _history_row(state: ServerState, n_clients: int) -> dict:
             "rho2": state.rho2, "n_clients": n_clients, "primal_residual": state.residual}
 
 
-def _dims(clients: Sequence[Moments]) -> tuple[int, int]:
+def _dims(clients: Sequence[Moments], sites: Sequence[Any] | None = None) -> tuple[int, int]:
     if not clients:
         raise ValueError("need at least one client")
+    if sites is not None:
+        return sites[0].D, sites[0].p
     d = clients[0][0].shape[0]
     return d, clients[0][2].shape[0] // d
 
 
 def fdbnl_reference(clients: Sequence[Moments], s: FDBNLSettings, seed: int | None = None,
-                    init: tuple[np.ndarray, np.ndarray] | None = None
+                    init: tuple[np.ndarray, np.ndarray] | None = None,
+                    knowledge: Masks | None = None, sites: Sequence[Any] | None = None
                     ) -> tuple[ServerState, list[dict]]:
     """In-process FDBNL: the same core calls in the same order as the Flower strategy.
 
     Client ids are 0..K-1 in order. Returns the final state and per-round history dicts.
+    ``knowledge``: masks of forbidden and required entries (:meth:`Knowledge.masks
+    <fedcausal_flwr.knowledge.Knowledge.masks>`). ``sites``: per client its
+    :class:`~fedcausal_flwr.dbn.sites.SiteView` when the clients hold different variables
+    (``clients`` then holds each one's own moments).
     """
+    from fedcausal_flwr.dbn.sites import site_local_step
+
     rng = np.random.default_rng(s.seed if seed is None else seed)
-    state, history = initial_state(*_dims(clients), s.rho1, s.rho2, init), []
+    state, history = initial_state(*_dims(clients, sites), s.rho1, s.rho2, init), []
+    informed = None if sites is None else {k: v.informed() for k, v in enumerate(sites)}
     while not converged(state, **s.stop_args()):
         ids = participants(range(len(clients)), s.clients_per_round, rng)
-        local = {k: admm_local_step(clients[k], *fdbnl_client_payload(state, k),
-                                    rho2=state.rho2) for k in ids}
-        state = fdbnl_server_round(state, local, **s.fdbnl_round_args())
+        if sites is None:
+            local = {k: admm_local_step(clients[k], *fdbnl_client_payload(state, k),
+                                        rho2=state.rho2) for k in ids}
+        else:
+            local = {k: site_local_step(sites[k], clients[k], fdbnl_client_payload(state, k),
+                                        state.rho2) for k in ids}
+        state = fdbnl_server_round(state, local, **s.fdbnl_round_args(), knowledge=knowledge,
+                                   informed=informed)
         history.append(_history_row(state, len(ids)))
     return state, history
 
 
 def pfdbnl_reference(clients: Sequence[Moments], s: PFDBNLSettings, seed: int | None = None,
-                     init: tuple[np.ndarray, np.ndarray] | None = None
+                     init: tuple[np.ndarray, np.ndarray] | None = None,
+                     knowledge: Masks | None = None, sites: Sequence[Any] | None = None
                      ) -> tuple[ServerState, list[dict]]:
     """In-process PFDBNL, same contract as :func:`fdbnl_reference`."""
+    from fedcausal_flwr.dbn.sites import site_personal_step
+
     rng = np.random.default_rng(s.seed if seed is None else seed)
-    state, history = initial_state(*_dims(clients), s.rho1, s.rho2, init), []
+    state, history = initial_state(*_dims(clients, sites), s.rho1, s.rho2, init), []
+    informed = None if sites is None else {k: v.informed() for k, v in enumerate(sites)}
     while not converged(state, **s.stop_args()):
         ids = participants(range(len(clients)), s.clients_per_round, rng)
-        local = {k: pfdbnl_client_step(clients[k], pfdbnl_client_payload(state, k),
-                                       state.alpha, state.rho1, state.rho2, **s.to_wire())
-                 for k in ids}
-        state = pfdbnl_server_round(state, local, **s.pfdbnl_round_args())
+        if sites is None:
+            local = {k: pfdbnl_client_step(clients[k], pfdbnl_client_payload(state, k),
+                                           state.alpha, state.rho1, state.rho2, **s.to_wire(),
+                                           knowledge=knowledge) for k in ids}
+        else:
+            local = {k: site_personal_step(sites[k], clients[k], pfdbnl_client_payload(state, k),
+                                           state.alpha, state.rho1, state.rho2, knowledge,
+                                           **s.to_wire()) for k in ids}
+        state = pfdbnl_server_round(state, local, **s.pfdbnl_round_args(), knowledge=knowledge,
+                                    informed=informed)
         history.append(_history_row(state, len(ids)))
     return state, history
 
@@ -610,6 +841,7 @@ def ave_baseline(clients: Sequence[Moments], lambda_w: float, lambda_a: float
     return (np.mean([W for W, _ in fits], axis=0), np.mean([A for _, A in fits], axis=0))
 
 
-def threshold(M: np.ndarray, tau: float) -> np.ndarray:
-    """Zero every entry with |m| < tau."""
-    return np.where(np.abs(M) < tau, 0.0, M)
+def threshold(M: np.ndarray, tau: float, keep: np.ndarray | None = None) -> np.ndarray:
+    """Zero every entry with |m| < tau (except the ``keep`` ones: required edges)."""
+    small = np.abs(M) < tau
+    return np.where(small if keep is None else small & ~keep, 0.0, M)

@@ -1,0 +1,120 @@
+"""Sites that hold some of the federation's variables, in their own column order.
+
+The federation's graph is over ``D`` variables (the union of the sites' variables, or those
+every site shares). A site observes ``d_k`` of them, its CSV columns in any order. Its
+:class:`SiteView` places them: the site solves its local step over the variables it
+observes, in the federation's order, and answers with arrays shaped by the federation, zero
+where its data say nothing. An entry ``W[i, j]`` (i -> j) is *informed* by the site when it
+observes both i and j; a lag entry ``A[(k - 1) D + i, j]`` likewise. The server averages each
+entry over the sites that inform it (:func:`fedcausal_flwr.dbn.model.masked_targets`).
+
+Pure numpy: no I/O, no Flower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from fedcausal_flwr.dbn.model import Moments
+
+
+def lag_index(idx: np.ndarray, d: int, p: int) -> np.ndarray:
+    """Rows of the lag matrix (p d x d) of the variables ``idx`` of ``d``, lag by lag."""
+    return np.concatenate([k * d + idx for k in range(p)])
+
+
+class SiteView:
+    """Where a site's ``own`` variables sit among the federation's ``variables``.
+
+    ``own_cols``: the site's columns of the federation's variables, in the federation's
+    order; ``cols``: their positions among the federation's. A variable of the site that the
+    federation lacks (``variables="shared"``) is left out.
+    """
+
+    def __init__(self, own: Sequence[str], variables: Sequence[str], p: int) -> None:
+        at = {n: i for i, n in enumerate(variables)}
+        pairs = sorted((at[n], j) for j, n in enumerate(own) if n in at)
+        self.D, self.d, self.p = len(variables), len(own), int(p)
+        self.cols = np.array([i for i, _ in pairs], dtype=int)
+        self.own_cols = np.array([j for _, j in pairs], dtype=int)
+        self.identity = (self.D == self.d and np.array_equal(self.cols, np.arange(self.D))
+                         and np.array_equal(self.own_cols, np.arange(self.d)))
+
+    def moments(self, mom: Moments) -> Moments:
+        """The site's moments over the variables it observes, in the federation's order."""
+        if self.identity:
+            return mom
+        S, M, N = mom
+        o, lo = self.own_cols, lag_index(self.own_cols, self.d, self.p)
+        return S[np.ix_(o, o)], M[np.ix_(o, lo)], N[np.ix_(lo, lo)]
+
+    def down(self, X: np.ndarray) -> np.ndarray:
+        """A federation-shaped W-like (D x D) or A-like (p D x D) array on the site's
+        variables (leading replica axes kept)."""
+        if self.identity:
+            return X
+        c = self.cols
+        rows = c if X.shape[-2] == self.D else lag_index(c, self.D, self.p)
+        return X[..., rows[:, None], c]
+
+    def up(self, X: np.ndarray, like: str) -> np.ndarray:
+        """A site-shaped W-like or A-like array (``like`` "W" or "A") back in the
+        federation's shape, zero where the site observes nothing."""
+        if self.identity:
+            return X
+        c = self.cols
+        rows = c if like == "W" else lag_index(c, self.D, self.p)
+        out = np.zeros(X.shape[:-2] + ((self.D if like == "W" else self.p * self.D), self.D))
+        out[..., rows[:, None], c] = X
+        return out
+
+    def informed(self) -> tuple[np.ndarray, np.ndarray]:
+        """Boolean masks of the entries of W (D x D) and A (p D x D) the site informs."""
+        seen = np.zeros(self.D, bool)
+        seen[self.cols] = True
+        return np.outer(seen, seen), np.outer(np.tile(seen, self.p), seen)
+
+
+def informed_by(own: Sequence[str], variables: Sequence[str], p: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`SiteView.informed` of a site with variables ``own``."""
+    return SiteView(own, variables, p).informed()
+
+
+def union(lists: Sequence[Sequence[str]]) -> list[str]:
+    """The variables of all lists, in order of first appearance."""
+    out: dict[str, None] = {}
+    for names in lists:
+        out.update(dict.fromkeys(names))
+    return list(out)
+
+
+def shared(lists: Sequence[Sequence[str]]) -> list[str]:
+    """The variables every list has, in the first list's order."""
+    common = set(lists[0]).intersection(*map(set, lists[1:])) if lists else set()
+    return [n for n in lists[0] if n in common] if lists else []
+
+
+def site_local_step(view: SiteView, mom: Moments, payload: Sequence[np.ndarray], rho2: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """FDBNL local step (2) of a site over the variables it observes: ``payload`` =
+    federation-shaped [W, A, beta_k, gamma_k]; returns federation-shaped (B_k, D_k)."""
+    from fedcausal_flwr.dbn.model import admm_local_step
+
+    B, D = admm_local_step(view.moments(mom), *(view.down(x) for x in payload), rho2=rho2)
+    return view.up(B, "W"), view.up(D, "A")
+
+
+def site_personal_step(view: SiteView, mom: Moments, payload: Sequence[np.ndarray],
+                       alpha: float, rho1: float, rho2: float, knowledge=None, **wire
+                       ) -> list[np.ndarray]:
+    """PFDBNL client step of a site over the variables it observes (``knowledge``: masks
+    over the federation's variables); arrays in and out federation-shaped."""
+    from fedcausal_flwr.dbn.model import pfdbnl_client_step
+
+    masks = None if knowledge is None else knowledge.subset(view.cols, view.p, view.D)
+    out = pfdbnl_client_step(view.moments(mom), [view.down(x) for x in payload], alpha, rho1,
+                             rho2, knowledge=masks, **wire)
+    return [view.up(x, like) for x, like in zip(out[:4], "WAWA", strict=True)] + [out[4]]
