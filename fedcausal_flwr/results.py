@@ -298,7 +298,8 @@ class RunResult:
     def edges(self, tau: float | None = None, client: int | None = None
               ) -> list[tuple[str, str, float, int]]:
         """``(source, target, weight, lag)`` of every entry with ``|weight| > tau`` (pure
-        Python: no pandas or networkx needed). Self-loops at lag 0 are left out.
+        Python: no pandas or networkx needed). Self-loops at lag 0 are left out, as are
+        unidentified entries (NaN); a required edge (prior knowledge) is kept at any ``tau``.
 
         ``tau`` None (default): each layer's own threshold (:meth:`thresholds`, e.g. FDBNL's
         ``tau_w``/``tau_a``); a number applies to every layer (``tau=0.0``: every nonzero
@@ -309,7 +310,8 @@ class RunResult:
         for layer, i, j, s, t in self._entries(client):
             cut = float(tau) if tau is not None else taus.get(layer.name, 0.0)
             w = float(layer.matrix[i, j])
-            if abs(w) > cut and np.isfinite(w):
+            kept = layer.required is not None and bool(layer.required[i, j])
+            if np.isfinite(w) and (abs(w) > cut or kept):
                 out.append((s, t, w, layer.lag))
         return out
 
@@ -390,14 +392,19 @@ class RunResult:
 
     def threshold(self, tau: float) -> RunResult:
         """A copy whose graph estimates (those :meth:`layers` reads, and their personalized
-        and thresholded variants) have every entry with ``|x| < tau`` set to 0; everything
+        and thresholded variants) have every entry with ``|x| < tau`` set to 0 (required
+        edges of prior knowledge kept); everything
         else (FedIV's network parameters, client ids) is kept as it is."""
         if not float(tau) >= 0:
             raise ValueError(f"threshold: tau = {tau!r}, need a number >= 0")
         out = copy.deepcopy(self)
         for key in _graph_keys(self):
             a = np.array(out.estimates[key], dtype=float)
-            a[np.abs(a) < tau] = 0.0
+            small = np.abs(a) < tau
+            req = out.estimates.get(key.split("_")[0] + "_required")
+            if req is not None and np.shape(req) == a.shape[-2:]:
+                small &= ~np.asarray(req, dtype=bool)  # required edges stay
+            a[small] = 0.0
             out.estimates[key] = a
         return out
 
@@ -412,8 +419,9 @@ class RunResult:
 
 class Layer(NamedTuple):
     """One labelled adjacency of a learned graph: ``matrix[i, j]`` is the weight of the edge
-    ``sources[i] -> targets[j]`` at ``lag``; ``frequency[i, j]`` (a run with replicas) the
-    share of replicas whose graph holds it."""
+    ``sources[i] -> targets[j]`` at ``lag`` (NaN: unidentified, no site informs it);
+    ``frequency[i, j]`` (a run with replicas) the share of replicas whose graph holds it;
+    ``required[i, j]`` (a run with prior knowledge) an edge kept whatever its weight."""
 
     name: str
     lag: int
@@ -421,6 +429,7 @@ class Layer(NamedTuple):
     sources: list[str]
     targets: list[str]
     frequency: np.ndarray | None = None
+    required: np.ndarray | None = None
 
 
 def _view(r: RunResult) -> Any:
@@ -445,7 +454,8 @@ def _graph_keys(r: RunResult) -> list[str]:
     extra = getattr(_view(r), "VARIANTS", ()) if alg.has_module("view") else ()
     return [k for k, v in r.estimates.items()
             if (k in base or k in extra or any(k.startswith(b + "_") for b in base))
-            and not k.endswith(("_frequency", "_stable"))
+            and not k.endswith(("_frequency", "_stable", "_required", "_forbidden",
+                                "_unidentified", "_sites"))
             and np.asarray(v).dtype.kind in "biuf" and np.ndim(v) >= 2]
 
 

@@ -13,12 +13,13 @@ Pair = tuple[np.ndarray, np.ndarray]
 PADS = ("zero", "drop")
 
 
-def finite_matrix(X: np.ndarray, name: str = "X") -> np.ndarray:
-    """Return X as a float 2-D array, or raise ValueError naming the first NaN/inf cell."""
+def finite_matrix(X: np.ndarray, name: str = "X", missing: bool = False) -> np.ndarray:
+    """Return X as a float 2-D array, or raise ValueError naming the first NaN/inf cell
+    (``missing``: NaN, a missing value, is allowed; inf never)."""
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D (time x variables), got shape {X.shape}")
-    bad = ~np.isfinite(X)
+    bad = np.isinf(X) if missing else ~np.isfinite(X)
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise ValueError(f"{name} contains NaN/inf values; first at row {r}, column {c}")
@@ -35,8 +36,8 @@ def _segment_lags(X: np.ndarray, p: int, pad: str) -> Pair:
     return X.copy(), Xlag
 
 
-def lagged(X: np.ndarray, p: int, *, segment_length: int | None = None, pad: str = "zero"
-           ) -> Pair:
+def lagged(X: np.ndarray, p: int, *, segment_length: int | None = None, pad: str = "zero",
+           missing: bool = False) -> Pair:
     """Split a series into the current values and their p lags.
 
     Parameters
@@ -47,13 +48,14 @@ def lagged(X: np.ndarray, p: int, *, segment_length: int | None = None, pad: str
         many rows and lags never cross a segment boundary; T must be a multiple of it.
     pad : ``"zero"`` keeps every row and gives the first p rows of each segment zero lags
         (official FDBNL code); ``"drop"`` drops those rows.
+    missing : allow NaN cells (missing values); they stay NaN in ``Xt`` and ``Xlag``.
 
     Returns
     -------
     Xt : (T', d) array and Xlag : (T', p d) array with ``Xlag[:, (i-1)d:i d]`` = X shifted by
     i; T' = T for ``"zero"`` and T - p * (number of segments) for ``"drop"``.
     """
-    X = finite_matrix(X)
+    X = finite_matrix(X, missing=missing)
     if isinstance(p, bool) or not isinstance(p, int | np.integer) or p < 1:
         raise ValueError(f"lag order p must be an integer >= 1, got {p!r}")
     if pad not in PADS:
@@ -68,9 +70,10 @@ def lagged(X: np.ndarray, p: int, *, segment_length: int | None = None, pad: str
     return np.vstack([a for a, _ in parts]), np.vstack([b for _, b in parts])
 
 
-def lagged_segments(segments: list[np.ndarray], p: int, pad: str = "drop") -> Pair:
+def lagged_segments(segments: list[np.ndarray], p: int, pad: str = "drop",
+                    missing: bool = False) -> Pair:
     """``lagged`` over a list of separate series (possibly of different lengths), stacked."""
     if not segments:
         raise ValueError("no segments given")
-    parts = [lagged(S, p, pad=pad) for S in segments]
+    parts = [lagged(S, p, pad=pad, missing=missing) for S in segments]
     return np.vstack([a for a, _ in parts]), np.vstack([b for _, b in parts])

@@ -11,11 +11,17 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.dbn import model as dbn
+from fedcausal_flwr.dbn.model import site_local_step, site_personal_step
 from fedcausal_flwr.dbn.replicas import TRAIN_ROWS, ReplicaMoments, holdout_losses, max_halves
-from fedcausal_flwr.dbn.wire import PHASES, shapes
+from fedcausal_flwr.dbn.sites import SiteView, lag_index
+from fedcausal_flwr.dbn.wire import LIKE, PHASES, shapes
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes, checked_lagged
-from fedcausal_flwr.names import checked_names, joined
+from fedcausal_flwr.knowledge import KEYS, Knowledge, Masks
+from fedcausal_flwr.names import checked_names, joined, split
 from fedcausal_flwr.settings import MAX_REPLICAS, numbers
+
+MIN_OBSERVED = 2
+"""A column observed in fewer of a client's rows than this is a variable it does not hold."""
 
 
 class FDBNLClient(CausalClient):
@@ -30,11 +36,18 @@ class FDBNLClient(CausalClient):
     Xlag : array (n x p*d)
         Their lags ``[x_{t-1}, ..., x_{t-p}]``, row by row.
     names : sequence of str, optional
-        Labels of the d variables (default ``x0, x1, ...``); every node must report the
-        same names in the same order, or the server drops it.
+        Labels of the d variables (default ``x0, x1, ...``). Sites may hold different
+        variables in any order: the server sends the federation's ``variables`` to a site
+        whose list differs, and the site answers over the variables it observes
+        (:class:`~fedcausal_flwr.dbn.sites.SiteView`).
     run_seed : int
         The run config's ``seed`` (``from_context`` reads it): the only seed this client
         draws replica halves from, so a server cannot ask for other halves by sending others.
+
+    Missing values (NaN) are allowed: the moments are pairwise-complete with a PSD repair
+    (:func:`~fedcausal_flwr.dbn.model.moments`); a column observed in fewer than
+    :data:`MIN_OBSERVED` rows is a variable the client does not hold (reported as
+    ``unobserved``). The share of missing cells goes to the server as ``missing``.
     """
 
     phases = {"local": "local_step", "local_replicas": "replicas_step"}
@@ -43,11 +56,20 @@ class FDBNLClient(CausalClient):
                  num_partitions: int = 1, names: Sequence[str] | None = None,
                  run_seed: int = 0) -> None:
         self.who = f"client {partition_id}"
-        Xt, Xlag = checked_lagged(Xt, Xlag, self.who)
-        self.n, self.d = Xt.shape
-        self.names = checked_names(names, self.d, self.who)
-        self.p = Xlag.shape[1] // self.d
+        Xt, Xlag = checked_lagged(Xt, Xlag, self.who, missing=True)
+        self.n, d = Xt.shape
+        self.columns = checked_names(names, d, self.who)
+        self.p = Xlag.shape[1] // d
+        self.missing = float(np.mean(np.isnan(Xt)))
+        seen = np.flatnonzero(np.sum(~np.isnan(Xt), axis=0) >= MIN_OBSERVED)
+        self.unobserved = [n for j, n in enumerate(self.columns) if j not in set(seen)]
+        if len(seen) < d:
+            Xt, Xlag = Xt[:, seen], Xlag[:, lag_index(seen, d, self.p)]
+        self.names, self.d = [self.columns[j] for j in seen], len(seen)
+        if not self.d:
+            raise ValueError(f"{self.who}: no column has {MIN_OBSERVED} or more values")
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
+        self.views: dict[str, SiteView] = {}
         self.mom = dbn.moments(Xt, Xlag)
         self.replica_moments = ReplicaMoments(Xt, Xlag, self.mom)
         self.run_seed = int(run_seed)
@@ -58,33 +80,81 @@ class FDBNLClient(CausalClient):
         return {"run_seed": int(context.run_config.get("seed", 0))}
 
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
-        """Who this client is, the shape of its data and its variable names (no data)."""
-        return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
-                "n": self.n, "d": self.d, "p": self.p, "names": joined(self.names)}
+        """Who this client is, the shape of its data and its variable names (no data); with
+        missing cells their share (``missing``) and the columns it does not observe
+        (``unobserved``)."""
+        out = {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
+               "n": self.n, "d": len(self.columns), "p": self.p,
+               "names": joined(self.columns)}
+        if self.missing:
+            out["missing"] = self.missing
+        if self.unobserved:
+            out["unobserved"] = joined(self.unobserved)
+        return out
 
-    def check(self, phase: str, parameters: list[np.ndarray]) -> None:
-        """The server's arrays of ``phase`` fit this client's data (:data:`PHASES`)."""
+    def view(self, config: dict[str, Any]) -> SiteView | None:
+        """Where this site's variables sit among the federation's (the config's
+        ``variables``; None: the federation's are this site's, in its order)."""
+        text = str(config.get("variables", "") or "")
+        if not text:
+            if self.unobserved:
+                raise ValueError(f"{self.who}: the server sent no 'variables' to a site "
+                                 "that does not observe all its columns")
+            return None
+        if text not in self.views:
+            variables = split(text)
+            if len(set(variables)) != len(variables) or not set(self.names) & set(variables):
+                raise ValueError(f"{self.who}: the server's 'variables' repeat a name or "
+                                 "share none with this site's")
+            self.views = {text: SiteView(self.names, variables, self.p)}
+        return self.views[text]
+
+    def knowledge(self, config: dict[str, Any], view: SiteView | None) -> Masks | None:
+        """The masks of the prior knowledge in the config (PFDBNL's local step needs them),
+        over the federation's variables."""
+        if not any(config.get(k) for k in KEYS):
+            return None
+        variables = split(config["variables"]) if view is not None else self.names
+        return Knowledge.from_config(config, where=self.who).masks(variables, self.p)
+
+    def check(self, phase: str, parameters: list[np.ndarray], view: SiteView | None = None,
+              replicas: int | None = None) -> None:
+        """The server's arrays of ``phase`` fit this client's data (:data:`PHASES`), shaped
+        by the federation's variables."""
         names = PHASES[phase].down
-        check_shapes(self.who, parameters, shapes(names, self.d, self.p), list(names))
+        D = self.d if view is None else view.D
+        check_shapes(self.who, parameters, shapes(names, D, self.p, replicas), list(names))
 
     def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.local``: [W, A, beta_k, gamma_k] -> [B_k, D_k]."""
-        self.check("local", parameters)
+        view = self.view(config)
+        self.check("local", parameters, view)
+        if view is not None:
+            B, D = site_local_step(view, self.mom, parameters, float(config["rho2"]))
+            return [B, D], self.n, {"loss": dbn.squared_loss(
+                view.down(B), view.down(D), view.moments(self.mom))}
         B, D = dbn.admm_local_step(self.mom, *parameters, rho2=float(config["rho2"]))
         return [B, D], self.n, {"loss": dbn.squared_loss(B, D, self.mom)}
 
     def replicas(self, phase: str, parameters: list[np.ndarray], config: dict[str, Any]
-                 ) -> tuple[list[np.ndarray], list[tuple[dbn.Moments, np.ndarray]], np.ndarray]:
-        """Checked arrays of a replicated ``phase``, each replica's (moments, scalars), and
-        its held-out losses at the config's ``taus`` (zeros for replicas that learn from
-        other rows than the training block)."""
+                 ) -> tuple[list[np.ndarray], list[tuple[dbn.Moments, np.ndarray]], np.ndarray,
+                            SiteView | None]:
+        """Checked arrays of a replicated ``phase`` (on this site's variables), each
+        replica's (moments, scalars), its held-out losses at the config's ``taus`` (zeros
+        for replicas that learn from other rows than the training block) and the site's
+        view (:meth:`view`)."""
         names = PHASES[phase].down
         if len(parameters) != len(names):
             check_shapes(self.who, parameters, [()] * len(names), list(names))
         R = int(np.shape(parameters[names.index("rows")])[0])
         if not 1 <= R <= MAX_REPLICAS:
             raise ValueError(f"{self.who}: {R} replicas in one message (1 to {MAX_REPLICAS})")
-        check_shapes(self.who, parameters, shapes(names, self.d, self.p, R), list(names))
+        view = self.view(config)
+        self.check(phase, parameters, view, R)
+        if view is not None:
+            parameters = [view.down(a) if LIKE[n] in ("W", "A") else a
+                          for n, a in zip(names, parameters, strict=True)]
+        local = (lambda m: m) if view is None else view.moments  # noqa: E731
         rows = np.asarray(parameters[names.index("rows")])
         most = max_halves(self.n)
         if not np.all(np.isfinite(rows)) or np.any(rows != np.round(rows)) or \
@@ -104,21 +174,24 @@ class FDBNLClient(CausalClient):
         val = np.zeros((R, len(taus)))
         out = []
         for j, r in enumerate(int(x) for x in rows):
-            out.append((self.replica_moments.of(r, seed, holdout), scal[j]))
+            out.append((local(self.replica_moments.of(r, seed, holdout)), scal[j]))
             if r == TRAIN_ROWS and taus:
-                val[j] = holdout_losses(self.replica_moments.validation(holdout),
+                val[j] = holdout_losses(local(self.replica_moments.validation(holdout)),
                                         parameters[0][j], parameters[1][j], taus)
-        return parameters, out, val
+        return parameters, out, val, view
 
     def replicas_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.local_replicas``: the local step (2) of every replica in the message,
         each on its own rows -> [B, D, val] stacked by replica."""
-        (W, A, beta, gamma, _, _), reps, val = self.replicas("local_replicas", parameters,
-                                                             config)
+        (W, A, beta, gamma, _, _), reps, val, view = self.replicas(
+            "local_replicas", parameters, config)
         BD = [dbn.admm_local_step(mom, W[j], A[j], beta[j], gamma[j], rho2=float(sc[2]))
               for j, (mom, sc) in enumerate(reps)]
         B, D = np.stack([b for b, _ in BD]), np.stack([d for _, d in BD])
-        return [B, D, val], self.n, {"loss": dbn.squared_loss(B[0], D[0], reps[0][0])}
+        loss = dbn.squared_loss(B[0], D[0], reps[0][0])
+        if view is not None:
+            B, D = view.up(B, "W"), view.up(D, "A")
+        return [B, D, val], self.n, {"loss": loss}
 
 
 class PFDBNLClient(FDBNLClient):
@@ -132,24 +205,38 @@ class PFDBNLClient(FDBNLClient):
         The lambdas, mu, ``code_compat`` and ``restarts`` come from the server with the
         message (:meth:`~fedcausal_flwr.settings.Settings.from_wire`).
         """
-        self.check("personal", parameters)
+        view = self.view(config)
+        self.check("personal", parameters, view)
         s = dbn.PFDBNLSettings.from_wire(config, self.who)
-        out = dbn.pfdbnl_client_step(self.mom, parameters, float(config["alpha"]),
-                                     float(config["rho1"]), float(config["rho2"]),
+        masks = self.knowledge(config, view)
+        scalars = (float(config["alpha"]), float(config["rho1"]), float(config["rho2"]))
+        if view is not None:
+            out = site_personal_step(view, self.mom, parameters, *scalars, masks,
                                      **s.to_wire())
+            return out, self.n, {"loss": dbn.squared_loss(
+                view.down(out[2]), view.down(out[3]), view.moments(self.mom))}
+        out = dbn.pfdbnl_client_step(self.mom, parameters, *scalars, **s.to_wire(),
+                                     knowledge=masks)
         return out, self.n, {"loss": dbn.squared_loss(out[2], out[3], self.mom)}
 
     def personal_replicas_step(self, parameters: list[np.ndarray], config: dict[str, Any]
                                ) -> Fit:
         """``train.personal_replicas``: :meth:`personal_step` for every replica in the
         message, each on its own rows with its own scalars and lambdas, stacked by replica."""
-        arrays, reps, val = self.replicas("personal_replicas", parameters, config)
+        arrays, reps, val, view = self.replicas("personal_replicas", parameters, config)
         s = dbn.PFDBNLSettings.from_wire(config, self.who).to_wire()
+        masks = self.knowledge(config, view)
+        if masks is not None and view is not None:
+            masks = masks.subset(view.cols, view.p, view.D)
         outs = []
         for j, (mom, sc) in enumerate(reps):
             alpha, rho1, rho2, lw, la = (float(x) for x in sc)
             outs.append(dbn.pfdbnl_client_step(mom, [a[j] for a in arrays[:6]], alpha, rho1,
-                                               rho2, **{**s, "lambda_w": lw, "lambda_a": la}))
+                                               rho2, **{**s, "lambda_w": lw, "lambda_a": la},
+                                               knowledge=masks))
         stacked = [np.stack([o[i] for o in outs]) for i in range(5)]
+        if view is not None:
+            stacked = [view.up(x, like) for x, like in zip(stacked[:4], "WAWA", strict=True)
+                       ] + stacked[4:]
         return [*stacked, val], self.n, {
             "loss": dbn.squared_loss(outs[0][2], outs[0][3], reps[0][0])}

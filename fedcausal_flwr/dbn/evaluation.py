@@ -12,10 +12,11 @@ from fedcausal_flwr.metrics import graph_metrics, swapped_rates
 
 def dbn_graph_metrics(W: np.ndarray, A: np.ndarray, W_true: np.ndarray, A_true: np.ndarray,
                       tau_w: float, tau_a: float) -> dict[str, float]:
-    """SHD/TPR/FDR of thresholded W and A, plus the paper tables' swapped TPR/FDR pair."""
+    """SHD/TPR/FDR of thresholded W and A, plus the paper tables' swapped TPR/FDR pair
+    (an unidentified entry, NaN, is no edge)."""
     out: dict[str, float] = {}
     for name, est, ref, tau in (("w", W, W_true, tau_w), ("a", A, A_true, tau_a)):
-        est = threshold(est, tau)
+        est = threshold(np.nan_to_num(np.asarray(est, dtype=float)), tau)
         g = graph_metrics(est, ref)
         out.update({f"{k}_{name}": g[k] for k in ("shd", "shd_rev1", "tpr", "fdr")})
         sw = swapped_rates(est, ref)

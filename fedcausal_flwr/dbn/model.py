@@ -665,6 +665,26 @@ def pfdbnl_client_step(mom: Moments, payload: Sequence[np.ndarray], alpha: float
             W_k, A_k, np.array(acyclicity(W_k))]
 
 
+def site_local_step(view: Any, mom: Moments, payload: Sequence[np.ndarray], rho2: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """FDBNL local step (2) of a site over the variables it observes (``view``: its
+    :class:`~fedcausal_flwr.dbn.sites.SiteView`): ``payload`` = federation-shaped
+    [W, A, beta_k, gamma_k]; returns federation-shaped (B_k, D_k), 0 where it sees nothing."""
+    B, D = admm_local_step(view.moments(mom), *(view.down(x) for x in payload), rho2=rho2)
+    return view.up(B, "W"), view.up(D, "A")
+
+
+def site_personal_step(view: Any, mom: Moments, payload: Sequence[np.ndarray], alpha: float,
+                       rho1: float, rho2: float, knowledge: Masks | None = None, **wire: Any
+                       ) -> list[np.ndarray]:
+    """:func:`pfdbnl_client_step` of a site over the variables it observes (``knowledge``:
+    masks over the federation's variables); arrays in and out federation-shaped."""
+    masks = None if knowledge is None else knowledge.subset(view.cols, view.p, view.D)
+    out = pfdbnl_client_step(view.moments(mom), [view.down(x) for x in payload], alpha, rho1,
+                             rho2, knowledge=masks, **wire)
+    return [view.up(x, like) for x, like in zip(out[:4], "WAWA", strict=True)] + [out[4]]
+
+
 def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndarray]], *,
                         phi1: float, phi2: float, rho_max: float, code_compat: bool,
                         knowledge: Masks | None = None,
@@ -767,8 +787,6 @@ def fdbnl_reference(clients: Sequence[Moments], s: FDBNLSettings, seed: int | No
     :class:`~fedcausal_flwr.dbn.sites.SiteView` when the clients hold different variables
     (``clients`` then holds each one's own moments).
     """
-    from fedcausal_flwr.dbn.sites import site_local_step
-
     rng = np.random.default_rng(s.seed if seed is None else seed)
     state, history = initial_state(*_dims(clients, sites), s.rho1, s.rho2, init), []
     informed = None if sites is None else {k: v.informed() for k, v in enumerate(sites)}
@@ -791,8 +809,6 @@ def pfdbnl_reference(clients: Sequence[Moments], s: PFDBNLSettings, seed: int | 
                      knowledge: Masks | None = None, sites: Sequence[Any] | None = None
                      ) -> tuple[ServerState, list[dict]]:
     """In-process PFDBNL, same contract as :func:`fdbnl_reference`."""
-    from fedcausal_flwr.dbn.sites import site_personal_step
-
     rng = np.random.default_rng(s.seed if seed is None else seed)
     state, history = initial_state(*_dims(clients, sites), s.rho1, s.rho2, init), []
     informed = None if sites is None else {k: v.informed() for k, v in enumerate(sites)}

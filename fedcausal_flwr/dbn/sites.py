@@ -96,25 +96,3 @@ def shared(lists: Sequence[Sequence[str]]) -> list[str]:
     common = set(lists[0]).intersection(*map(set, lists[1:])) if lists else set()
     return [n for n in lists[0] if n in common] if lists else []
 
-
-def site_local_step(view: SiteView, mom: Moments, payload: Sequence[np.ndarray], rho2: float
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """FDBNL local step (2) of a site over the variables it observes: ``payload`` =
-    federation-shaped [W, A, beta_k, gamma_k]; returns federation-shaped (B_k, D_k)."""
-    from fedcausal_flwr.dbn.model import admm_local_step
-
-    B, D = admm_local_step(view.moments(mom), *(view.down(x) for x in payload), rho2=rho2)
-    return view.up(B, "W"), view.up(D, "A")
-
-
-def site_personal_step(view: SiteView, mom: Moments, payload: Sequence[np.ndarray],
-                       alpha: float, rho1: float, rho2: float, knowledge=None, **wire
-                       ) -> list[np.ndarray]:
-    """PFDBNL client step of a site over the variables it observes (``knowledge``: masks
-    over the federation's variables); arrays in and out federation-shaped."""
-    from fedcausal_flwr.dbn.model import pfdbnl_client_step
-
-    masks = None if knowledge is None else knowledge.subset(view.cols, view.p, view.D)
-    out = pfdbnl_client_step(view.moments(mom), [view.down(x) for x in payload], alpha, rho1,
-                             rho2, knowledge=masks, **wire)
-    return [view.up(x, like) for x, like in zip(out[:4], "WAWA", strict=True)] + [out[4]]

@@ -6,19 +6,35 @@ PFDBNL strategy: personalized DBNs by proximal ADMM; exact averaging on the serv
 from __future__ import annotations
 
 from collections.abc import Mapping
+from logging import INFO
 from typing import Any
 
 import numpy as np
+from flwr.common.logger import log
 
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn import replicas as rep
 from fedcausal_flwr.dbn.model import FDBNLSettings, PFDBNLSettings
+from fedcausal_flwr.dbn.sites import SiteView, shared, union
 from fedcausal_flwr.dbn.wire import PHASES, shapes
-from fedcausal_flwr.federation.strategy import CausalStrategy, NodeInfo, Payload, Shape
-from fedcausal_flwr.names import lagged_names
+from fedcausal_flwr.federation.strategy import (
+    CausalStrategy,
+    NodeInfo,
+    Payload,
+    Shape,
+    majority_props,
+)
+from fedcausal_flwr.names import default_names, joined, lagged_names, split
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.settings import numbers
 from fedcausal_flwr.stability import selection_frequency, stability_bound
+
+
+def unnamed(info: NodeInfo) -> bool:
+    """Whether a node's variables carry only the default names ``x0, x1, ...``: unnamed
+    columns are matched by position, so such nodes must agree on d."""
+    d = int(info.props.get("d", 0))
+    return split(info.props.get("names")) in (None, default_names(d))
 
 
 class FDBNL(CausalStrategy):
@@ -30,6 +46,17 @@ class FDBNL(CausalStrategy):
     them (by partition id) and clients stay stateless: a client left out of a round keeps its
     duals, a restarted SuperNode loses nothing.
     ``start(initial_arrays=[W, A])`` warm-starts the consensus graph.
+
+    Sites may hold different variables, in any column order, and missing cells: the graph
+    is over the union of their variables (``variables``), every message stays shaped by it,
+    a site whose list differs gets the federation's ``variables`` in the message config and
+    answers over what it observes, and each entry is averaged over the sites that inform it
+    (an entry no site informs is NaN and flagged in ``W_unidentified``/``A_unidentified``).
+    A site whose share of missing cells exceeds ``max_missing`` is dropped at discovery.
+    Prior knowledge (``forbid``, ``require``, ``tiers``, ``exogenous``) is checked against
+    the variables before round 1 and enforced in the server step (and, for PFDBNL, in the
+    clients' step): forbidden entries are exactly 0, required ones carry no L1 and are kept
+    by the thresholds.
 
     With ``replicas`` > 0 or ``lambda_select="holdout"`` every message carries a stack of
     replicas (:mod:`~fedcausal_flwr.dbn.replicas`), each with its own server state, frozen
@@ -57,20 +84,73 @@ class FDBNL(CausalStrategy):
         super().__init__(settings, **kwargs)
         self.state: dbn.ServerState | None = None
         self.table: list[rep.Replica] = []
+        self.masks: dbn.Masks | None = None
+        self.informed: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+        self.differs: set[int] = set()
+        self.missing: dict[int, float] = {}
 
     def expected_props(self, infos):
-        """Clients must agree on d and p (the configured ones when given)."""
-        want = super().expected_props(infos)
+        """Clients must agree on p (and, with ``variables="same"`` or when no node names its
+        variables, on d and the names); the configured ones when given."""
         s = self.settings
+        if s.variables != "same" and not all(unnamed(i) for i in infos):
+            return {"p": s.p} if s.p else majority_props(infos, ("p",))
+        want = super().expected_props(infos)
         want.update({k: v for k, v in (("d", s.d), ("p", s.p)) if v})
         return want
+
+    def refused(self, info: NodeInfo) -> str | None:
+        """A site with more missing cells than ``max_missing`` allows."""
+        share, limit = float(info.props.get("missing", 0.0)), self.settings.max_missing
+        if share > limit:
+            return (f"{share:.1%} of its cells are missing, above run config "
+                    f"{self.settings.app_key('max-missing')!r} = {limit:g}")
+        return None
+
+    def federation(self, nodes: Mapping[int, NodeInfo]) -> None:
+        """The federation's variables, each site's view of them, the entries its data
+        inform and the masks of the prior knowledge (errors here stop the run before any
+        round)."""
+        s = self.settings
+        held = {c: split(i.props.get("names")) or default_names(int(i.props["d"]))
+                for c, i in sorted(nodes.items())}
+        dead = {c: split(i.props.get("unobserved")) or [] for c, i in nodes.items()}
+        if s.variables == "same":
+            self.variables = self.agreed_names(int(next(iter(nodes.values())).props["d"]))
+        else:
+            self.variables = (union if s.variables == "union" else shared)(list(held.values()))
+        if len(self.variables) < 2:
+            raise ValueError(f"run config {s.app_key('variables')!r} = {s.variables!r}: "
+                             f"{len(self.variables)} variable(s) in the federation; need 2")
+        if s.d and s.d != len(self.variables):
+            raise ValueError(f"run config {s.app_key('d')!r} = {s.d}: the sites' variables "
+                             f"({s.variables}) are {len(self.variables)}")
+        self.views = {c: SiteView([n for n in held[c] if n not in dead[c]], self.variables,
+                                  self.p) for c in held}
+        self.differs = {c for c, v in self.views.items() if not v.identity}
+        self.informed = ({c: v.informed() for c, v in self.views.items()}
+                         if self.differs else None)
+        self.absent = {c: [n for n in self.variables if n not in held[c] or n in dead[c]]
+                       for c in held}
+        self.missing = {c: float(i.props.get("missing", 0.0)) for c, i in nodes.items()}
+        k = s.knowledge()
+        self.masks = k.masks(self.variables, self.p) if k else None
+        for c in sorted(self.differs):
+            log(INFO, "client %d: holds %d of the %d variables%s", c, len(self.views[c].cols),
+                len(self.variables), f" (lacks {', '.join(self.absent[c])})"
+                if self.absent[c] else " in another column order")
+
+    def site_config(self, cid: int) -> dict[str, Any]:
+        """The federation's ``variables`` for a site whose list differs (else nothing)."""
+        return {"variables": joined(self.variables)} if cid in self.differs else {}
 
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
         """W = A = 0 for the agreed d, p (for every replica); a number of halves or a
         holdout that the smallest client cannot serve fails here, before any round."""
         info = next(iter(nodes.values())).props
-        self.d, self.p = int(info["d"]), int(info["p"])
-        self.variables = self.agreed_names(self.d)
+        self.p = int(info["p"])
+        self.federation(nodes)
+        self.d = len(self.variables)
         s = self.settings
         self.state = dbn.initial_state(self.d, self.p, s.rho1, s.rho2)
         self.rng = np.random.default_rng(s.seed)
@@ -123,7 +203,8 @@ class FDBNL(CausalStrategy):
         stacked over the message's replicas, with their ``rows`` and ``scalars``)."""
         if not self.table:
             return self.client_payload(self.state, cid), {
-                "rho2": float(self.state.rho2), **self.settings.to_wire()}
+                "rho2": float(self.state.rho2), **self.settings.to_wire(),
+                **self.site_config(cid)}
         return self.replica_payload(cid)
 
     def replica_payload(self, cid: int) -> Payload:
@@ -137,7 +218,8 @@ class FDBNL(CausalStrategy):
                             for st, r in ((self.states[j], self.table[j]) for j in self.sent)])
         return [*arrays, rows, scalars], {
             "replica-seed": int(s.seed), "holdout": float(s.holdout),
-            "taus": ",".join(repr(t) for t in s.taus()), **s.to_wire()}
+            "taus": ",".join(repr(t) for t in s.taus()), **s.to_wire(),
+            **self.site_config(cid)}
 
     def reply_shapes(self) -> list[Shape]:
         """The phase's reply (:data:`~fedcausal_flwr.dbn.wire.PHASES`)."""
@@ -153,9 +235,14 @@ class FDBNL(CausalStrategy):
         copies ``W~_k, A~_k``). Not ``B_k`` alone: a client back from missed rounds answers
         with its older duals, and its ``B_k`` differs by what they lag, its target does not."""
         if not self.table:
-            return [self.target_view(self.state, cid, arrays[0], arrays[1])]
-        return [self.target_view(self.states[j], cid, arrays[0][i], arrays[1][i])
-                for i, j in enumerate(self.sent) if self.live[j]]
+            views = [self.target_view(self.state, cid, arrays[0], arrays[1])]
+        else:
+            views = [self.target_view(self.states[j], cid, arrays[0][i], arrays[1][i])
+                     for i, j in enumerate(self.sent) if self.live[j]]
+        if self.informed is not None and cid in self.informed:  # what its data inform
+            seen = np.concatenate([m.ravel() for m in self.informed[cid]])
+            views = [np.where(seen, v, np.nan) for v in views]
+        return views
 
     @staticmethod
     def target_view(st: dbn.ServerState, cid: int, B: np.ndarray, D: np.ndarray
@@ -173,7 +260,7 @@ class FDBNL(CausalStrategy):
         if lambdas is not None:
             args.update(lambda_w=lambdas.lambda_w, lambda_a=lambdas.lambda_a)
         return dbn.fdbnl_server_round(state, {c: (a[0], a[1]) for c, a in replies.items()},
-                                      **args)
+                                      **args, knowledge=self.masks, informed=self.informed)
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Global step, duals, alpha and rho of each replica in the message, and the held-out
@@ -232,8 +319,35 @@ class FDBNL(CausalStrategy):
         if self.state is None:
             return {}
         W, A = self.state.W, self.state.A
-        return {"W": W, "A": A, "W_thresholded": dbn.threshold(W, self.tau_w),
-                "A_thresholded": dbn.threshold(A, self.tau_a), **self.confidence()}
+        return self.identified({
+            "W": W, "A": A, "W_thresholded": dbn.threshold(W, self.tau_w, self.kept("W")),
+            "A_thresholded": dbn.threshold(A, self.tau_a, self.kept("A")),
+            **self.confidence()})
+
+    def kept(self, layer: str) -> np.ndarray | None:
+        """The required entries of ``layer`` ("W" or "A"), which no threshold removes."""
+        return None if self.masks is None else getattr(self.masks, f"require_{layer}")
+
+    def identified(self, est: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``est`` with the prior knowledge's masks (``W_forbidden``, ``W_required``, ...)
+        and, where sites hold different variables, the number of sites that inform each
+        entry (``W_sites``, ``A_sites``) and the entries none informs (``W_unidentified``,
+        ``A_unidentified``), NaN in every graph estimate."""
+        if self.masks is not None:
+            m = self.masks
+            est.update(W_forbidden=m.forbid_W.astype(float), W_required=m.require_W.astype(float),
+                       A_forbidden=m.forbid_A.astype(float), A_required=m.require_A.astype(float))
+        if self.informed is None:
+            return est
+        for layer, k in (("W", 0), ("A", 1)):
+            n = np.sum([m[k] for m in self.informed.values()], axis=0).astype(float)
+            if layer == "W":
+                np.fill_diagonal(n, len(self.informed))
+            est[f"{layer}_sites"] = n
+            est[f"{layer}_unidentified"] = (n == 0).astype(float)
+            for key in (layer, f"{layer}_thresholded"):
+                est[key] = np.where(n == 0, np.nan, est[key])
+        return est
 
     def halves(self) -> list[int]:
         """The half-sample replicas at the reported graph's lambdas."""
@@ -285,7 +399,22 @@ class FDBNL(CausalStrategy):
         """Adds ``metrics["stability"]`` (:meth:`stability`) and, with a penalty path,
         ``metrics["penalty"]`` (the chosen lambda and tau)."""
         super()._finish(result, t0)
-        if not self.table or self.state is None:
+        if self.state is None:
+            return
+        if self.masks is not None:
+            result.metrics["knowledge"] = {
+                "forbidden": int(self.masks.forbid_W.sum() + self.masks.forbid_A.sum()),
+                "required": int(self.masks.require_W.sum() + self.masks.require_A.sum())}
+        if any(self.missing.values()):
+            result.metrics["missing"] = {str(c): v for c, v in sorted(self.missing.items())}
+        if self.informed is not None:
+            est = result.estimates
+            result.metrics["variables"] = {
+                "federation": list(self.variables),
+                "absent": {str(c): v for c, v in sorted(self.absent.items()) if v},
+                "unidentified": int(np.sum(est.get("W_unidentified", 0))
+                                    + np.sum(est.get("A_unidentified", 0)))}
+        if not self.table:
             return
         if stab := self.stability():
             result.metrics["stability"] = stab
@@ -346,12 +475,21 @@ class PFDBNL(FDBNL):
         st = self.state
         return self.client_payload(st, cid), {
             "alpha": float(st.alpha), "rho1": float(st.rho1), "rho2": float(st.rho2),
-            **self.settings.to_wire()}
+            **self.settings.to_wire(), **self.site_config(cid)}
+
+    def site_config(self, cid: int) -> dict[str, Any]:
+        """:meth:`FDBNL.site_config` and the prior knowledge, which PFDBNL's clients
+        enforce in their step (its four strings; nothing without knowledge)."""
+        out = super().site_config(cid)
+        if self.masks is not None:
+            out.update(self.settings.knowledge().config())
+        return out
 
     def server_round(self, state: dbn.ServerState, replies: Mapping[int, list[np.ndarray]],
                      lambdas: rep.Replica | None = None) -> dbn.ServerState:
         """Exact average, duals, alpha (mean h) and rho (the lambdas act on the clients)."""
-        return dbn.pfdbnl_server_round(state, replies, **self.settings.pfdbnl_round_args())
+        return dbn.pfdbnl_server_round(state, replies, **self.settings.pfdbnl_round_args(),
+                                       knowledge=self.masks, informed=self.informed)
 
     def locals_of(self, st: dbn.ServerState) -> tuple[np.ndarray, np.ndarray]:
         """Every client's personalized ``W_k, A_k`` of one server state, by client id."""
@@ -368,10 +506,17 @@ class PFDBNL(FDBNL):
         if st is None:
             return {}
         W_loc, A_loc = self.locals_of(st)
-        out = {"W": st.W, "A": st.A, "W_local": W_loc, "A_local": A_loc,
-               "W_local_thresholded": dbn.threshold(W_loc, self.tau_w),
-               "A_local_thresholded": dbn.threshold(A_loc, self.tau_a),
-               "client_ids": np.array(sorted(self.nodes)), **self.confidence()}
+        if self.informed is not None:  # a site's graph says nothing where it observes nothing
+            ids = sorted(self.nodes)
+            full = (np.ones_like(st.W, bool), np.ones_like(st.A, bool))
+            seen = [self.informed.get(c, full) for c in ids]
+            W_loc = np.where(np.stack([m[0] for m in seen]), W_loc, np.nan)
+            A_loc = np.where(np.stack([m[1] for m in seen]), A_loc, np.nan)
+        out = self.identified({
+            "W": st.W, "A": st.A, "W_local": W_loc, "A_local": A_loc,
+            "W_local_thresholded": dbn.threshold(W_loc, self.tau_w, self.kept("W")),
+            "A_local_thresholded": dbn.threshold(A_loc, self.tau_a, self.kept("A")),
+            "client_ids": np.array(sorted(self.nodes)), **self.confidence()})
         if js := self.halves():
             locs = [self.locals_of(self.states[j]) for j in js]
             out["W_local_frequency"] = selection_frequency([w for w, _ in locs], self.tau_w)

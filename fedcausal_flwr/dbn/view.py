@@ -1,7 +1,8 @@
 """How a FDBNL/PFDBNL result reads as a graph: ``W`` (lag 0), then ``A1``..``Ap``,
 thresholded by default at the run's ``tau_w`` and ``tau_a`` (at its chosen ``tau_chosen``
 with ``lambda_select="holdout"``); a replicated run's selection frequencies ride along
-(:attr:`Layer.frequency`)."""
+(:attr:`Layer.frequency`), and a run with prior knowledge keeps its required edges at any
+threshold (:attr:`Layer.required`); an unidentified entry (no site informs it) is NaN."""
 
 from __future__ import annotations
 
@@ -32,10 +33,13 @@ def layers(r: RunResult, client: int | None = None) -> list[Layer]:
     if client is not None and W_f is not None:
         W_f, A_f = W_f[i], A_f[i]
     W_f, A_f = (None, None) if W_f is None else (np.asarray(W_f), np.asarray(A_f))
-    out = [Layer("W", 0, W, v, v, W_f)]
+    W_r, A_r = (np.asarray(est[k], dtype=bool) if k in est else None
+                for k in ("W_required", "A_required"))
+    out = [Layer("W", 0, W, v, v, W_f, W_r)]
     for k in range(1, A.shape[0] // d + 1 if d else 1):
-        out.append(Layer(f"A{k}", k, A[(k - 1) * d:k * d], v, v,
-                         None if A_f is None else A_f[(k - 1) * d:k * d]))
+        rows = slice((k - 1) * d, k * d)
+        out.append(Layer(f"A{k}", k, A[rows], v, v, None if A_f is None else A_f[rows],
+                         None if A_r is None else A_r[rows]))
     return out
 
 

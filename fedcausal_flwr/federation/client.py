@@ -143,9 +143,10 @@ def register(app: ClientApp, algorithm: str,
     return app
 
 
-def checked_lagged(Xt: np.ndarray, Xlag: np.ndarray, who: str = "client") -> tuple[np.ndarray,
-                                                                                   np.ndarray]:
-    """``(Xt, Xlag)`` as float arrays, or a ValueError that names the problem."""
+def checked_lagged(Xt: np.ndarray, Xlag: np.ndarray, who: str = "client",
+                   missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(Xt, Xlag)`` as float arrays, or a ValueError that names the problem (``missing``:
+    NaN cells, missing values, are allowed; inf never)."""
     Xt, Xlag = np.asarray(Xt, dtype=float), np.asarray(Xlag, dtype=float)
     if Xt.ndim != 2 or Xlag.ndim != 2:
         raise ValueError(f"{who}: Xt and Xlag must be 2-D, got {Xt.shape} and {Xlag.shape}")
@@ -158,7 +159,7 @@ def checked_lagged(Xt: np.ndarray, Xlag: np.ndarray, who: str = "client") -> tup
     if n < 2:
         raise ValueError(f"{who}: {n} usable rows; need at least 2 rows after the lag")
     for name, X in (("Xt", Xt), ("Xlag", Xlag)):
-        bad = ~np.isfinite(X)
+        bad = np.isinf(X) if missing else ~np.isfinite(X)
         if bad.any():
             r, c = np.argwhere(bad)[0]
             raise ValueError(f"{who}: {name} has {int(bad.sum())} NaN/inf values "

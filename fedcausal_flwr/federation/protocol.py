@@ -103,6 +103,11 @@ class ProtocolHooks:
         majority of the variable names among the nodes with that d and p)."""
         return agreed_props(infos)
 
+    def refused(self, info: NodeInfo) -> str | None:
+        """Why a node that agrees on :meth:`expected_props` is still dropped at discovery
+        (e.g. too many missing cells), or None (default: never)."""
+        return None
+
     def agreed_names(self, d: int, prefix: str = "x") -> list[str]:
         """The variable names the kept nodes reported (they agree), else ``x0, x1, ...``."""
         return self.roster.names(d, prefix)

@@ -14,7 +14,9 @@ heterogeneous the data are, as long as no honest client is ``factor`` times more
 the median client. ``floor`` keeps a spread near zero (honest clients that agree almost
 exactly, late in a consensus) from making rounding differences look far. At most
 ``ceil(K/2) - 1`` clients are flagged (the farthest): more would break the assumption the
-rule rests on. Pure numpy; cost O(K P log K) for P numbers per client.
+rule rests on. A NaN in v_k marks a number client k's data do not inform (a site without
+one of the variables): it is left out of the median and of d_k, so an entry that one site
+alone informs is not screened. Pure numpy; cost O(K P log K) for P numbers per client.
 """
 
 from __future__ import annotations
@@ -39,8 +41,14 @@ def screen_ratios(views: Mapping[int, Sequence[np.ndarray]], floor: float) -> di
     ratio = np.zeros(len(ids))
     for g in range(groups.pop()):
         V = np.stack([np.ravel(np.asarray(views[c][g], dtype=np.float64)) for c in ids])
-        centre = np.median(V, axis=0)
-        dist = np.linalg.norm(V - centre, axis=1)
+        if np.isnan(V).any():  # NaN: a number the client does not inform
+            centre = np.zeros(V.shape[1])
+            seen = ~np.all(np.isnan(V), axis=0)
+            centre[seen] = np.nanmedian(V[:, seen], axis=0)
+            dist = np.linalg.norm(np.nan_to_num(V - centre), axis=1)
+        else:
+            centre = np.median(V, axis=0)
+            dist = np.linalg.norm(V - centre, axis=1)
         spread = max(float(np.median(dist)), floor * float(np.linalg.norm(centre)))
         r = dist / spread if spread > 0 else np.where(dist > 0, np.inf, 0.0)
         ratio = np.maximum(ratio, r)

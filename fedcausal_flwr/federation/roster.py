@@ -247,6 +247,8 @@ class Roster:
             who = f"client {info.cid} (node {info.node_id})"
             if bad:
                 drop(who, f"reports {bad}, the federation has {want}")
+            elif why := s.refused(info):
+                drop(who, why)
             elif info.cid in nodes:
                 drop(who, f"duplicate partition-id {info.cid} (client {info.cid} is "
                           f"node {nodes[info.cid].node_id})")

@@ -76,7 +76,7 @@ def test_names_reach_result_json_for_every_algorithm(tmp_path, algorithm):
         assert (tmp_path / "r" / "graphs.png").stat().st_size > 1000
 
 
-def user_fdbnl(pairs, names_of, min_nodes=2):
+def user_fdbnl(pairs, names_of, min_nodes=2, variables="union"):
     """A user's own ClientApp with named data, through the public API only."""
     app = ClientApp()
     register(app, "fdbnl", lambda ctx: {
@@ -84,7 +84,8 @@ def user_fdbnl(pairs, names_of, min_nodes=2):
         "Xlag": pairs[int(ctx.node_config["partition-id"])][1],
         "names": names_of(int(ctx.node_config["partition-id"]))})
     grid = InProcessGrid(app, len(pairs))
-    return FDBNL(FDBNLSettings(lambda_w=0.05, lambda_a=0.05, max_rounds=3),
+    return FDBNL(FDBNLSettings(lambda_w=0.05, lambda_a=0.05, max_rounds=3,
+                               variables=variables),
                  min_nodes=min_nodes, node_wait_s=5.0).start(grid=grid)
 
 
@@ -130,13 +131,25 @@ def test_a_users_named_variables_reach_the_result_and_its_views(tmp_path):
     assert load_result(tmp_path)["names"]["variables"] == GENES  # the dict reader as before
 
 
-def test_nodes_that_disagree_on_names_are_dropped_and_named():
+def test_nodes_that_disagree_on_names_are_dropped_and_named_with_variables_same():
     odd = ["a", "b", "c", "d"]
-    result = user_fdbnl(pairs4(), lambda pid: odd if pid == 2 else GENES)
+    result = user_fdbnl(pairs4(), lambda pid: odd if pid == 2 else GENES, variables="same")
     assert result.status == "completed"
     assert result.names["variables"] == GENES and result.metrics["clients"] == 3
     (dropped,) = result.metrics["dropped"]
     assert dropped.startswith("client 2 ") and "a,b,c,d" in dropped and "gata1" in dropped
+
+
+def test_by_default_a_node_with_other_names_widens_the_graph_to_the_union():
+    odd = ["a", "b", "c", "d"]
+    result = user_fdbnl(pairs4(), lambda pid: odd if pid == 2 else GENES)
+    assert result.status == "completed" and result.metrics["clients"] == 4
+    assert result.names["variables"] == GENES + odd and not result.metrics["dropped"]
+    W, n = result.estimates["W"], result.estimates["W_sites"]
+    assert np.all(np.isnan(W[:4, 4:])) and np.all(np.isnan(W[4:, :4]))  # nobody sees both
+    assert n[0, 1] == 3 and n[4, 5] == 1 and result.metrics["variables"]["unidentified"] > 0
+    assert not [e for e in result.edges(0.0) if {e[0], e[1]} & set(GENES) and
+                {e[0], e[1]} & set(odd)]
 
 
 def test_bad_names_are_refused_by_the_client():
