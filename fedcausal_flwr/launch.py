@@ -521,6 +521,17 @@ def report(out: Path, since: float = 0.0) -> int:
     return 0
 
 
+def knowledge_config(path: Path, algorithm: str) -> dict[str, str]:
+    """The run-config keys of the prior knowledge in the CSV at ``path``
+    (:meth:`~fedcausal_flwr.knowledge.Knowledge.from_file`), in ``algorithm``'s section; read
+    on the submitting machine, so neither the server nor a node opens a file for it."""
+    from fedcausal_flwr import registry
+    from fedcausal_flwr.knowledge import Knowledge
+
+    section = registry.get(algorithm).section
+    return {f"{section}.{k}": v for k, v in Knowledge.from_file(path).config().items() if v}
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: ``simulate`` or ``deploy`` with ``--nodes`` and ``--run-config``.
 
@@ -551,6 +562,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--node-config", action="append", default=[], metavar="'k=v ...'",
                     help="deploy: more node config of SuperNode i (flwr syntax, e.g. "
                     "'input-columns=\"valve\"'), given once per node in partition order")
+    ap.add_argument("--knowledge", type=Path, default=None, metavar="CSV",
+                    help="prior knowledge as CSV rows (forbid,cause,effect[,lag] | "
+                    "require,cause,effect,lag | tier,name,level | exogenous,name), read here "
+                    "and sent as the run config's <section>.forbid/require/tiers/exogenous")
     ap.add_argument("--timeout", type=float, default=3600)
     args = ap.parse_args(argv)
     limit_blas_threads()  # this process and, through OPENBLAS_NUM_THREADS, the Flower processes
@@ -574,6 +589,13 @@ def main(argv: list[str] | None = None) -> int:
     cfg: dict[str, Any] = {}
     for text in args.run_config:
         cfg.update(parse_run_config(text))
+    if args.knowledge is not None:
+        try:
+            cfg = {**knowledge_config(args.knowledge, str(cfg.get("algorithm", "fdbnl"))),
+                   **cfg}
+        except (OSError, ValueError) as e:
+            print(f"error: --knowledge: {e}", file=sys.stderr)
+            return 2
     bad = renamed_keys(cfg)
     if bad:
         print("error: run config: " + "; ".join(bad), file=sys.stderr)

@@ -1,4 +1,9 @@
-"""Write data/site0..3.csv: 4 sites observing the same weather-like VAR(1) (run once)."""
+"""Write data/site0..3.csv: 4 sites observing the same weather-like VAR(1) (run once).
+
+Real sites are messy, and so are these: site 1 writes its columns in another order, site 2
+has no wind sensor and a few empty cells. FDBNL matches columns by header, learns each
+entry from the sites that observe both its variables, and uses the cells that are there.
+"""
 
 from pathlib import Path
 
@@ -17,5 +22,10 @@ for site in range(4):
     x = np.zeros((100, 5))
     for t in range(1, len(x)):
         x[t] = (x[t - 1] @ A + rng.standard_normal(5)) @ M
-    rows = [",".join(NAMES)] + [",".join(f"{v:.4f}" for v in r) for r in x]
+    cols = {1: [4, 2, 0, 3, 1], 2: [0, 1, 2, 4]}.get(site, range(5))  # order; no wind
+    cells = [[f"{r[j]:.4f}" for j in cols] for r in x]
+    if site == 2:
+        for i, j in ((17, 1), (42, 3), (43, 3), (80, 0)):
+            cells[i][j] = ""  # empty cells: missing values
+    rows = [",".join(NAMES[j] for j in cols)] + [",".join(r) for r in cells]
     (out / f"site{site}.csv").write_text("\n".join(rows) + "\n")

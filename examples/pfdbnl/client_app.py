@@ -8,7 +8,8 @@ from fedcausal_flwr.data import lagged, node_csv
 
 
 def make(context: Context) -> dict:
-    table = node_csv(context)        # node config data-path; header = variable names
+    table = node_csv(context, allow_missing=True)  # node config data-path; header = names;
+    # empty cells are missing values; columns are matched by name, a site may lack some
     Xt, Xlag = lagged(table, lags=int(context.run_config["dbn.lags"]))
     return {"Xt": Xt, "Xlag": Xlag, "names": table.names}
 

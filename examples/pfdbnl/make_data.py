@@ -1,4 +1,8 @@
-"""Write data/site0..2.csv: 3 sites whose lagged effects differ a little (run once)."""
+"""Write data/site0..2.csv: 3 sites whose lagged effects differ a little (run once).
+
+Site 1 writes its columns in another order; site 2 has no humidity sensor and a few empty
+cells: columns are matched by header and each site informs what it observes.
+"""
 
 from pathlib import Path
 
@@ -19,5 +23,10 @@ for site in range(3):
     x = np.zeros((100, 5))
     for t in range(1, len(x)):
         x[t] = (x[t - 1] @ As + rng.standard_normal(5)) @ M
-    rows = [",".join(NAMES)] + [",".join(f"{v:.4f}" for v in r) for r in x]
+    cols = {1: [4, 2, 0, 3, 1], 2: [0, 2, 3, 4]}.get(site, range(5))  # order; no humidity
+    cells = [[f"{r[j]:.4f}" for j in cols] for r in x]
+    if site == 2:
+        for i, j in ((17, 1), (42, 3), (43, 3), (80, 0)):
+            cells[i][j] = ""  # empty cells: missing values
+    rows = [",".join(NAMES[j] for j in cols)] + [",".join(r) for r in cells]
     (out / f"site{site}.csv").write_text("\n".join(rows) + "\n")

@@ -33,10 +33,12 @@ def _who(context: Context, party: bool = False) -> str:
 
 
 def node_csv(context: Context, *, min_rows: int = 2, segment_column: str | None = None,
-             id_column: str | None = None) -> Table:
+             id_column: str | None = None, allow_missing: bool = False) -> Table:
     """The checked CSV of this node's node config ``data-path`` (a ValueError naming node,
     file, row and column on a bad file; also when the node config has no ``data-path``).
-    ``segment_column`` defaults to the node config's ``segment-column``."""
+    ``segment_column`` defaults to the node config's ``segment-column``; ``allow_missing``:
+    empty or NaN cells are missing values (NaN) for an algorithm that handles them (FDBNL,
+    PFDBNL) instead of an error."""
     who = _who(context)
     path = node_data_path(context.node_config, who)
     if path is None:
@@ -44,16 +46,18 @@ def node_csv(context: Context, *, min_rows: int = 2, segment_column: str | None 
                          "start it with --node-config 'data-path=\"/path/to/file.csv\"'")
     seg = segment_column or str(context.node_config.get("segment-column", "") or "") or None
     with node_limits(context.node_config):
-        return read_csv(path, who, min_rows=min_rows, segment_column=seg, id_column=id_column)
+        return read_csv(path, who, min_rows=min_rows, segment_column=seg, id_column=id_column,
+                        allow_missing=allow_missing)
 
 
 def lagged(table: Table, lags: int = 1, who: str = "client") -> tuple[np.ndarray, np.ndarray]:
     """``(Xt, Xlag)`` of a time-series table: rows t and their ``lags`` predecessors
     ``[x_{t-1}, ..., x_{t-p}]``, within each segment (the first ``lags`` rows of a segment are
-    dropped). The arguments FDBNL/PFDBNL clients take."""
+    dropped). The arguments FDBNL/PFDBNL clients take; missing cells stay NaN."""
     from fedcausal_flwr.data.timeseries import lagged_segments
 
-    return lagged_segments(segments(table, lags + 1, who), lags, pad="drop")
+    return lagged_segments(segments(table, lags + 1, who), lags, pad="drop",
+                           missing=bool(np.isnan(table.values).any()))
 
 
 def node_data(algorithm: str, context: Context) -> dict[str, Any]:

@@ -61,16 +61,19 @@ def client(algorithm: str, context: Context):
 
 
 def own_data(path, context: Context, who: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """``(Xt, Xlag, names)`` of a node's own CSV: rows in time order, one column per variable,
-    lags (run config ``dbn.lags``, the model's order) within each segment of the node config's
-    ``segment-column`` (none: one series); the rows of a segment's first lags are dropped."""
+    """``(Xt, Xlag, names)`` of a node's own CSV: rows in time order, one column per variable
+    (its header names them: the columns are matched to the federation's variables by name, in
+    any order, and a site may hold only some of them), lags (run config ``dbn.lags``, the
+    model's order) within each segment of the node config's ``segment-column`` (none: one
+    series); the rows of a segment's first lags are dropped. Empty or NaN cells are missing
+    values (NaN), handled by the client (:class:`~fedcausal_flwr.dbn.client.FDBNLClient`)."""
     from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, read_csv, segments
     from fedcausal_flwr.data.timeseries import lagged_segments
 
     p = DBNData.from_run_config({"lags": context.run_config.get("lags", DBNData.lags)}).lags
     seg = str(context.node_config.get(SEGMENT_COLUMN, "") or "") or None
-    table = read_csv(path, who, min_rows=p + 1, segment_column=seg)
-    Xt, Xlag = lagged_segments(segments(table, p + 1, who), p, pad="drop")
+    table = read_csv(path, who, min_rows=p + 1, segment_column=seg, allow_missing=True)
+    Xt, Xlag = lagged_segments(segments(table, p + 1, who), p, pad="drop", missing=True)
     return Xt, Xlag, table.names
 
 

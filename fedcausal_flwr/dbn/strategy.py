@@ -346,7 +346,8 @@ class FDBNL(CausalStrategy):
             est[f"{layer}_sites"] = n
             est[f"{layer}_unidentified"] = (n == 0).astype(float)
             for key in (layer, f"{layer}_thresholded"):
-                est[key] = np.where(n == 0, np.nan, est[key])
+                if key in est:
+                    est[key] = np.where(n == 0, np.nan, est[key])
         return est
 
     def halves(self) -> list[int]:

@@ -88,6 +88,12 @@ def test_fdbnl_example_gives_a_named_graph(tmp_path):
     result = run_example("fdbnl", tmp_path)
     assert result.status == "completed" and result.metrics["clients"] == 4
     names = csvs("fdbnl")[0].read_text().splitlines()[0].split(",")
+    # messy sites: site 1 in another column order, site 2 without wind and with empty cells
+    assert csvs("fdbnl")[1].read_text().splitlines()[0].split(",") != names
+    assert result.metrics["variables"]["absent"] == {"2": ["wind"]}
+    shares = result.metrics["missing"]
+    assert shares["0"] == shares["1"] == shares["3"] == 0 and 0 < shares["2"] < 0.02
+    assert not result.metrics["dropped"] and result.estimates["W_sites"][0, 3] == 3
     g = result.to_networkx(tau=0.2)
     assert sorted(g.nodes) == sorted(names)
     # exactly the graph make_data.py planted: W (lag 0) and A (lag 1)
@@ -98,11 +104,40 @@ def test_fdbnl_example_gives_a_named_graph(tmp_path):
     assert all(s in names and t in names for s, t in g.edges)
 
 
+PLANT = {("valve", "flow", 0), ("pump", "flow", 0), ("flow", "tank_temp", 0),
+         ("outside_temp", "tank_temp", 0), ("outside_temp", "outside_temp", 1),
+         ("valve", "valve", 1), ("flow", "level", 1), ("level", "level", 1)}
+
+
+def test_plant_example_uses_the_engineers_knowledge(tmp_path):
+    """examples/plant: tiers, an exogenous variable and a required edge from the run config;
+    the knowledge file says the same; with it the planted process comes back."""
+    from fedcausal_flwr.knowledge import Knowledge
+
+    rc = run_config("plant")
+    known = Knowledge.from_file(EXAMPLES / "plant" / "knowledge.csv")
+    assert known == Knowledge.from_config({k[4:]: v for k, v in rc.items()
+                                           if k.startswith("dbn.")})
+    result = run_example("plant", tmp_path / "with")
+    assert result.status == "completed" and result.metrics["clients"] == 3
+    edges = {(s, t, lag) for s, t, _, lag in result.edges()}
+    assert edges == PLANT
+    tiers = {n: i for i, group in enumerate(known.tiers) for n in group}
+    assert all(tiers[s] <= tiers[t] for s, t, _ in edges)  # no effect runs backwards
+    assert result.metrics["variables"]["absent"] == {"2": ["pump"]}
+    without = run_example("plant", tmp_path / "without", **{
+        "dbn.tiers": "", "dbn.exogenous": "", "dbn.require": ""})
+    assert {(s, t, lag) for s, t, _, lag in without.edges()} != PLANT
+
+
 @pytest.mark.parametrize("example", ["pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"])
 def test_example_runs(example, tmp_path):
     result = run_example(example, tmp_path, **FAST.get(example, {}))
     assert result.status == "completed", (result.status, result.errors)
     assert result.metrics["clients"] == len(csvs(example))
+    if example == "pfdbnl":  # site 2 has no humidity: its own graph says nothing about it
+        assert result.metrics["variables"]["absent"] == {"2": ["humidity"]}
+        assert np.isnan(np.asarray(result.estimates["W_local"], dtype=float)[2][1]).all()
     if example == "vfedcd":  # 60 people per party, 54 shared (make_data.py)
         assert result.metrics["samples"] == {"shared": 54,
                                              "unused": {"party 0": 6, "party 1": 6}}
