@@ -170,12 +170,13 @@ class VFedCD(CausalStrategy):
         return nodes
 
     def _check_missing(self, shares: Mapping[int, Any], over: str) -> dict[str, float]:
-        """``{"party m": share}`` of missing cells; a share above ``max-missing`` stops the
-        run naming the party, its share and the key (a party's columns cannot be dropped)."""
-        out = {f"party {cid}": float(v) for cid, v in sorted(shares.items())}
+        """``{"m": share}`` of missing cells by party id; a share above ``max-missing`` stops
+        the run naming the party, its share and the key (a party's columns cannot be
+        dropped)."""
+        out = {str(cid): float(v) for cid, v in sorted(shares.items())}
         limit = self.settings.max_missing
-        over_limit = [f"{who} has {v:.1%} of its cells missing ({over})"
-                      for who, v in out.items() if not v <= limit]
+        over_limit = [f"party {cid} has {v:.1%} of its cells missing ({over})"
+                      for cid, v in out.items() if not v <= limit]
         if over_limit:
             raise ProtocolStopped(
                 f"{'; '.join(over_limit)}, above {self.settings.app_key('max-missing')!r} = "
@@ -386,9 +387,12 @@ class VFedCD(CausalStrategy):
 
     def _take_missing(self, result: RunResult) -> None:
         """The first replies' shares of missing cells over the shared rows, checked against
-        ``max-missing`` (before any round) and kept as ``metrics["missing"]``."""
-        result.metrics["missing"] = self._check_missing(
+        ``max-missing`` (before any round) and kept as ``metrics["missing"]`` when some party
+        has any (as FDBNL's)."""
+        shares = self._check_missing(
             {cid: m["missing"] for cid, m in self.reply_metrics.items()}, "of the shared rows")
+        if any(shares.values()):
+            result.metrics["missing"] = shares
 
     def _take_graph(self, replies: Mapping[int, list[np.ndarray]]
                     ) -> dict[int, dict[int, list[np.ndarray]]]:

@@ -65,6 +65,7 @@ def test_without_knowledge_or_missing_cells_runs_are_bit_identical_to_before():
     res, grid = run(absent)  # keys absent, secure dispatch through Flower
     assert (digest(res.estimates["B"]), digest(res.estimates["dag"])) == PINNED["vfedcd"]
     assert "knowledge" not in res.metrics and set(res.estimates) == {"B", "dag"}
+    assert "missing" not in res.metrics
     assert not any(k.startswith("knowledge") for m in grid.sent
                    for k in m.content.config_records.get("config", {}))
     rc = {**RC, "vertical.mode": "framework", **{f"vertical.{k}": "" for k in KNOWLEDGE}}
@@ -147,6 +148,9 @@ def test_forbidden_entries_are_zero_at_every_step_and_required_ones_kept():
     assert np.array_equal(res.estimates["B_required"], prior.require_W.astype(float))
     assert res.metrics["knowledge"] == {"forbidden": int(prior.forbid_W.sum()), "required": 1}
     assert res.names["B_forbidden"] == [f"x{i}" for i in range(6)]
+    kept = {(s, t) for s, t, _, _ in res.edges(tau=1e9)}  # required edges at any threshold
+    assert kept == {("x5", "x2")}
+    assert res.threshold(1e9).estimates["B"][5, 2] == B[5, 2]
 
 
 def parties_backend():
@@ -185,16 +189,19 @@ def test_the_loss_over_observed_cells():
     assert np.isclose(g[1], 0.5 * 4 / 6 - 0.5 * (e2[obs[:, 1], 1] ** 2).sum() / 6 * np.exp(-lv[1]))
 
 
-def missing_app(share: dict[int, float]) -> ClientApp:
-    """The App's built-in parties with a share of their cells missing (MCAR, seeded)."""
+def missing_app(share: dict[int, float], extra: int = 0) -> ClientApp:
+    """The App's built-in parties with a share of their cells missing (MCAR, seeded); party 1
+    also holds ``extra`` complete rows no other party has."""
     def make(context) -> dict:
         rc, nc = context.run_config, context.node_config
         pid = int(nc["partition-id"])
         x, _, cols = party_data(rc, pid, int(nc["num-partitions"]))
         x = x.copy()
         x[np.random.default_rng(pid).random(x.shape) < share.get(pid, 0.0)] = np.nan
-        return {"x": x, "columns": cols, "sample_ids": np.arange(len(x)),
-                "accept_backends": "mock"}
+        ids = np.arange(len(x))
+        if pid == 1 and extra:
+            x, ids = np.vstack([x, np.ones((extra, x.shape[1]))]), np.arange(len(x) + extra)
+        return {"x": x, "columns": cols, "sample_ids": ids, "accept_backends": "mock"}
 
     return register(ClientApp(), "vfedcd", make)
 
@@ -209,9 +216,9 @@ def test_missing_cells_train_on_what_was_observed_and_are_reported():
     np.testing.assert_allclose(res.estimates["B"], V.graph(ref.F, [2, 2, 2]), rtol=0,
                                atol=1e-12)
     assert np.all(np.isfinite(res.estimates["B"]))
-    assert res.metrics["missing"] == {f"party {i}": float(np.isnan(x).mean())
+    assert res.metrics["missing"] == {str(i): float(np.isnan(x).mean())
                                       for i, x in enumerate(xs)}
-    assert res.metrics["missing"]["party 0"] > 0 and res.metrics["missing"]["party 1"] == 0
+    assert res.metrics["missing"]["0"] > 0 and res.metrics["missing"]["1"] == 0
     raw = np.hstack(xs)
     for m in grid.sent + grid.received:  # no cell crosses: mock "ciphertexts" are fragments
         for rec in m.content.array_records.values():
@@ -228,6 +235,23 @@ def test_a_party_above_max_missing_stops_the_run_before_any_round():
     for words in ("party 1 has 28.1% of its cells missing", "'vertical.max-missing' = 0.1"):
         assert words in res.status, res.status
     assert res.estimates == {}
+    # below the limit over all its rows, above it over the rows the parties share: the
+    # first reply tells, and the run stops there, before setup and any round
+    res, grid = run({**RC, "vertical.max-missing": 0.2}, app=missing_app({1: 0.3}, extra=16))
+    assert res.status.startswith("stopped") and trains(grid) == ["train.vfedcd_keys"] * 3
+    assert "party 1 has 28.1% of its cells missing (of the shared rows)" in res.status
+
+
+def test_the_plain_modes_hold_the_knowledge_too():
+    rc = {**RC, "vertical.mode": "framework", "vertical.forbid": "x0->x2, x3->x4",
+          "vertical.require": "x1->x5", "vertical.num-epochs": 1}
+    res, _ = run(rc)
+    s = VFedCDSettings.from_run_config(rc)
+    prior = V.prior_masks(s, [f"x{i}" for i in range(6)])
+    ref = loop.train_reference([party_data(rc, i, 3)[0] for i in range(3)], s, prior=prior)
+    np.testing.assert_allclose(res.estimates["B"], V.graph(ref.F, [2, 2, 2]), rtol=0,
+                               atol=1e-12)
+    assert np.all(res.estimates["B"][prior.forbid_W] == 0) and res.estimates["dag"][1, 5] == 1
 
 
 def test_own_csvs_with_empty_cells_and_named_knowledge(tmp_path):
@@ -237,7 +261,7 @@ def test_own_csvs_with_empty_cells_and_named_knowledge(tmp_path):
         path = tmp_path / f"p{pid}.csv"
         with open(path, "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["id", f"a{pid}", f"b{pid}"])
+            w.writerow(["id", f"p{pid}u", f"p{pid}v"])
             for r in range(12):
                 cells = [f"{v:.6f}" for v in X[r, 2 * pid:2 * pid + 2]]
                 if pid == 1 and r in (2, 5):
@@ -246,13 +270,18 @@ def test_own_csvs_with_empty_cells_and_named_knowledge(tmp_path):
         cfgs[pid] = {"data-path": str(path), "id-key": "k", "vfedcd-accept-backends": "mock",
                      "vfedcd-min-key-bits": 256}
     rc = {**RC, "vertical.data": "node", "vertical.parts": "2,2", "vertical.num-epochs": 1,
-          "min-nodes": 2, "vertical.forbid": "b1->a0", "vertical.require": "a0->b1",
+          "min-nodes": 2, "vertical.forbid": "p1v->p0u", "vertical.require": "p0u->p1v",
           "vertical.tau": 100.0}
     app = register(ClientApp(), "vfedcd", lambda context: node_data("vfedcd", context))
-    res, _ = run(rc, app=app, k=2, node_configs=cfgs)
+    res, grid = run(rc, app=app, k=2, node_configs=cfgs)
     assert res.status == "completed"
-    assert res.metrics["missing"] == {"party 0": 0.0, "party 1": 2 / 24}
-    assert res.names["B"] == ["a0", "b0", "a1", "b1"]
+    sent = [dict(m.content.config_records.get("config", {})) for m in grid.sent]
+    masks = [c for c in sent if "knowledge-forbid" in c]  # what reaches the parties: indices
+    assert len(masks) == 4 and all(c["knowledge-require"] == "3" for c in masks)
+    assert all(c["knowledge-forbid"] == "12" for c in masks)  # p1v->p0u, reverse of required
+    assert not any(n in str(c) for c in sent for n in ("p0u", "p0v", "p1u", "p1v"))
+    assert res.metrics["missing"] == {"0": 0.0, "1": 2 / 24}
+    assert res.names["B"] == ["p0u", "p0v", "p1u", "p1v"]
     assert res.estimates["B"][3, 0] == 0 and res.estimates["dag"][0, 3] == 1
     assert res.estimates["dag"].sum() == 1
     bad = tmp_path / "noid.csv"
