@@ -133,15 +133,20 @@ def own_data(path, context: Context, pid: int, k: int
     guesses against every party's pseudonyms), and a server that sends different parties
     different intersections (it would only break the training, not learn more).
 
+    Missing values: an empty cell (or NaN, NA, null; a short row's tail) is missing (NaN);
+    the party reports the share, the server's ``max-missing`` bounds it, and the model's rule
+    is :func:`~fedcausal_flwr.vertical.model.inputs` with
+    :func:`~fedcausal_flwr.vertical.decoder.observed_loss`. A row without an ID is an error.
+
     Columns: node config ``columns`` (this party's global attribute indices, e.g. "3,4"), else
     the run config's ``parts`` (party k holds the k-th block). All shared rows train.
     """
     from fedcausal_flwr.data import csvdata
-    from fedcausal_flwr.vertical.data import blocks
+    from fedcausal_flwr.vertical.data import blocks, checked_observed
 
     who = f"party {pid}"
     table = csvdata.read_csv(path, who, min_rows=2, id_column=str(
-        context.node_config.get(csvdata.ID_COLUMN, "") or "id"))
+        context.node_config.get(csvdata.ID_COLUMN, "") or "id"), allow_missing=True)
     rows, tokens = csvdata.aligned_by_ids(table, csvdata.id_key(context.node_config, who), who)
     given = str(context.node_config.get("columns", "") or "").strip()
     if given:
@@ -164,7 +169,10 @@ def own_data(path, context: Context, pid: int, k: int
         raise ValueError(f"{table.where(who)}: row 1: {len(table.names)} attribute columns "
                          f"{table.names}, but this party holds {len(cols)} attributes "
                          f"{cols.tolist()}")
-    csvdata.zscored(csvdata.Table(table.path, table.names, rows), who)  # no constant column
+    if np.isnan(rows).any():
+        checked_observed(rows, table.names, table.where(who))  # no constant or empty column
+    else:
+        csvdata.zscored(csvdata.Table(table.path, table.names, rows), who)  # no constant one
     return rows, cols, tokens, table.names
 
 

@@ -47,7 +47,12 @@ from fedcausal_flwr.secure.shares import Mock
 from fedcausal_flwr.secure.shares import backend as make_backend
 from fedcausal_flwr.vertical import dispatch
 from fedcausal_flwr.vertical import model as core
-from fedcausal_flwr.vertical.data import TRANSFORMS, checked_party, fitted_scaler
+from fedcausal_flwr.vertical.data import (
+    TRANSFORMS,
+    checked_observed,
+    checked_party,
+    fitted_scaler,
+)
 from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
 from fedcausal_flwr.vertical.wire import PHASES
 
@@ -78,7 +83,10 @@ class VFedCDClient(CausalClient):
     Parameters
     ----------
     x : array (n x d_k)
-        This party's columns, rows in the order of ``sample_ids``.
+        This party's columns, rows in the order of ``sample_ids``; NaN marks a missing cell
+        (its share is reported, the limit is the server's ``max-missing``; the rule:
+        :func:`~fedcausal_flwr.vertical.model.inputs` and
+        :func:`~fedcausal_flwr.vertical.decoder.observed_loss`).
     columns : array of int
         Global attribute index of each column of ``x`` (disjoint across parties).
     sample_ids : array of int
@@ -152,7 +160,11 @@ class VFedCDClient(CausalClient):
         x = self.x_all[rows]
         if self.transform is None:
             return x
-        standardized(x, self.names, f"{self.who}, its {len(x)} shared samples")  # not constant
+        where = f"{self.who}, its {len(x)} shared samples"
+        if np.isnan(x).any():
+            checked_observed(x, self.names, where)
+        else:
+            standardized(x, self.names, where)  # not constant
         return fitted_scaler(x, self.transform, self.names)(x)
 
     def _align(self, config: dict[str, Any]) -> np.ndarray:
@@ -205,11 +217,12 @@ class VFedCDClient(CausalClient):
 
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
         """Who this party is: its sample ids (keyed hashes for own CSVs), its column ids and
-        names, its consent (no data)."""
+        names, the share of its cells that are missing, its consent (no data)."""
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
                 "n": int(len(self.x)), "ids": [int(i) for i in self.ids],
                 "columns": ",".join(str(c) for c in self.columns),
-                "names": joined(self.names), **self.consent.as_properties()}
+                "names": joined(self.names), "missing": core.missing_share(self.x),
+                **self.consent.as_properties()}
 
     # ---- state ------------------------------------------------------------------------
     def _settings(self, config: dict[str, Any]) -> VFedCDSettings:
@@ -269,7 +282,11 @@ class VFedCDClient(CausalClient):
         backend = self._backend(s)
         pk, sk = backend.keypair()
         self._state = {"settings": s, "keys": (pk, sk), "rows": rows}
-        return [backend.public_array(pk)], len(self.x), self._save()
+        return [backend.public_array(pk)], len(self.x), self._save(self._missing())
+
+    def _missing(self) -> dict[str, float]:
+        """The first phase's metric: the share of missing cells over the shared rows."""
+        return {"missing": core.missing_share(self.x)}
 
     def setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_setup``: the others' keys in; encrypted fragments and graph out."""
@@ -279,7 +296,8 @@ class VFedCDClient(CausalClient):
         me, sizes = self._setup_sizes(config)
         K = len(sizes)
         peers = [i for i in range(K) if i != me]
-        party = dispatch.Replicas(me, self.x, sizes, s, self._backend(s), self._state["keys"])
+        party = dispatch.Replicas(me, self.x, sizes, s, self._backend(s), self._state["keys"],
+                                  core.prior_from_config(config, sum(sizes)))
         box, graph = party.setup(dict(zip(peers, parameters, strict=True)))
         self._state = {"settings": s, "party": party, "rows": self._state["rows"]}
         return self._fragments_out(party, box, graph), len(self.x), self._save()
@@ -341,9 +359,10 @@ class VFedCDClient(CausalClient):
         self._accept(s)
         rows = self._align(config)
         me, sizes = self._setup_sizes(config)
-        party = dispatch.PlainParty(me, self.x, sizes, s)
+        party = dispatch.PlainParty(me, self.x, sizes, s,
+                                    core.prior_from_config(config, sum(sizes)))
         self._state = {"settings": s, "party": party, "rows": rows}
-        return party.graph_fragments(), len(self.x), self._save()
+        return party.graph_fragments(), len(self.x), self._save(self._missing())
 
     def plain_forward(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_plain_forward``: features ``H_me,t`` out, in the clear."""

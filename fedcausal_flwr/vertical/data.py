@@ -178,24 +178,30 @@ def fitted_scaler(tr: np.ndarray, transform: str = "zscore",
     """The column-wise map fitted on the rows ``tr``: "zscore" (mean 0, sd 1 on ``tr``) or
     "yeo-johnson" (Yeo & Johnson 2000: each column's power transform, its exponent by maximum
     likelihood on ``tr``, then z-scored); near-Gaussian columns keep their shape, skewed
-    positive ones (intensities, concentrations) come out near their logarithm."""
+    positive ones (intensities, concentrations) come out near their logarithm. Missing cells
+    (NaN) stay NaN: every column is fitted on its observed cells."""
     from scipy import stats
 
     if transform not in TRANSFORMS:
         raise ValueError(f"transform {transform!r}: expected one of {', '.join(TRANSFORMS)}")
-    lams = [stats.yeojohnson(c)[1] for c in tr.T] if transform == "yeo-johnson" else None
+    missing = bool(np.isnan(tr).any())
+    cols = [c[~np.isnan(c)] for c in tr.T] if missing else tr.T
+    lams = [stats.yeojohnson(c)[1] for c in cols] if transform == "yeo-johnson" else None
 
     def power(x: np.ndarray) -> np.ndarray:
         if lams is None:
             return x
         y = np.column_stack([stats.yeojohnson(c, lam) for c, lam in zip(x.T, lams, strict=True)])
-        for j in np.flatnonzero(~np.isfinite(y).all(0)):
+        for j in np.flatnonzero(~(np.isfinite(y) | np.isnan(x)).all(0)):
             raise ValueError(f"column {names[j] if names else j}: the Yeo-Johnson transform "
                              f"(exponent {lams[j]:.3g}) overflows; use transform = 'zscore'")
         return y
 
     p = power(tr)
-    mu, sd = p.mean(0), p.std(0) + 1e-12
+    if missing:
+        mu, sd = np.nanmean(p, 0), np.nanstd(p, 0) + 1e-12
+    else:
+        mu, sd = p.mean(0), p.std(0) + 1e-12
     return lambda x: (power(x) - mu) / sd
 
 
@@ -223,15 +229,27 @@ def party_data(rc: Mapping[str, Any], pid: int, k: int
 
 
 def checked_party(x: np.ndarray, who: str) -> np.ndarray:
-    """``x`` as a 2-D float array, or a ValueError that names the party and the problem."""
+    """``x`` as a 2-D float array (NaN: a missing cell), or a ValueError that names the
+    party and the problem (an infinite value, too few rows)."""
     x = np.asarray(x, dtype=float)
     if x.ndim != 2 or x.shape[1] == 0:
         raise ValueError(f"{who}: data must be 2-D with at least one column, got {x.shape}")
     if len(x) < 2:
         raise ValueError(f"{who}: {len(x)} samples; need at least 2")
-    bad = ~np.isfinite(x)
+    bad = np.isinf(x)
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise ValueError(f"{who}: {int(bad.sum())} non-finite values (first at row {r}, "
                          f"column {c})")
     return x
+
+
+def checked_observed(x: np.ndarray, names: Sequence[str], where: str) -> None:
+    """A ValueError naming ``where`` and the column when a column of ``x`` has fewer than 2
+    observed (non-NaN) cells or is constant over them: it carries no information."""
+    for j, c in enumerate(x.T):
+        seen = c[~np.isnan(c)]
+        if len(seen) < 2 or seen.std() == 0:
+            raise ValueError(f"{where}: column {names[j]!r} has "
+                             f"{'fewer than 2 observed values' if len(seen) < 2 else 'one value'}"
+                             " over its observed cells; it carries no information (drop it)")

@@ -41,12 +41,30 @@ def residual_loss(e: np.ndarray, log_var: np.ndarray | None
     """``(L, dL/dxhat, dL/dlog_var)`` of the residuals ``e = xhat - x`` (n x d_t).
 
     MSE: ``L = sum_j mean_n e^2``. Gaussian NLL (SDCD): ``L = sum_j (lv_j + mean_n e^2 /
-    exp(lv_j)) / 2``, constants dropped.
+    exp(lv_j)) / 2``, constants dropped. A missing cell (``x`` NaN, so ``e`` NaN) adds nothing:
+    :func:`observed_loss`.
     """
+    if np.isnan(e).any():
+        return observed_loss(e, log_var)
     if log_var is None:
         return float((e ** 2).mean(0).sum()), 2.0 * e / len(e), None
     w, msq = np.exp(-log_var), (e ** 2).mean(0)
     return float((0.5 * log_var + 0.5 * msq * w).sum()), e * w / len(e), 0.5 - 0.5 * msq * w
+
+
+def observed_loss(e: np.ndarray, log_var: np.ndarray | None
+                  ) -> tuple[float, np.ndarray, np.ndarray | None]:
+    """:func:`residual_loss` over the observed cells: the sum of each observed cell's loss
+    over the n rows (MSE ``sum_nj m e^2 / n``, NLL ``sum_j (o_j lv_j + sum_n m e^2 /
+    exp(lv_j)) / (2 n)`` with m the observed cells and o_j their count in column j), the
+    likelihood of what was observed; with every cell observed it is :func:`residual_loss`."""
+    m = ~np.isnan(e)
+    e, n = np.where(m, e, 0.0), len(e)
+    if log_var is None:
+        return float((e ** 2).sum() / n), 2.0 * e / n, None
+    w, msq, share = np.exp(-log_var), (e ** 2).sum(0) / n, m.sum(0) / n
+    return (float((0.5 * share * log_var + 0.5 * msq * w).sum()), e * w / n,
+            0.5 * share - 0.5 * msq * w)
 
 
 def sigmoid(a: np.ndarray) -> np.ndarray:

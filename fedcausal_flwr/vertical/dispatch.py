@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from fedcausal_flwr.knowledge import Masks
 from fedcausal_flwr.secure.shares import Mock, forward_masks, holder_share, ring
 from fedcausal_flwr.vertical import model as core
 from fedcausal_flwr.vertical.decoder import init_decoder, train_decoder
@@ -40,10 +41,12 @@ SHARED_IDS = "shared-ids"
 
 
 class Party:
-    """Party ``me`` of the secure dispatch protocol."""
+    """Party ``me`` of the secure dispatch protocol; ``prior``: the knowledge masks in block
+    order (:func:`core.prior_from_config`), held on every fragment it steps."""
 
     def __init__(self, me: int, x: np.ndarray, sizes: Sequence[int], s: core.VFedCDSettings,
-                 backend: Mock, keys: tuple[Any, Any] | None = None) -> None:
+                 backend: Mock, keys: tuple[Any, Any] | None = None,
+                 prior: Masks | None = None) -> None:
         if not s.secure:
             raise ValueError("the secure dispatch runs only in mode 'vfedcd'")
         self.me, self.x, self.sizes, self.s, self.backend = me, x, list(sizes), s, backend
@@ -52,7 +55,8 @@ class Party:
         self.pk, self.sk = keys or backend.keypair()
         self.pks: dict[int, Any] = {}
         K = self.K
-        self.F = [[core.init_fragment(me, k, t, sizes, s.hidden, s.secure, s.seed)
+        self.prior = prior
+        self.F = [[core.init_fragment(me, k, t, sizes, s.hidden, s.secure, s.seed, prior)
                    for t in range(K)] for k in range(K)]
         self.dec = init_decoder(me, sizes[me], s.hidden, s.dec_layers, s.loss, s.seed)
         self.memory: dict[Any, Any] = {"dec": []}  # optimizer memory (Adam's moments)
@@ -101,7 +105,7 @@ class Party:
         for i, msg in inbox.items():
             for t in range(self.K):
                 self.enc_in[i, t] = b.from_wire(self.pks[i], msg[f"frag.t{t}"], self._shape(t))
-        xq = core.quantize(self.x[idx], s.frac)
+        xq = core.quantize(core.inputs(self.x[idx]), s.frac)
         self.tmp = {"idx": idx, "xq": xq, "z": {}}
         out: Outbox = {i: {} for i in range(self.K) if i != me}
         for t in range(self.K):
@@ -188,7 +192,8 @@ class Party:
                 if (k, t) in grads:
                     g = g + grads[k, t].reshape(w.shape)
                 self.F[k][t] = core.update_fragment(w, g, k, t, self.memory.setdefault((k, t), {}),
-                                                    lambda1=s.lambda1, **s.optimizer_args())
+                                                    **_held(self.prior, self.sizes, k, t, s),
+                                                    **s.optimizer_args())
         self.tmp = {}
         self.updates += 1
         return self._encrypted_fragments(), self.graph_fragments()
@@ -206,13 +211,14 @@ class Replicas:
     """
 
     def __init__(self, me: int, x: np.ndarray, sizes: Sequence[int], s: core.VFedCDSettings,
-                 backend: Mock, keys: tuple[Any, Any] | None = None) -> None:
+                 backend: Mock, keys: tuple[Any, Any] | None = None,
+                 prior: Masks | None = None) -> None:
         self.me, self.s, self.K, self.n = me, s, len(sizes), len(x)
         self.copies = s.replicas + 1
         self.rows = [core.replica_rows(self.n, s, r) for r in range(self.copies)]
         keys = keys or backend.keypair()
-        self.parties = [Party(me, x[rows], sizes, core.replica_settings(s, r), backend, keys)
-                        for r, rows in enumerate(self.rows)]
+        self.parties = [Party(me, x[rows], sizes, core.replica_settings(s, r), backend, keys,
+                              prior) for r, rows in enumerate(self.rows)]
 
     @property
     def x(self) -> np.ndarray | None:
@@ -313,12 +319,12 @@ class PlainParty:
     """
 
     def __init__(self, me: int, x: np.ndarray, sizes: Sequence[int],
-                 s: core.VFedCDSettings) -> None:
+                 s: core.VFedCDSettings, prior: Masks | None = None) -> None:
         if s.secure:
             raise ValueError("PlainParty runs the ablations 'framework' and 'ctv' only")
         self.me, self.x, self.sizes, self.s, self.K = me, x, list(sizes), s, len(sizes)
-        self.starts = core.starts_of(sizes)
-        self.W = [core.init_fragment(me, me, t, sizes, s.hidden, s.secure, s.seed)
+        self.starts, self.prior = core.starts_of(sizes), prior
+        self.W = [core.init_fragment(me, me, t, sizes, s.hidden, s.secure, s.seed, prior)
                   for t in range(self.K)]
         self.dec = init_decoder(me, sizes[me], s.hidden, s.dec_layers, s.loss, s.seed)
         self.memory: dict[Any, Any] = {"dec": []}  # optimizer memory (Adam's moments)
@@ -334,7 +340,7 @@ class PlainParty:
 
     def forward(self, idx: np.ndarray) -> dict[int, np.ndarray]:
         """Integer features ``H_me,t = x^me W_me,t`` of the batch, addressed to each target t."""
-        xq = core.quantize(self.x[idx], self.s.frac)
+        xq = core.quantize(core.inputs(self.x[idx]), self.s.frac)
         H = {t: core.features_q(xq, core.quantize(self.W[t], self.s.frac)) for t in range(self.K)}
         self.tmp = {"idx": idx, "xq": xq, "own": H.pop(self.me)}
         return H
@@ -360,18 +366,32 @@ class PlainParty:
             data = core.dequantize(core.encoder_grad_q(self.tmp["xq"], gq[t]), 2 * s.frac)
             ctv = core.norm_backward(self.W[t], G[st[me]:st[me + 1], st[t]:st[t + 1]])
             self.W[t] = core.update_fragment(self.W[t], data + ctv, me, t,
-                                             self.memory.setdefault(t, {}), lambda1=s.lambda1,
+                                             self.memory.setdefault(t, {}),
+                                             **_held(self.prior, self.sizes, me, t, s),
                                              **s.optimizer_args())
         self.tmp = {}
         self.updates += 1
         return self.graph_fragments()
 
 
-class CTV:
-    """The Centralized Topology Validator: sees graph fragments only."""
+def _held(prior: Masks | None, sizes: Sequence[int], k: int, t: int, s: core.VFedCDSettings
+          ) -> dict[str, Any]:
+    """The ``lambda1`` and ``keep`` of fragment (k, t)'s step: without knowledge the
+    settings' ``lambda1``; with it no L1 on required rows and forbidden rows held at 0."""
+    if prior is None:
+        return {"lambda1": s.lambda1}
+    return {"lambda1": s.lambda1 * core.block(core.penalised(prior), sizes, k, t)[..., None],
+            "keep": core.block(core.kept(prior), sizes, k, t)[..., None]}
 
-    def __init__(self, sizes: Sequence[int], s: core.VFedCDSettings) -> None:
-        self.sizes, self.s, self.K = list(sizes), s, len(sizes)
+
+class CTV:
+    """The Centralized Topology Validator: sees graph fragments only; with ``prior`` (block
+    order) it zeroes the forbidden entries of B and sends no gradient on them nor on the
+    required ones (:func:`core.ctv_gradient`)."""
+
+    def __init__(self, sizes: Sequence[int], s: core.VFedCDSettings,
+                 prior: Masks | None = None) -> None:
+        self.sizes, self.s, self.K, self.prior = list(sizes), s, len(sizes), prior
         d = sum(sizes)
         self.lam2, self.frozen, self.step = 0.0, False, 0
         self.u = self.v = np.ones(d) / np.sqrt(d)
@@ -380,15 +400,16 @@ class CTV:
 
     def receive(self, fragments: Mapping[int, Mapping[str, np.ndarray]]) -> np.ndarray:
         """``B = sum_k B^k`` from every party's ``B.t*``."""
-        self.B = core.assemble([sum(np.asarray(f[f"B.t{t}"], dtype=float)
-                                    for f in fragments.values()) for t in range(self.K)])
+        self.B = core.validated(core.assemble([sum(np.asarray(f[f"B.t{t}"], dtype=float)
+                                                   for f in fragments.values())
+                                               for t in range(self.K)]), self.prior)
         return self.B
 
     def shares(self) -> list[np.ndarray]:
         """This step's gradient shares of B (one per party); advances the step."""
         s = self.s
         G, self.rho, self.u, self.v = core.ctv_gradient(self.B, self.lam2, self.u, self.v,
-                                                        s.power_iters, s.lambda_b)
+                                                        s.power_iters, s.lambda_b, self.prior)
         out = core.split_gradient(G, self.K, core.rng_for(s.seed, "split", self.step), s.split,
                                   s.secure)
         self.step += 1
@@ -399,7 +420,8 @@ class CTV:
         s = self.s
         self.lam2, self.frozen = core.next_lambda2(self.lam2, self.frozen, self.B, ctv=s.ctv,
                                                    unfreeze=s.unfreeze, tau=s.tau,
-                                                   dag_tol=s.dag_tol, gamma=s.gamma)
+                                                   dag_tol=s.dag_tol, gamma=s.gamma,
+                                                   prior=self.prior)
 
 
 def peer_names(kind: str, K: int) -> list[str]:
@@ -440,7 +462,8 @@ def deliver(outboxes: Mapping[int, Outbox]) -> dict[int, dict[int, dict[str, np.
 
 def run_local(xs: Sequence[np.ndarray], s: core.VFedCDSettings, backend: Mock, epochs: int,
               log: list | None = None, steps: int | None = None,
-              clock: dict[str, float] | None = None) -> tuple[list[Party], CTV]:
+              clock: dict[str, float] | None = None, prior: Masks | None = None
+              ) -> tuple[list[Party], CTV]:
     """The whole protocol in one process (relay = :func:`deliver`); ``log`` keeps messages.
 
     ``steps`` stops after that many mini-batch steps (for timing a fraction of an epoch).
@@ -449,18 +472,19 @@ def run_local(xs: Sequence[np.ndarray], s: core.VFedCDSettings, backend: Mock, e
     and ``cpu`` (the process's CPU seconds in the phases, blind to other processes' load).
     Returns the run's parties and CTV (replica 0; :func:`run_replicas` gives every replica's).
     """
-    parties, ctvs = run_replicas(xs, s, backend, epochs, log, steps, clock)
+    parties, ctvs = run_replicas(xs, s, backend, epochs, log, steps, clock, prior)
     return [p.parties[0] for p in parties], ctvs[0]
 
 
 def run_replicas(xs: Sequence[np.ndarray], s: core.VFedCDSettings, backend: Mock, epochs: int,
                  log: list | None = None, steps: int | None = None,
-                 clock: dict[str, float] | None = None) -> tuple[list[Replicas], list[CTV]]:
+                 clock: dict[str, float] | None = None, prior: Masks | None = None
+                 ) -> tuple[list[Replicas], list[CTV]]:
     """:func:`run_local` of a run and its ``s.replicas`` replicas, every replica's arrays in
     the same relayed messages; each party's :class:`Replicas` and each replica's CTV."""
     sizes, K, copies = [x.shape[1] for x in xs], len(xs), s.replicas + 1
-    parties = [Replicas(k, x, sizes, s, backend) for k, x in enumerate(xs)]
-    ctvs = [CTV(sizes, core.replica_settings(s, r)) for r in range(copies)]
+    parties = [Replicas(k, x, sizes, s, backend, prior=prior) for k, x in enumerate(xs)]
+    ctvs = [CTV(sizes, core.replica_settings(s, r), prior) for r in range(copies)]
     keys = {p.me: p.public_key() for p in parties}
     setup = {p.me: p.setup(keys) for p in parties}
     enc = deliver({k: v[0] for k, v in setup.items()})

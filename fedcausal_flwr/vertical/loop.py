@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fedcausal_flwr.knowledge import Masks
 from fedcausal_flwr.vertical import model as core
 from fedcausal_flwr.vertical.decoder import init_decoder, train_decoder
 from fedcausal_flwr.vertical.model import Fragments, VFedCDSettings
@@ -34,9 +35,10 @@ class State:
     """Optimizer memory: ``"F"`` (stacked fragments) and ``"dec"`` (per target, per param)."""
 
 
-def initial_state(sizes: Sequence[int], s: VFedCDSettings) -> State:
-    """Seeded fragments and decoders; u = v = 1/sqrt(d)."""
-    F = core.init_fragments(sizes, s.hidden, s.secure, s.seed)
+def initial_state(sizes: Sequence[int], s: VFedCDSettings, prior: Masks | None = None
+                  ) -> State:
+    """Seeded fragments (forbidden rows at 0 with ``prior``) and decoders; u = v = 1/sqrt(d)."""
+    F = core.init_fragments(sizes, s.hidden, s.secure, s.seed, prior)
     dec = [init_decoder(t, d_t, s.hidden, s.dec_layers, s.loss, s.seed)
            for t, d_t in enumerate(sizes)]
     d = sum(sizes)
@@ -44,17 +46,19 @@ def initial_state(sizes: Sequence[int], s: VFedCDSettings) -> State:
 
 
 def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
-               sizes: Sequence[int], s: VFedCDSettings) -> tuple[np.ndarray, list[float], float]:
+               sizes: Sequence[int], s: VFedCDSettings, prior: Masks | None = None
+               ) -> tuple[np.ndarray, list[float], float]:
     """One step's gradient of every stacked fragment (data + CTV), target losses and rho.
 
-    ``x``, ``xq``: the mini-batch of all parties' columns, plain and quantized. Updates the
-    decoders in place (they are local to their target party).
+    ``x``, ``xq``: the mini-batch of all parties' columns, plain (the decoders' targets, NaN
+    where missing) and quantized (the encoders' inputs, :func:`~fedcausal_flwr.vertical.model.
+    inputs`). Updates the decoders in place (they are local to their target party).
     """
     K, st, h, n, two_f = len(sizes), core.starts_of(sizes), s.hidden, len(x), 2.0 ** (2 * s.frac)
     d = st[-1]
-    B = core.stacked_graph(Fs, s.dp_b, s.seed, state.step)
+    B = core.validated(core.stacked_graph(Fs, s.dp_b, s.seed, state.step), prior)
     G, rho, state.u, state.v = core.ctv_gradient(B, state.lam2, state.u, state.v, s.power_iters,
-                                                 s.lambda_b)
+                                                 s.lambda_b, prior)
     shares = core.split_gradient(G, K, core.rng_for(s.seed, "split", state.step), s.split,
                                  s.secure)
     Zq = core.exact_matmul(xq, np.rint(Fs * 2.0 ** s.frac).sum(0).reshape(d, d * h))
@@ -80,41 +84,50 @@ def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
 
 
 def train_reference(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | None = None,
-                    state: State | None = None, replica: int = 0) -> State:
+                    state: State | None = None, replica: int = 0,
+                    prior: Masks | None = None) -> State:
     """The in-process reference loop: ``epochs`` epochs of mini-batch steps, lambda2 schedule.
 
     ``xs[k]`` is party k's training block (same rows, aligned). History rows per epoch.
     ``replica``: which replica of a run with ``s.replicas`` to train (0: the run itself; r >= 1
     its rows :func:`~fedcausal_flwr.vertical.model.replica_rows` and settings
     :func:`~fedcausal_flwr.vertical.model.replica_settings`), as the shared protocol does.
+    ``prior``: knowledge masks in block order (the parties' columns one after the other),
+    enforced as the parties and the CTV do. Missing cells are NaN in ``xs``.
     """
     sizes = [x.shape[1] for x in xs]
     n = len(xs[0])
     run, s = s, core.replica_settings(s, replica)
-    state = state or initial_state(sizes, s)
+    state = state or initial_state(sizes, s, prior)
     Fs = core.stacked(state.F, sizes, s.hidden)
     keep = (1.0 - np.eye(Fs.shape[1]))[:, :, None]  # self-loops stay 0
+    lambda1 = s.lambda1
+    if prior is not None:  # forbidden rows stay 0; no L1 on required ones
+        keep = keep * core.kept(prior)[:, :, None]
+        lambda1 = s.lambda1 * core.penalised(prior)[:, :, None]
     X = np.hstack(xs)[core.replica_rows(n, run, replica)]
-    Xq = np.rint(X * 2.0 ** s.frac)  # quantize(), as integer-valued floats
+    Xq = np.rint(core.inputs(X) * 2.0 ** s.frac)  # quantize(), as integer-valued floats
     schedule = {"ctv": s.ctv, "unfreeze": s.unfreeze, "tau": s.tau, "dag_tol": s.dag_tol,
-                "gamma": s.gamma}
+                "gamma": s.gamma, "prior": prior}
     for _ in range(s.epochs if epochs is None else epochs):
         rec = {"loss": 0.0, "rho": 0.0}
         for idx in core.replica_batches(n, run, replica, len(state.history)):
-            grads, losses, rho = step_grads(state, Fs, X[idx], Xq[idx], sizes, s)
-            Fs = core.descent(Fs, grads, state.memory.setdefault("F", {}), lambda1=s.lambda1,
+            grads, losses, rho = step_grads(state, Fs, X[idx], Xq[idx], sizes, s, prior)
+            Fs = core.descent(Fs, grads, state.memory.setdefault("F", {}), lambda1=lambda1,
                               **s.optimizer_args()) * keep
             state.step += 1
             rec = {"loss": rec["loss"] + float(sum(losses)) * len(idx) / len(X), "rho": rho}
-        B = core.stacked_graph(Fs, s.dp_b, s.seed, state.step)
+        B = core.validated(core.stacked_graph(Fs, s.dp_b, s.seed, state.step), prior)
         state.lam2, state.frozen = core.next_lambda2(state.lam2, state.frozen, B, **schedule)
         state.history.append({"epoch": len(state.history) + 1, **rec, "lambda2": state.lam2,
-                              "frozen": state.frozen, "acyclic": core.is_dag(B > s.dag_tol)})
+                              "frozen": state.frozen,
+                              "acyclic": core.is_dag(core.support(B, s.dag_tol, prior))})
     state.F = core.unstacked(Fs, sizes, s.secure)
     return state
 
 
-def train_replicas(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | None = None
-                   ) -> list[State]:
+def train_replicas(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | None = None,
+                   prior: Masks | None = None) -> list[State]:
     """:func:`train_reference` of replica 0 (the run) and each of its ``s.replicas``."""
-    return [train_reference(xs, s, epochs, replica=r) for r in range(s.replicas + 1)]
+    return [train_reference(xs, s, epochs, replica=r, prior=prior)
+            for r in range(s.replicas + 1)]

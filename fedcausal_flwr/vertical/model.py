@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from fedcausal_flwr.knowledge import KnowledgeSettings, Masks
 from fedcausal_flwr.settings import (
     MAX_KEY_BITS,
     MAX_ROUNDS,
@@ -55,7 +56,7 @@ MAX_REPLICAS = 64
 
 
 @dataclass(frozen=True)
-class VFedCDSettings(RunSettings):
+class VFedCDSettings(KnowledgeSettings, RunSettings):
     """Every setting of VFedCD, with the App's defaults (the one source of them).
 
     The defaults are a few-step schedule (Adam, ``lr`` 0.1, ``batch`` 200, 30 epochs: 120
@@ -94,6 +95,10 @@ class VFedCDSettings(RunSettings):
     gamma, tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round
     settings) with the first and the setup phase; each party accepts them only within its own
     :class:`PartyConsent`.
+    ``forbid``, ``require``, ``tiers``, ``exogenous`` (:class:`~fedcausal_flwr.knowledge.
+    KnowledgeSettings`): prior knowledge by variable name, enforced exactly (:func:`prior`);
+    ``max_missing``: the largest share of missing cells a party may hold (:func:`inputs`,
+    :func:`~fedcausal_flwr.vertical.decoder.residual_loss`).
     """
 
     section: ClassVar[str] = "vertical"
@@ -134,6 +139,10 @@ class VFedCDSettings(RunSettings):
         0.75, "stability-threshold", gt=0.5, le=1.0,
         doc="pi: the stable set B_stable keeps the edges selected by at least this share of "
             "the replicas (set before any run: Meinshausen & Buhlmann advise 0.6-0.9)")
+    max_missing: float = setting(
+        0.5, "max-missing", ge=0, le=1,
+        doc="largest share of a party's cells (over its shared rows) that may be missing; a "
+            "party above it stops the run before any round (its columns are the graph's)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -341,14 +350,16 @@ def self_loop_mask(d_t: int, h: int) -> np.ndarray:
 
 
 def init_fragment(i: int, k: int, t: int, sizes: Sequence[int], h: int, secure: bool,
-                  seed: int) -> np.ndarray:
+                  seed: int, prior: Masks | None = None) -> np.ndarray:
     """Fragment ``F[i][k][t]`` ~ U(+-1/(d sqrt(h)) / K), self-loops masked, seeded per (i,k,t).
 
     Without the secure dispatch party k holds the whole ``W_kt`` (bound not divided by K).
+    With ``prior`` (block order, :func:`prior_masks`) its forbidden rows are 0 from the start.
     """
     bound = 1.0 / (sum(sizes) * np.sqrt(h)) / (len(sizes) if secure else 1)
     w = rng_for(seed, "init", i, k, t).uniform(-bound, bound, (sizes[k], sizes[t], h))
-    return w * self_loop_mask(sizes[t], h) if k == t else w
+    w = w * self_loop_mask(sizes[t], h) if k == t else w
+    return w if prior is None else w * block(kept(prior), sizes, k, t)[..., None]
 
 
 def holds(i: int, k: int, t: int, secure: bool) -> bool:
@@ -356,11 +367,73 @@ def holds(i: int, k: int, t: int, secure: bool) -> bool:
     return secure or i == k
 
 
-def init_fragments(sizes: Sequence[int], h: int, secure: bool, seed: int) -> Fragments:
+def init_fragments(sizes: Sequence[int], h: int, secure: bool, seed: int,
+                   prior: Masks | None = None) -> Fragments:
     """All fragments ``F[i][k][t]`` (None where party i holds none)."""
     K = len(sizes)
-    return [[[init_fragment(i, k, t, sizes, h, secure, seed) if holds(i, k, t, secure)
+    return [[[init_fragment(i, k, t, sizes, h, secure, seed, prior) if holds(i, k, t, secure)
               else None for t in range(K)] for k in range(K)] for i in range(K)]
+
+
+# ---- prior knowledge and missing cells --------------------------------------------------
+PRIOR_KEYS = ("knowledge-forbid", "knowledge-require")
+"""Setup-config keys of the masks the server sends the parties: the flat indices
+``i d + j`` (block order) of the forbidden and the required entries, comma-separated."""
+
+
+def prior_masks(s: VFedCDSettings, names: Sequence[str]) -> Masks | None:
+    """The settings' knowledge as masks over ``names`` (in the order given; None: no
+    knowledge). An unknown name, a contradiction or a required cycle is a ValueError."""
+    knowledge = s.knowledge()
+    return knowledge.masks(list(names)) if knowledge else None
+
+
+def prior_config(prior: Masks | None) -> dict[str, str]:
+    """The :data:`PRIOR_KEYS` of ``prior`` (nothing without knowledge)."""
+    if prior is None:
+        return {}
+    return {key: ",".join(map(str, np.flatnonzero(M).tolist()))
+            for key, M in zip(PRIOR_KEYS, (prior.forbid_W, prior.require_W), strict=True)}
+
+
+def prior_from_config(config: Mapping[str, Any], d: int) -> Masks | None:
+    """The masks :func:`prior_config` sent (None when the config has none)."""
+    if PRIOR_KEYS[0] not in config:
+        return None
+    out = []
+    for key in PRIOR_KEYS:
+        M = np.zeros(d * d, bool)
+        M[[int(v) for v in str(config[key]).split(",") if v.strip()]] = True
+        out.append(M.reshape(d, d))
+    return Masks(out[0], out[1], np.zeros((0, d), bool), np.zeros((0, d), bool))
+
+
+def block(M: np.ndarray, sizes: Sequence[int], k: int, t: int) -> np.ndarray:
+    """Block (k, t) of a d x d array in block order: rows of party k, columns of party t."""
+    st = starts_of(sizes)
+    return M[st[k]:st[k + 1], st[t]:st[t + 1]]
+
+
+def kept(prior: Masks) -> np.ndarray:
+    """1.0 where an encoder row may be nonzero (not forbidden), else 0.0 (d x d)."""
+    return (~prior.forbid_W).astype(float)
+
+
+def penalised(prior: Masks) -> np.ndarray:
+    """1.0 where ``lambda1`` applies (not a required entry), else 0.0 (d x d)."""
+    return (~prior.require_W).astype(float)
+
+
+def inputs(x: np.ndarray) -> np.ndarray:
+    """The encoders' input: ``x`` with each missing cell (NaN) at 0, its column's observed
+    mean after the party's transform (``x`` itself when nothing is missing)."""
+    miss = np.isnan(x)
+    return np.where(miss, 0.0, x) if miss.any() else x
+
+
+def missing_share(x: np.ndarray) -> float:
+    """The share of ``x``'s cells that are missing (NaN)."""
+    return float(np.isnan(x).mean()) if x.size else 0.0
 
 
 # ---- graph and CTV ----------------------------------------------------------------------
@@ -416,10 +489,17 @@ def is_dag(A: np.ndarray) -> bool:
     return seen == len(M)
 
 
-def dag_at_threshold(B: np.ndarray, tau: float) -> np.ndarray:
-    """Binary DAG: edges with ``B >= tau`` by decreasing weight, skipping cycle closers."""
+def dag_at_threshold(B: np.ndarray, tau: float, prior: Masks | None = None) -> np.ndarray:
+    """Binary DAG: edges with ``B >= tau`` by decreasing weight, skipping cycle closers.
+
+    With ``prior`` the required edges (acyclic) come first whatever their weight, and a
+    forbidden entry is never an edge whatever ``tau``.
+    """
     G = np.zeros(B.shape)
     W = B * (1 - np.eye(len(B)))
+    if prior is not None:
+        G[prior.require_W] = 1.0
+        W = np.where(prior.forbid_W | prior.require_W, -np.inf, W)
     for flat in np.argsort(-W, axis=None, kind="stable"):
         i, j = np.unravel_index(flat, B.shape)
         if W[i, j] < tau:
@@ -430,11 +510,30 @@ def dag_at_threshold(B: np.ndarray, tau: float) -> np.ndarray:
     return G
 
 
+def validated(B: np.ndarray, prior: Masks | None) -> np.ndarray:
+    """The graph the CTV works with: ``B`` with its forbidden entries at 0 (they are 0
+    already but for the parties' DP noise)."""
+    return B if prior is None else np.where(prior.forbid_W, 0.0, B)
+
+
+def support(B: np.ndarray, tol: float, prior: Masks | None = None) -> np.ndarray:
+    """The edges ``B > tol``, with ``prior`` the required ones added, forbidden ones out."""
+    S = B > tol
+    return S if prior is None else (S & ~prior.forbid_W) | prior.require_W
+
+
 def ctv_gradient(B: np.ndarray, lam2: float, u: np.ndarray, v: np.ndarray, power_iters: int,
-                 lambda_b: float) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    """``d(lambda2 rho(B) + lambda_B |B|_1)/dB``, rho, and the new power-iteration vectors."""
+                 lambda_b: float, prior: Masks | None = None
+                 ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """``d(lambda2 rho(B) + lambda_B |B|_1)/dB``, rho, and the new power-iteration vectors.
+
+    With ``prior`` the gradient is 0 on the required entries (no acyclicity or sparsity push:
+    the data alone set their weights) and on the forbidden ones (held at 0).
+    """
     rho, drho, u, v = spectral_radius(B, u, v, power_iters)
-    return lam2 * drho + lambda_b * np.sign(B), rho, u, v
+    G = lam2 * drho + lambda_b * np.sign(B)
+    return (G if prior is None else np.where(prior.forbid_W | prior.require_W, 0.0, G)), \
+        rho, u, v
 
 
 def split_gradient(G: np.ndarray, K: int, rng: np.random.Generator, split: str, secure: bool
@@ -448,17 +547,19 @@ def split_gradient(G: np.ndarray, K: int, rng: np.random.Generator, split: str, 
 
 
 def next_lambda2(lam2: float, frozen: bool, B: np.ndarray, *, ctv: bool, unfreeze: bool,
-                 tau: float, dag_tol: float, gamma: float) -> tuple[float, bool]:
+                 tau: float, dag_tol: float, gamma: float, prior: Masks | None = None
+                 ) -> tuple[float, bool]:
     """End of epoch: freeze once ``B > dag_tol`` is a DAG, else ``lambda2 += gamma``.
 
     With ``unfreeze`` (SDCD) a frozen lambda2 grows again once ``B > tau`` is cyclic; without
-    the CTV (``ctv`` False) lambda2 stays 0.
+    the CTV (``ctv`` False) lambda2 stays 0. With ``prior`` the graphs tested are
+    :func:`support` (required edges in, forbidden out).
     """
     if not ctv:
         return 0.0, frozen
     if frozen and unfreeze:
-        frozen = is_dag(B > tau)
-    frozen = frozen or is_dag(B > dag_tol)
+        frozen = is_dag(support(B, tau, prior))
+    frozen = frozen or is_dag(support(B, dag_tol, prior))
     return (lam2 if frozen else lam2 + gamma), frozen
 
 
@@ -493,10 +594,13 @@ def descent(w: np.ndarray, grad: np.ndarray, memory: dict | None = None, *, opti
 
 
 def update_fragment(w: np.ndarray, grad: np.ndarray, k: int, t: int,
-                    memory: dict | None = None, **step: Any) -> np.ndarray:
-    """:func:`descent` of one fragment (``step``: its keyword numbers), self-loops kept at 0."""
+                    memory: dict | None = None, keep: np.ndarray | None = None,
+                    **step: Any) -> np.ndarray:
+    """:func:`descent` of one fragment (``step``: its keyword numbers), self-loops kept at 0;
+    ``keep`` (d_k x d_t x 1, 0 on forbidden rows) holds forbidden rows at 0."""
     w = descent(w, grad, memory, **step)
-    return w * self_loop_mask(w.shape[1], w.shape[2]) if k == t else w
+    w = w * self_loop_mask(w.shape[1], w.shape[2]) if k == t else w
+    return w if keep is None else w * keep
 
 
 def decayed(params: Sequence[np.ndarray], lr: float, l2: float) -> list[np.ndarray]:
@@ -621,13 +725,13 @@ def replica_batches(n: int, s: VFedCDSettings, r: int, epoch: int) -> list[np.nd
     return np.array_split(rng_for(s.seed, "rbatches", r, epoch).permutation(n // 2), len(main))
 
 
-def replica_dags(graphs: np.ndarray, tau: float) -> np.ndarray:
+def replica_dags(graphs: np.ndarray, tau: float, prior: Masks | None = None) -> np.ndarray:
     """Each replica's graph ``B`` (R x d x d) thresholded at ``tau`` as the run's own is
     (:func:`dag_at_threshold`)."""
-    return np.stack([dag_at_threshold(B, tau) for B in graphs])
+    return np.stack([dag_at_threshold(B, tau, prior) for B in graphs])
 
 
-def edge_confidence(graphs: np.ndarray, tau: float, pi: float
+def edge_confidence(graphs: np.ndarray, tau: float, pi: float, prior: Masks | None = None
                     ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """Selection frequency over the replicas' graphs (R x d x d) and the stable set at ``pi``.
 
@@ -637,7 +741,7 @@ def edge_confidence(graphs: np.ndarray, tau: float, pi: float
     the bound on the expected false edges in the stable set, Meinshausen & Buhlmann 2010
     Thm. 1) and ``stable_edges``, the keys FDBNL's ``metrics["stability"]`` has.
     """
-    dags = replica_dags(graphs, tau)
+    dags = replica_dags(graphs, tau, prior)
     freq = selection_frequency(dags, 0.5)
     d = dags.shape[-1]
     q, p = float(dags.sum(axis=(1, 2)).mean()), d * (d - 1)

@@ -33,6 +33,14 @@ run's; the server keeps one CTV per replica (each sees only its replica's graph 
 reports each edge's selection frequency over the replicas, the stable set and the bound on its
 expected false edges (:func:`~fedcausal_flwr.vertical.model.edge_confidence`).
 
+Prior knowledge (``forbid``, ``require``, ``tiers``, ``exogenous``): the server turns it into
+masks over the parties' variable names at setup (an unknown name, a contradiction or a
+required cycle fails the run there, before any round) and sends each party the masks (flat
+indices, :data:`~fedcausal_flwr.vertical.model.PRIOR_KEYS`) with the first phase and setup;
+no name of another party's columns. Missing cells: each party reports the share of its cells
+that are missing at discovery (over its rows) and in its first reply (over the shared rows);
+a share above ``max-missing`` stops the run there, naming the party.
+
 One round is one epoch; ``start(num_rounds=...)`` bounds the epochs (default: the settings'
 ``epochs``). Settings and their defaults: :class:`~fedcausal_flwr.vertical.model.VFedCDSettings`.
 """
@@ -66,6 +74,8 @@ __all__ = ["VFedCD", "VFedCDSettings"]
 
 LOSS = ("loss",)
 """The metric every party's decode reply carries: a reply without it stops the run, named."""
+MISSING = ("missing",)
+"""The metric of every party's first reply: its share of missing cells over the shared rows."""
 
 
 class VFedCD(CausalStrategy):
@@ -97,6 +107,8 @@ class VFedCD(CausalStrategy):
     def _reset(self) -> None:
         super()._reset()
         self.complete, self.B = False, None
+        self.prior = self.block_prior = None
+        self.missing: dict[str, float] = {}
 
     def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
         """Nothing to agree on: the parties' sample ids are intersected in :meth:`discover`."""
@@ -152,8 +164,25 @@ class VFedCD(CausalStrategy):
             raise ProtocolStopped(f"{'; '.join(refused)} (each party's node config states what "
                                   "it accepts; a party with its own data never takes consent "
                                   "from the run config)")
+        self._check_missing({cid: info.props.get("missing", 0.0)
+                             for cid, info in nodes.items()}, "of its rows")
         self.shared = self._shared_ids(nodes)
         return nodes
+
+    def _check_missing(self, shares: Mapping[int, Any], over: str) -> dict[str, float]:
+        """``{"m": share}`` of missing cells by party id; a share above ``max-missing`` stops
+        the run naming the party, its share and the key (a party's columns cannot be
+        dropped)."""
+        out = {str(cid): float(v) for cid, v in sorted(shares.items())}
+        limit = self.settings.max_missing
+        over_limit = [f"party {cid} has {v:.1%} of its cells missing ({over})"
+                      for cid, v in out.items() if not v <= limit]
+        if over_limit:
+            raise ProtocolStopped(
+                f"{'; '.join(over_limit)}, above {self.settings.app_key('max-missing')!r} = "
+                f"{limit:g}; in vertical FL a party's columns are the graph's, so it cannot be "
+                "left out: fill its gaps or raise the limit")
+        return out
 
     def _shared_ids(self, nodes: Mapping[int, NodeInfo]) -> np.ndarray:
         """The sorted sample ids every party holds (private set intersection on the parties'
@@ -189,8 +218,11 @@ class VFedCD(CausalStrategy):
                         self.variables[c] = n
         self.n = len(self.shared)
         self.copies = self.settings.replicas + 1
-        self.ctvs = [dispatch.CTV(self.sizes, core.replica_settings(self.settings, r))
-                     for r in range(self.copies)]
+        order = np.concatenate(self.cols)
+        self.prior = core.prior_masks(self.settings, self.variables)  # errors before round 1
+        self.block_prior = None if self.prior is None else self.prior.subset(order, 0, d)
+        self.ctvs = [dispatch.CTV(self.sizes, core.replica_settings(self.settings, r),
+                                  self.block_prior) for r in range(self.copies)]
         self.ctv = self.ctvs[0]  # the run's own (replica 0)
 
     def done(self) -> bool:
@@ -242,7 +274,7 @@ class VFedCD(CausalStrategy):
     def _setup_config(self, m: int) -> dict[str, Any]:
         """The shared settings, the parties' column counts and party m's index."""
         return {**self.settings.to_wire(), "sizes": ",".join(map(str, self.sizes)),
-                "index": m}
+                "index": m, **core.prior_config(self.block_prior)}
 
     def _first_config(self, m: int) -> dict[str, Any]:
         """The first phase's: the setup config and the shared sample ids (sorted)."""
@@ -253,6 +285,9 @@ class VFedCD(CausalStrategy):
         """The secure dispatch (mode "vfedcd") or the plain framework (the ablations)."""
         result.metrics["samples"] = {"shared": self.n, "unused": {
             f"party {cid}": k for cid, k in self.dropped_rows.items()}}
+        if self.prior is not None:
+            result.metrics["knowledge"] = {"forbidden": int(self.prior.forbid_W.sum()),
+                                           "required": int(self.prior.require_W.sum())}
         if self.settings.secure:
             self._run_secure(grid, result)
         else:
@@ -294,7 +329,8 @@ class VFedCD(CausalStrategy):
         specs = {p: {m: self._specs(p, m) for m in range(K)}
                  for p in ("vfedcd_plain_setup", "vfedcd_plain_update")}
         rep = ask("vfedcd_plain_setup", {m: ([], self._first_config(m)) for m in range(K)},
-                  specs["vfedcd_plain_setup"])
+                  specs["vfedcd_plain_setup"], metrics=MISSING)
+        self._take_missing(result)
         self._take_graph(rep)
         for nbs, c, losses in self._epochs(result):
             nb = nbs[0]
@@ -321,7 +357,8 @@ class VFedCD(CausalStrategy):
             return {m: self._specs(phase, m, nbs) for m in range(K)}
 
         keys = ask("vfedcd_keys", {m: ([], self._first_config(m)) for m in range(K)},
-                   specs("vfedcd_keys"))
+                   specs("vfedcd_keys"), metrics=MISSING)
+        self._take_missing(result)
         self.codec = he_codec(self.settings.he_backend, self.settings.key_bits)
         self.pks = {m: self.codec.public_from(keys[m][0]) for m in range(K)}
         frag_specs = specs("vfedcd_update")
@@ -348,6 +385,15 @@ class VFedCD(CausalStrategy):
                      frag_specs)
             frags = self._take_graph(up)
 
+    def _take_missing(self, result: RunResult) -> None:
+        """The first replies' shares of missing cells over the shared rows, checked against
+        ``max-missing`` (before any round) and kept as ``metrics["missing"]`` when some party
+        has any (as FDBNL's)."""
+        shares = self._check_missing(
+            {cid: m["missing"] for cid, m in self.reply_metrics.items()}, "of the shared rows")
+        if any(shares.values()):
+            result.metrics["missing"] = shares
+
     def _take_graph(self, replies: Mapping[int, list[np.ndarray]]
                     ) -> dict[int, dict[int, list[np.ndarray]]]:
         """Each replica's CTV: its B from the graph fragments (the replies' tails, replica
@@ -372,24 +418,31 @@ class VFedCD(CausalStrategy):
         of replicas 1..R, global order): ``B_frequency``, ``B_stable`` and their metrics."""
         graphs = np.stack([self._global(c.B) for c in self.ctvs[1:]])
         return core.edge_confidence(graphs, self.settings.tau,
-                                    self.settings.stability_threshold)
+                                    self.settings.stability_threshold, self.prior)
 
     def graph(self) -> dict[str, np.ndarray]:
         """B (d x d, attributes in their global order) and its DAG at ``tau``; with replicas
-        also each edge's selection frequency and the stable set (:meth:`confidence`)."""
+        also each edge's selection frequency and the stable set (:meth:`confidence`); with
+        knowledge its masks ``B_forbidden`` and ``B_required`` (0/1; the DAG holds every
+        required edge and no forbidden one, B is 0 on the forbidden entries)."""
         if self.B is None:
             return {}
         B = self._global(self.B)
-        out = {"B": B, "dag": core.dag_at_threshold(B, self.settings.tau)}
+        out = {"B": B, "dag": core.dag_at_threshold(B, self.settings.tau, self.prior)}
         if self.copies > 1:
             out.update(self.confidence()[0])
+        if self.prior is not None:
+            out.update(B_forbidden=self.prior.forbid_W.astype(float),
+                       B_required=self.prior.require_W.astype(float))
         return out
 
     def result_names(self) -> dict[str, Any]:
         """B, its DAG and the replicas' frequencies are over the d attributes in their global
         order (each party named its own columns)."""
         v = list(getattr(self, "variables", []))
-        keys = ["B", "dag", *(["B_frequency", "B_stable"] if self.settings.replicas else [])]
+        keys = ["B", "dag", *(["B_frequency", "B_stable"] if self.settings.replicas else []),
+                *(["B_forbidden", "B_required"] if getattr(self, "prior", None) is not None
+                  else [])]
         return {"variables": v, **dict.fromkeys(keys, v)} if v else {}
 
     def estimates(self) -> dict[str, np.ndarray]:

@@ -1,6 +1,7 @@
 """How a VFedCD result reads as a graph: the weighted adjacency ``B`` (lag 0), thresholded
 by default at the run's ``tau`` (the threshold of its reported DAG); with replicas, each
-edge's selection frequency beside it (:attr:`Layer.frequency`)."""
+edge's selection frequency beside it (:attr:`Layer.frequency`); with prior knowledge its
+required edges, kept at any threshold (:attr:`Layer.required`)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ def layers(r: RunResult, client: int | None = None) -> list[Layer]:
         return []
     B = np.asarray(r.estimates["B"], dtype=float)
     v, _ = labels_or_default(r, "B", B.shape)
-    F = r.estimates.get("B_frequency")
-    return [Layer("B", 0, B, v, v, None if F is None else np.asarray(F, dtype=float))]
+    F, R = r.estimates.get("B_frequency"), r.estimates.get("B_required")
+    return [Layer("B", 0, B, v, v, None if F is None else np.asarray(F, dtype=float),
+                  None if R is None else np.asarray(R, dtype=bool))]
 
 
 def thresholds(r: RunResult) -> dict[str, float]:

@@ -130,7 +130,7 @@ def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments():
                     seen.add("graph")
                     assert not np.isin(np.round(raw, 8), np.round(a, 8)).any()
         for rec in m.content.metric_records.values():
-            assert set(rec) <= {"num-examples", "loss"}
+            assert set(rec) <= {"num-examples", "loss", "missing"}  # missing: a share
     assert seen == {"ciphertext", "public key", "share", "graph"}
 
 
@@ -157,7 +157,7 @@ def faulty_client_app() -> ClientApp:
             ids = ids + int(nc["id-offset"])
         if "corrupt" in nc:
             x = x.copy()
-            x[0, 0] = np.nan
+            x[0, 0] = np.inf  # NaN is a missing cell, inf an error
         return {"x": x, "columns": cols, "sample_ids": ids, "accept_backends": "mock"}
 
     return register(app, "vfedcd", make)
