@@ -253,5 +253,7 @@ def table_fdbnl_knowledge() -> str:
     return tables(read_results(NAME)["summary"])
 
 
+TABLES = {"fdbnl_knowledge": table_fdbnl_knowledge}
+
 if __name__ == "__main__":
     main()
