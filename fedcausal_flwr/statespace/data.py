@@ -359,8 +359,8 @@ def svd_var_client(Y: np.ndarray, P: int, who: str = "client", u: np.ndarray | N
     with known inputs ``u`` (T x U), ``B``) by least squares ``h^t = A h^{t-1} + B u^{t-1}``
     on the states (A shrunk to spectral radius 0.99 if needed); the gain from the residual
     covariances ``Q``, ``R`` (kept with the client). Missing (NaN) cells: the identification
-    reads a measurement as 0 (its z-scored mean) and an input as held
-    (:func:`~fedcausal_flwr.statespace.kalman.held_inputs`), ``R`` is the variance of the
+    reads a measurement as 0 (its z-scored mean) and an input as its observed mean
+    (:func:`~fedcausal_flwr.statespace.kalman.filled_inputs`), ``R`` is the variance of the
     observed residuals; the client's filter then skips them
     (:class:`~fedcausal_flwr.statespace.kalman.ClientData`).
     """
@@ -369,7 +369,7 @@ def svd_var_client(Y: np.ndarray, P: int, who: str = "client", u: np.ndarray | N
         raise ValueError(f"{who}: {D} channels left, fewer than P = {P} states")
     u = np.zeros((T, 0)) if u is None else np.asarray(u, dtype=float).reshape(T, -1)
     gaps = bool(np.isnan(Y).any() or np.isnan(u).any())
-    Yo, uo = (np.nan_to_num(Y, nan=0.0), kalman.held_inputs(u)) if gaps else (Y, u)
+    Yo, uo = (np.nan_to_num(Y, nan=0.0), kalman.filled_inputs(u)) if gaps else (Y, u)
     U, S, Vt = np.linalg.svd(Yo, full_matrices=False)
     H = np.sqrt(T) * U[:, :P]
     C = Vt[:P].T * S[:P] / np.sqrt(T)

@@ -2,12 +2,13 @@
 proprietary Kalman filter states ``hc`` (FedGC/FedCF, see :mod:`fedcausal_flwr.statespace.model`).
 
 Missing observations (NaN cells of ``y``): the filter updates with the observed components
-only (:func:`kalman_update`, the standard partial-observation update with the rows of ``C``
-and of ``R`` that were observed; nothing observed: predict only), which needs the noise
+only (:func:`kalman_filter_missing`): through the state they measure when they determine it,
+else by the standard partial-observation update with the rows of ``C`` and ``R`` that were
+observed (:func:`kalman_update`; nothing observed: predict only), which needs the noise
 covariances ``Q`` and ``R``; every formula that reads ``y`` afterwards reads a missing cell
-as the filter's estimate ``C hhat^t`` (:func:`kalman_filter_missing`). A missing input cell
-holds the client's last observed input (0 before the first, :func:`held_inputs`).
-Complete series take the steady-state filter, :func:`kalman_filter`, unchanged.
+as the filter reads it. A missing input cell reads as its column's observed mean
+(:func:`filled_inputs`). Complete series take the steady-state filter,
+:func:`kalman_filter`, unchanged.
 
 Pure numpy/scipy: no I/O, no Flower.
 """
@@ -63,34 +64,72 @@ def kalman_update(prior: np.ndarray, S: np.ndarray, C: np.ndarray, R: np.ndarray
     return prior + G @ (y[obs] - Co @ prior), 0.5 * (post + post.T)
 
 
-def kalman_filter_missing(A: np.ndarray, C: np.ndarray, Q: np.ndarray, R: np.ndarray,
-                          y: np.ndarray, B: np.ndarray | None = None,
+def kalman_filter_missing(A: np.ndarray, C: np.ndarray, K: np.ndarray, Q: np.ndarray,
+                          R: np.ndarray, y: np.ndarray, B: np.ndarray | None = None,
                           u: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(posterior states, y with each missing cell read as C hhat^t)`` of a series with
-    NaN cells: the time-varying filter from the steady-state prior covariance (the DARE's,
-    that of :func:`kalman_filter`), one :func:`kalman_update` per step."""
+    """``(posterior states, y read at its missing cells)`` of a series with NaN cells.
+
+    Per step, by what was observed of ``y^t``:
+
+    - everything: the steady-state update ``hhat = h + K (y - C h)`` of :func:`kalman_filter`;
+    - components that determine the state (``C_o`` of full column rank): the same gain
+      through the state they measure, ``x = C_o^+ y_o`` (:func:`observed_state`):
+      ``hhat = h + K C (x - h)``, i.e. the missing cells read as ``C x``; it uses the
+      observed components alone (gain ``K [I; C_m C_o^+]`` on ``y_o - C_o h``);
+    - fewer (none included): the standard partial-observation update
+      (:func:`kalman_update`, covariance carried from the steady state's by ``A S A^T + Q``;
+      nothing observed: predict only); the missing cells read as ``C hhat``.
+
+    Why not the partial-observation update at every step: the local filter ignores the
+    other clients' drive, so the fewer components it sees the more it trusts its own
+    prediction, which lacks exactly the cross-client effect the server learns; on development
+    seeds 100-103 (FedGC App defaults, 20% of cells missing) that halved ``A_hat_21``
+    (``simulations/studies/statespace_missing.py``), the measured state kept it.
+    """
     T, p = y.shape[0], A.shape[0]
-    S = slin.solve_discrete_are(A.T, C.T, Q, R)
+    S_ss = slin.solve_discrete_are(A.T, C.T, Q, R)  # the steady state's prior covariance
     out, filled = np.zeros((T, p)), np.array(y, dtype=float)
-    prev = np.zeros(p)
+    prev, S, steady = np.zeros(p), S_ss, True
     for t in range(T):
         prior = A @ prev + (B @ u[t - 1] if (B is not None and B.size and t) else 0.0)
-        if t:
-            S = A @ S @ A.T + Q
+        S = S_ss if steady else A @ S @ A.T + Q
         obs = ~np.isnan(y[t])
-        prev, S = kalman_update(prior, S, C, R, y[t], obs)
+        x = prior if obs.all() else observed_state(C, y[t], obs, None)
+        if obs.all():
+            prev, steady = prior + K @ (y[t] - C @ prior), True
+        elif x is not None:
+            prev, steady = prior + K @ (C @ (x - prior)), True
+            filled[t, ~obs] = (C @ x)[~obs]
+        else:
+            (prev, S), steady = kalman_update(prior, S, C, R, y[t], obs), False
+            filled[t, ~obs] = (C @ prev)[~obs]
         out[t] = prev
-        filled[t, ~obs] = (C @ prev)[~obs]
     return out, filled
 
 
-def held_inputs(u: np.ndarray) -> np.ndarray:
-    """``u`` with each missing (NaN) cell holding its column's last observed value (0 before
-    the first)."""
+def observed_state(C: np.ndarray, y: np.ndarray, observed: np.ndarray,
+                   fallback: np.ndarray | None) -> np.ndarray | None:
+    """The least-squares state ``C_o^+ y_o`` of the observed components, or ``fallback``
+    when they do not determine it (rank of ``C_o`` below P)."""
+    if observed.sum() < C.shape[1]:
+        return fallback
+    x, _, rank, _ = np.linalg.lstsq(C[observed], y[observed], rcond=None)
+    return x if rank == C.shape[1] else fallback
+
+
+def filled_inputs(u: np.ndarray) -> np.ndarray:
+    """``u`` with each missing (NaN) cell at its column's mean over the observed cells (0 for
+    a column with none). For exogenous inputs such a row carries no information on ``B``
+    and no bias; holding the last observed input instead made ``B_hat_mn`` about 10 to 40
+    times worse on development seeds 100-103 (FedCF, i.i.d. inputs, 20% of cells missing:
+    the held value is unrelated to the true one, which attenuates ``B_hat``)."""
     out = np.array(u, dtype=float)
-    for t in range(out.shape[0]):
-        gap = np.isnan(out[t])
-        out[t, gap] = out[t - 1, gap] if t else 0.0
+    gap = np.isnan(out)
+    if gap.any():
+        seen = np.where(gap, 0.0, out).sum(axis=0)
+        n = (~gap).sum(axis=0)
+        mean = np.divide(seen, n, out=np.zeros_like(seen), where=n > 0)
+        out[gap] = np.broadcast_to(mean, out.shape)[gap]
     return out
 
 
@@ -108,7 +147,7 @@ class ClientData:
     ``Q``, ``R``: the noise covariances of the local filter, needed only when ``y`` or ``u``
     has missing (NaN) cells. ``missing``: their share of the cells of ``y`` and ``u``; with
     any, ``y`` and ``u`` are kept as read by the filter (:func:`kalman_filter_missing`,
-    :func:`held_inputs`) and ``observed`` (T x D), ``u_observed`` (T x U) mark the cells
+    :func:`filled_inputs`) and ``observed`` (T x D), ``u_observed`` (T x U) mark the cells
     that were observed (None for complete series); :meth:`given` gives them back as given.
     """
 
@@ -134,9 +173,9 @@ class ClientData:
             raise ValueError("missing values in y or u: the partial-observation filter needs "
                              "the noise covariances Q (P x P) and R (D x D)")
         self.observed, self.u_observed = ~np.isnan(self.y), ~np.isnan(self.u)
-        self.u = held_inputs(self.u)
-        self.hc, self.y = kalman_filter_missing(self.A, self.C, self.Q, self.R, self.y,
-                                                self.B, self.u)
+        self.u = filled_inputs(self.u)
+        self.hc, self.y = kalman_filter_missing(self.A, self.C, self.K, self.Q, self.R,
+                                                self.y, self.B, self.u)
 
     def given(self) -> tuple[np.ndarray, np.ndarray]:
         """``(y, u)`` as given: NaN in the missing cells."""
