@@ -120,9 +120,10 @@ def observed_state(C: np.ndarray, y: np.ndarray, observed: np.ndarray,
 def filled_inputs(u: np.ndarray) -> np.ndarray:
     """``u`` with each missing (NaN) cell at its column's mean over the observed cells (0 for
     a column with none). For exogenous inputs such a row carries no information on ``B``
-    and no bias; holding the last observed input instead made ``B_hat_mn`` about 10 to 40
-    times worse on development seeds 100-103 (FedCF, i.i.d. inputs, 20% of cells missing:
-    the held value is unrelated to the true one, which attenuates ``B_hat``)."""
+    and no bias; holding the last observed input instead attenuated ``B_hat_mn`` on
+    development seeds 100-103 (FedCF, i.i.d. inputs, 20% of cells missing: cf_error_21
+    0.215 ± 0.101 held, 0.017 ± 0.004 mean, 0.013 complete; a held i.i.d. input is unrelated
+    to the true one)."""
     out = np.array(u, dtype=float)
     gap = np.isnan(out)
     if gap.any():

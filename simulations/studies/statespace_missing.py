@@ -25,10 +25,11 @@ Scenarios, each against the complete data of the same seed (paired):
 
 Recorded: ``err_A21 = ||A21_hat - A21||_F``, ``norm_A12 = ||A12_hat||_F`` (``max_abs_A12``: 0
 exactly when known), ``err_coupled`` (the error over every nonzero block) and
-``max_abs_zero`` (the largest entry of the zero off-diagonal blocks), the off-diagonal support recovery at ``ss-granger-alpha`` (share of
-``A_21`` entries with p < 0.05, share of ``A_12`` entries with p >= 0.05; NaN p-values of
-known-zero entries count as "not an edge"), FedCF's ``cf_error_21``, and every client's share
-of missing cells beside ``ss-max-missing`` (0.5): no client is dropped below it.
+``max_abs_zero`` (the largest entry of the zero off-diagonal blocks), the off-diagonal
+support recovery at ``ss-granger-alpha`` (share of ``A_21`` entries with p < 0.05, share of
+``A_12`` entries with p >= 0.05; NaN p-values of known-zero entries count as "not an
+edge"), FedCF's ``cf_error_21``, and every client's share of missing cells beside
+``ss-max-missing`` (0.5): no client is dropped below it.
 
     python simulations/studies/statespace_missing.py --seeds 100..103 \\
         --jsonl simulations/results/statespace_missing_dev.jsonl        # development
@@ -37,9 +38,22 @@ of missing cells beside ``ss-max-missing`` (0.5): no client is dropped below it.
     python simulations/studies/statespace_missing.py --summary \\
         simulations/results/statespace_missing_eval.jsonl                # results/<name>.json
 
-Development seeds 100-103 built and checked the study (the scenarios, the dead stretch, the
-metrics); no setting was chosen on them. Evaluation seeds 9600-9604 (new to every study)
-were run once. A run already in ``--jsonl`` is skipped (resume).
+Development seeds 100-103 chose two rules (``--design`` reruns the alternatives):
+
+- the filter's update where cells are missing: the standard partial-observation update at
+  every step (the issue's first rule) left FedGC's ``A_hat_21`` about half its value at 20%
+  of cells missing (err_A21 0.126 ± 0.089 against 0.041 ± 0.019 complete); through the
+  state the observed components measure, when they determine it, 0.046 ± 0.029
+  (:func:`fedcausal_flwr.statespace.kalman.kalman_filter_missing`);
+- missing inputs (FedCF, 20% of ``u``'s cells): holding the last observed input gave
+  cf_error_21 0.215 ± 0.101 against 0.013 ± 0.008 complete; the column's observed mean
+  0.017 ± 0.004
+  (:func:`fedcausal_flwr.statespace.kalman.filled_inputs`).
+
+``--design`` writes ``results/statespace_missing_design.json``. Evaluation seeds 9600-9604
+(new to every study) were run once, after both choices: ``results/statespace_missing.json``
+(tables in ``docs/algorithms/fedgc.md`` and ``fedcf.md``, "Known-zero blocks and missing
+observations"). A run already in ``--jsonl`` is skipped (resume).
 """
 
 from __future__ import annotations
@@ -50,6 +64,7 @@ from typing import Any
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
+import scipy.linalg as slin
 from harness import (
     RESULTS_DIR,
     append_jsonl,
@@ -129,6 +144,70 @@ def one_run(run: str, seed: int, scenario: str) -> dict[str, Any]:
     return out
 
 
+# ---- the alternatives development seeds rejected ---------------------------------------------
+def partial_every_step(c: kalman.ClientData, y: np.ndarray) -> kalman.ClientData:
+    """Client data whose filter takes the standard partial-observation update at every step
+    with missing cells (``kalman_update``; a missing cell then reads as ``C`` times the state
+    the observed components measure, else as ``C hhat``): the rule not chosen."""
+    T, p = y.shape[0], c.A.shape[0]
+    S_ss = slin.solve_discrete_are(c.A.T, c.C.T, c.Q, c.R)
+    hc, filled, prev, S = np.zeros((T, p)), y.copy(), np.zeros(p), S_ss
+    for t in range(T):
+        prior = c.A @ prev + (c.B @ c.u[t - 1] if c.B.size and t else 0.0)
+        S = S_ss if t == 0 else c.A @ S @ c.A.T + c.Q
+        obs = ~np.isnan(y[t])
+        prev, S = kalman.kalman_update(prior, S, c.C, c.R, y[t], obs)
+        hc[t] = prev
+        x = kalman.observed_state(c.C, y[t], obs, prev)
+        filled[t, ~obs] = (c.C @ x)[~obs]
+    out = kalman.ClientData(c.A, c.B, c.C, c.K, filled, c.u)
+    out.hc, out.observed = hc, ~np.isnan(y)
+    return out
+
+
+def held(u: np.ndarray) -> np.ndarray:
+    """Each missing input cell at its column's last observed value (0 before the first)."""
+    out = u.copy()
+    for t in range(out.shape[0]):
+        gap = np.isnan(out[t])
+        out[t, gap] = out[t - 1, gap] if t else 0.0
+    return out
+
+
+def design_run(seed: int, variant: str) -> dict[str, Any]:
+    """One development comparison: ``filter-chosen`` / ``filter-partial`` (FedGC defaults, 20%
+    of ``y`` missing) or ``inputs-mean`` / ``inputs-held`` (FedCF innovation, 20% of ``u``)."""
+    model, keys = RUNS["fedgc" if variant.startswith("filter") else "fedcf-innovation"]
+    rc = merged_config({"seed": seed, **keys}, model)
+    sys, _, y, u = synthetic_series(rc)
+    rng = np.random.default_rng([seed, 22])
+    clients = []
+    for c in synthetic_clients(rc, sys, y, u):
+        yy, uu = c.y.copy(), c.u.copy()
+        if model == "fedgc":
+            yy[rng.random(yy.shape) < 0.2] = np.nan
+        else:
+            uu[rng.random(uu.shape) < 0.2] = np.nan
+        if variant == "filter-partial":
+            clients.append(partial_every_step(c, yy))
+        elif variant == "inputs-held":
+            clients.append(kalman.ClientData(c.A, c.B, c.C, c.K, yy, held(uu)))
+        else:
+            clients.append(kalman.ClientData(c.A, c.B, c.C, c.K, yy, uu, c.Q, c.R))
+    s = (ss.FedCFSettings if model == "fedcf" else ss.FedGCSettings).from_run_config(rc)
+    A = loop.reference(clients, s).server
+    out = {"design": variant, "seed": seed,
+           "err_A21": ss.block_error(A.A_hat, sys.A, sys.P, sys.P, 1, 0)}
+    if model == "fedcf":
+        out["cf_error_21"] = ss.counterfactual_error(
+            ss.block(sys.C, sys.D, sys.P, 1, 1), ss.block(A.B_hat, sys.P, sys.U, 1, 0),
+            ss.block(sys.B, sys.P, sys.U, 1, 0))
+    return out
+
+
+DESIGNS = ("filter-chosen", "filter-partial", "inputs-mean", "inputs-held")
+
+
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (run, scenario): mean and sample sd (ddof 1) of every metric, and of the paired
     difference of ``err_A21`` to the complete data of the same seed."""
@@ -175,7 +254,27 @@ def main() -> None:
     ap.add_argument("--jsonl", type=Path, default=RESULTS_DIR / "statespace_missing_dev.jsonl")
     ap.add_argument("--summary", type=Path, help="summarize this JSON-lines file and exit")
     ap.add_argument("--name", default="statespace_missing", help="results/<name>.json")
+    ap.add_argument("--design", action="store_true",
+                    help="rerun the development comparisons of the two rules and exit")
     args = ap.parse_args()
+    if args.design:
+        rows = [design_run(seed, v) for v in DESIGNS for seed in args.seeds]
+        table = []
+        for v in DESIGNS:
+            rs = [r for r in rows if r["design"] == v]
+            row = {"design": v, "seeds": [r["seed"] for r in rs]}
+            for k in ("err_A21", "cf_error_21"):
+                if k in rs[0]:
+                    m, sd = mean_sd([r[k] for r in rs])
+                    row[k] = {"mean": m, "sd": sd, "values": [r[k] for r in rs]}
+            table.append(row)
+            print(v, {k: round(row[k]["mean"], 4) for k in ("err_A21", "cf_error_21")
+                      if k in row}, {k: round(row[k]["sd"], 4) for k in ("err_A21",
+                                                                         "cf_error_21")
+                                     if k in row}, flush=True)
+        write_results(f"{args.name}_design", {"settings": {"seeds": args.seeds},
+                                              "summary": table}, args.out)
+        return
     if args.summary:
         table = summarize(read_jsonl(args.summary))
         show(table)
