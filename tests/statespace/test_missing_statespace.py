@@ -232,3 +232,42 @@ def test_no_cell_value_crosses_the_wire():
         for rec in m.content.config_records.values():
             for v in rec.values():
                 assert not (isinstance(v, float) and np.isclose(v, cells, atol=1e-12).any())
+
+
+def test_a_nodes_csv_with_empty_cells_runs_as_the_same_arrays(tmp_path):
+    """Empty and NA cells of a node's own CSV are missing values: the App's client (z-scored
+    over observed cells, identified, filtered) runs as the arrays with NaN handed directly."""
+    from fedcausal_flwr.appconfig import glue
+    from fedcausal_flwr.client_app import app
+    from fedcausal_flwr.statespace.data import svd_var_client
+    from fedcausal_flwr.testing import same_result
+
+    rng = np.random.default_rng(1)
+    rc = {"algorithm": "fedgc", "statespace.ss-data": "node", "statespace.ss-p": 2,
+          "statespace.ss-window": 20, "statespace.ss-epochs": 1, "min-nodes": 2,
+          "node-wait-s": 5.0, "seed": 1}
+    data, cfgs = {}, {}
+    for pid, D in enumerate((3, 4)):
+        Y = np.cumsum(rng.standard_normal((60, D)), axis=0) * 0.1 + rng.standard_normal((60, D))
+        Y[rng.random(Y.shape) < 0.1] = np.nan
+        rows = [",".join(("NA" if j == 0 else "") if np.isnan(v) else repr(float(v))
+                         for j, v in enumerate(r)) for r in Y]
+        path = tmp_path / f"n{pid}.csv"
+        path.write_text(",".join(f"c{pid}_{j}" for j in range(D)) + "\n" + "\n".join(rows))
+        cfgs[pid] = {"data-path": str(path)}
+        Z = (Y - np.nanmean(Y, 0)) / np.nanstd(Y, 0)
+        c, _ = svd_var_client(Z, 2)
+        data[pid] = {"A": c.A, "C": c.C, "K": c.K, "y": Z, "Q": c.Q, "R": c.R}
+    got = glue("fedgc").strategy("fedgc", rc).start(grid=InProcessGrid(app, 2, rc, cfgs))
+    ref_app = ClientApp()
+    register(ref_app, "fedgc", lambda ctx: data[int(ctx.node_config["partition-id"])])
+    ref = ss_strategy().start(grid=InProcessGrid(ref_app, 2, rc))
+    assert got.status == ref.status == "completed", (got.status, ref.status)
+    assert same_result(got, ref)
+    assert 0.05 < got.metrics["missing"]["0"] < 0.15
+
+
+def ss_strategy():
+    from fedcausal_flwr.strategies import FedGC
+
+    return FedGC(ss.FedGCSettings(window=20, epochs=1, node_wait_s=5.0, seed=1))
