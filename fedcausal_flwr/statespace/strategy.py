@@ -297,14 +297,18 @@ class FedGC(CausalStrategy):
         if not self.cids:
             return {}
         states = [f"c{c}.s{j}" for i, c in enumerate(self.cids) for j in range(self.P[i])]
+        known = self.server is not None and self.server.masks is not None
         out: dict[str, Any] = {"states": states, "A_hat": states, "A_full": states,
-                               "A_offdiag_se": states, "A_offdiag_pvalue": states,
-                               "A_offdiag_known_zero": states}
+                               "A_offdiag_se": states, "A_offdiag_pvalue": states}
+        if known:
+            out["A_offdiag_known_zero"] = states
         if any(self.U):
             inputs = [f"c{c}.u{j}" for i, c in enumerate(self.cids) for j in range(self.U[i])]
             B = {"rows": states, "cols": inputs}
             out.update({"inputs": inputs, "B_hat": B, "B_offdiag_se": B,
-                        "B_offdiag_pvalue": B, "B_offdiag_known_zero": B})
+                        "B_offdiag_pvalue": B})
+            if known:
+                out["B_offdiag_known_zero"] = B
         meas = {str(c): split(self.nodes[c].props.get("names")) for c in self.cids
                 if c in self.nodes}
         out["measurements"] = {c: m for c, m in meas.items() if m is not None}
