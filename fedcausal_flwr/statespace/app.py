@@ -68,10 +68,10 @@ def client(algorithm: str, context: Context):
                                f"client {pid}", pid)
     path = node_data_path(context.node_config, f"client {pid}")
     if path is not None:
-        c, names = own_data(path, algorithm, context, f"client {pid}")
         cls = client_class(algorithm)
-        return cls.from_context(context, {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B,
-                                          "u": c.u, **constructor_kwargs(cls, names)})
+        args = node_data(algorithm, context, path, f"client {pid}")
+        names = args.pop("names")
+        return cls.from_context(context, {**args, **constructor_kwargs(cls, names)})
     merged = merged_config(rc, algorithm)
     if str(merged.get("ss-data", "synthetic")) in ("netsim", "plant-csv"):
         allow_run_config_paths(merged, context.node_config,
@@ -81,7 +81,8 @@ def client(algorithm: str, context: Context):
     except ValueError as e:
         raise ValueError(f"client {pid}: {e}") from e
     return client_class(algorithm).from_context(
-        context, {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u})
+        context, {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u, "Q": c.Q,
+                  "R": c.R})
 
 
 def own_data(path, algorithm: str, context: Context, who: str
@@ -94,16 +95,18 @@ def own_data(path, algorithm: str, context: Context, who: str
     (:func:`~fedcausal_flwr.statespace.data.svd_var_client`). Inputs stay in the CSV's units,
     those of a counterfactual query's ``cf-delta``. The names returned are the measurement
     channels'. The Kalman filter runs over one continuous series: a ``segment-column`` is
-    refused."""
-    from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, Table, read_csv, zscored
-    from fedcausal_flwr.statespace.data import merged_config, svd_var_client
+    refused. Empty or NaN/NA/null cells (and a short row's tail) are missing values: the
+    channels are z-scored over their observed cells and the client's filter skips them
+    (:class:`~fedcausal_flwr.statespace.kalman.ClientData`)."""
+    from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, Table, read_csv
+    from fedcausal_flwr.statespace.data import merged_config, observed_zscored, svd_var_client
 
     if str(context.node_config.get(SEGMENT_COLUMN, "") or ""):
         raise ValueError(f"{who}: node config {SEGMENT_COLUMN} is not supported by "
                          f"{algorithm}: its filter runs over one continuous series shared in "
                          "time by every client")
     P = int(merged_config(context.run_config, algorithm)["ss-p"])
-    table = read_csv(path, who, min_rows=max(3, P + 2))
+    table = read_csv(path, who, min_rows=max(3, P + 2), allow_missing=True)
     given = str(context.node_config.get(INPUT_COLUMNS, "") or "")
     inputs = [c.strip() for c in given.split(",") if c.strip()]
     unknown = [c for c in inputs if c not in table.names]
@@ -118,7 +121,7 @@ def own_data(path, algorithm: str, context: Context, who: str
         raise ValueError(f"{table.where(who)}: row 1: {len(y.names)} measurement columns, "
                          f"fewer than the ss-p = {P} states")
     u = table.values[:, [table.names.index(c) for c in inputs]]
-    c, _ = svd_var_client(zscored(y, who), P, who, u=u)
+    c, _ = svd_var_client(observed_zscored(y, who), P, who, u=u)
     return c, y.names
 
 
@@ -154,4 +157,6 @@ def evaluator(full: Mapping[str, Any]
 def node_data(algorithm: str, context: Context, path, who: str) -> dict[str, Any]:
     """The client arguments of a node's own CSV at ``path`` (:func:`own_data`)."""
     c, names = own_data(path, algorithm, context, who)
-    return {"A": c.A, "C": c.C, "K": c.K, "y": c.y, "B": c.B, "u": c.u, "names": names}
+    y, u = c.given()  # NaN where a cell is missing: the client's own filter skips it
+    return {"A": c.A, "C": c.C, "K": c.K, "y": y, "B": c.B, "u": u, "names": names,
+            "Q": c.Q, "R": c.R}

@@ -47,6 +47,11 @@ class FedGCClient(CausalClient):
         The measurements ``y_m`` (T x D).
     B, u : array, optional
         Known inputs ``u_m`` (T x U) of the local filter and their ``B_mm`` (P x U).
+    Q, R : array, optional
+        The noise covariances of the local filter (P x P, D x D), needed when ``y`` or ``u``
+        has missing values (NaN cells): the filter then skips them (see
+        :mod:`fedcausal_flwr.statespace.kalman`). Only the share of missing cells is told to
+        the server (property ``missing``), which drops a client above ``ss-max-missing``.
     state : RecordDict, optional
         Where ``theta_m`` persists between messages (the node's ``context.state``).
     names : sequence of str, optional
@@ -63,12 +68,13 @@ class FedGCClient(CausalClient):
                  B: np.ndarray | None = None, u: np.ndarray | None = None,
                  partition_id: int = 0, num_partitions: int = 1,
                  state: RecordDict | None = None,
-                 names: Sequence[str] | None = None) -> None:
+                 names: Sequence[str] | None = None, Q: np.ndarray | None = None,
+                 R: np.ndarray | None = None) -> None:
         self.who = f"client {partition_id}"
         T, p = np.shape(y)[0], np.shape(A)[0]
         B = np.zeros((p, 0)) if B is None else B
         u = np.zeros((T, 0)) if u is None else u
-        self.data = kalman.checked_client(A, B, C, K, y, u, self.who)
+        self.data = kalman.checked_client(A, B, C, K, y, u, self.who, Q, R)
         self.names = checked_names(names, self.data.dims[2], self.who, "y", "measurements")
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.state = state if state is not None else RecordDict()
@@ -107,11 +113,12 @@ class FedGCClient(CausalClient):
 
     # ---- phases ----------------------------------------------------------------------------
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
-        """Who this client is, its sizes and its measurement names (no data)."""
+        """Who this client is, its sizes, its measurement names and its share of missing
+        cells (no data)."""
         p, u, d = self.data.dims
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
                 "t": int(self.data.y.shape[0]), "p": p, "u": u, "d": d,
-                "names": joined(self.names)}
+                "names": joined(self.names), "missing": float(self.data.missing)}
 
     def setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``ss_setup``: the local blocks."""

@@ -208,7 +208,7 @@ def synthetic_clients(rc: Mapping[str, Any], sys: lti.LTISystem, y: np.ndarray, 
     if ub is not None and only in (None, 0):
         c = out[0]
         out[0] = kalman.ClientData(c.A, np.hstack([c.B, np.eye(sys.P[0])]), c.C, c.K, c.y,
-                               np.hstack([c.u, ub]))
+                                   np.hstack([c.u, ub]), c.Q, c.R)
     return out
 
 
@@ -332,6 +332,25 @@ def load_plant_csv(path: str | Path, group: str = "prefix", nominal_only: bool =
     return {g: (names, np.column_stack(cols)) for g, (names, cols) in sorted(out.items())}
 
 
+def observed_zscored(table: Any, who: str) -> np.ndarray:
+    """A CSV table's values z-scored (:func:`~fedcausal_flwr.data.csvdata.zscored`), over the
+    observed cells of each column when some are missing (NaN stays NaN); a column with
+    fewer than two observed cells is an error naming it."""
+    from fedcausal_flwr.data.csvdata import zscored
+
+    X = table.values
+    if not np.isnan(X).any():
+        return zscored(table, who)
+    for j in np.flatnonzero(np.sum(~np.isnan(X), axis=0) < 2):
+        raise ValueError(f"{table.where(who)}: column {table.names[j]!r} has fewer than two "
+                         "observed cells")
+    sd = np.nanstd(X, axis=0)
+    for j in np.flatnonzero(sd == 0):
+        raise ValueError(f"{table.where(who)}: column {table.names[j]!r} is constant; it "
+                         "carries no information (drop it)")
+    return (X - np.nanmean(X, axis=0)) / sd
+
+
 def svd_var_client(Y: np.ndarray, P: int, who: str = "client", u: np.ndarray | None = None
                    ) -> tuple[kalman.ClientData, np.ndarray]:
     """FedGC's real-data identification of one client: ``(ClientData, states)``.
@@ -339,23 +358,30 @@ def svd_var_client(Y: np.ndarray, P: int, who: str = "client", u: np.ndarray | N
     ``Y = U S V^T``; states ``sqrt(T) U_P`` (unit scale), ``C = V_P S_P / sqrt(T)``; ``A`` (and,
     with known inputs ``u`` (T x U), ``B``) by least squares ``h^t = A h^{t-1} + B u^{t-1}``
     on the states (A shrunk to spectral radius 0.99 if needed); the gain from the residual
-    covariances.
+    covariances ``Q``, ``R`` (kept with the client). Missing (NaN) cells: the identification
+    reads a measurement as 0 (its z-scored mean) and an input as its observed mean
+    (:func:`~fedcausal_flwr.statespace.kalman.filled_inputs`), ``R`` is the variance of the
+    observed residuals; the client's filter then skips them
+    (:class:`~fedcausal_flwr.statespace.kalman.ClientData`).
     """
     T, D = Y.shape
     if D < P:
         raise ValueError(f"{who}: {D} channels left, fewer than P = {P} states")
     u = np.zeros((T, 0)) if u is None else np.asarray(u, dtype=float).reshape(T, -1)
-    U, S, Vt = np.linalg.svd(Y, full_matrices=False)
+    gaps = bool(np.isnan(Y).any() or np.isnan(u).any())
+    Yo, uo = (np.nan_to_num(Y, nan=0.0), kalman.filled_inputs(u)) if gaps else (Y, u)
+    U, S, Vt = np.linalg.svd(Yo, full_matrices=False)
     H = np.sqrt(T) * U[:, :P]
     C = Vt[:P].T * S[:P] / np.sqrt(T)
-    AB = np.linalg.lstsq(np.hstack([H[:-1], u[:-1]]), H[1:], rcond=None)[0].T
+    AB = np.linalg.lstsq(np.hstack([H[:-1], uo[:-1]]), H[1:], rcond=None)[0].T
     A, B = AB[:, :P], AB[:, P:]
     rho = kalman.spectral_radius(A)
     A = A * (0.99 / rho) if rho >= 0.99 else A
-    Q = np.cov((H[1:] - H[:-1] @ A.T - u[:-1] @ B.T).T).reshape(P, P) + 1e-6 * np.eye(P)
-    R = np.diag(np.var(Y - H @ C.T, axis=0) + 1e-6)
+    Q = np.cov((H[1:] - H[:-1] @ A.T - uo[:-1] @ B.T).T).reshape(P, P) + 1e-6 * np.eye(P)
+    var = np.nanvar if gaps else np.var
+    R = np.diag(var(Y - H @ C.T, axis=0) + 1e-6)
     K = kalman.kalman_gain(A, C, Q, R)
-    return kalman.checked_client(A, B, C, K, Y, u, who), H
+    return kalman.checked_client(A, B, C, K, Y, u, who, Q, R), H
 
 
 def central_var(states: list[np.ndarray]) -> np.ndarray:

@@ -94,16 +94,19 @@ def reference(clients: Sequence[ClientData], s: StateSpaceSettings,
 
     ``spar``: the server's start (default:
     :func:`~fedcausal_flwr.statespace.model.initial_server_for`); ``num_rounds``: stop
-    after that many exchanges (default: every window of every epoch). The clients end with
+    after that many exchanges (default: every window of every epoch). The settings'
+    ``known_zero`` blocks (clients by their position) are held at 0. The clients end with
     the last window's gradients applied; ``granger``: standard errors and p-values of the
     final estimates from the last pass over the series (:func:`~fedcausal_flwr.statespace.
     model.granger_test`).
     """
     T = check_lengths(clients)
     cf = isinstance(s, FedCFSettings)
-    spar = spar or ss.initial_server_for([c.dims[0] for c in clients],
-                                         [c.dims[1] if cf else 0 for c in clients], s.init_std,
-                                         s.seed)
+    P = [c.dims[0] for c in clients]
+    U = [c.dims[1] if cf else 0 for c in clients]
+    masks = ss.known_zero_masks(s.zero_blocks(), range(len(clients)), P, U)
+    spar = (ss.initial_server_for(P, U, s.init_std, s.seed, masks) if spar is None
+            else ss.with_known_zero(spar, masks))
     cpar = [ss.initial_client(c, s.init_std, s.seed, m) for m, c in enumerate(clients)]
     hist, stats = [], None
     plan = ss.windows(T, s.window, s.epochs)[:num_rounds]
@@ -114,7 +117,6 @@ def reference(clients: Sequence[ClientData], s: StateSpaceSettings,
         if ss.last_epoch(k + 1, len(plan), T, s.window):
             part = ss.granger_window(win.terms, s.granger_lags)
             stats = part if stats is None else stats + part
-    P = [c.dims[0] for c in clients]
-    U = [c.dims[1] if cf else 0 for c in clients]
-    test = None if stats is None else ss.granger_test(stats, spar.A_hat, spar.B_hat, P, U)
+    test = None if stats is None else ss.granger_test(stats, spar.A_hat, spar.B_hat, P, U,
+                                                      spar.masks)
     return ReferenceRun(cpar, spar, hist, test)

@@ -129,7 +129,8 @@ def oracle_filter(sys: LTISystem, y: np.ndarray, u: np.ndarray | None = None) ->
 
 def split_clients(sys: LTISystem, y: np.ndarray, u: np.ndarray, only: int | None = None
                   ) -> list[ClientData]:
-    """Per-client data with local DARE gains from the local blocks and noise covariances."""
+    """Per-client data with local DARE gains from the local blocks and noise covariances
+    (kept with the client for a series with missing values)."""
     out = []
     for m in range(len(sys.P)) if only is None else [only]:
         A = sys.block(sys.A, sys.P, sys.P, m, m)
@@ -139,5 +140,5 @@ def split_clients(sys: LTISystem, y: np.ndarray, u: np.ndarray, only: int | None
         da, ua = offsets(sys.D), offsets(sys.U)
         out.append(ClientData(A, sys.block(sys.B, sys.P, sys.U, m, m), C,
                               kalman_gain(A, C, Q, R), y[:, da[m]:da[m + 1]],
-                              u[:, ua[m]:ua[m + 1]]))
+                              u[:, ua[m]:ua[m + 1]], Q, R))
     return out

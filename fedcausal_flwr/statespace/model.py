@@ -24,7 +24,7 @@ Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
@@ -136,6 +136,10 @@ class StateSpaceSettings(RunSettings):
     false-positive rate ``docs/algorithms/fedgc.md`` reports. ``granger_lags``: the
     Newey-West lags of the standard errors (-1: :func:`hac_lags` of each window's rows;
     0: White's, which ignores the scores' serial correlation). The server alone reads both.
+    ``known_zero``: coupling blocks the user knows to be zero, e.g. ``"A:1<-0, A:2<-*,
+    B:1<-0"`` (:func:`parse_known_zero`), held at exactly 0 in every iterate
+    (:func:`known_zero_masks`); empty: none. ``max_missing``: a client whose share of missing
+    cells (of ``y`` and ``u``) is above it is dropped at setup, named. The server reads both.
     """
 
     section: ClassVar[str] = "statespace"
@@ -162,9 +166,14 @@ class StateSpaceSettings(RunSettings):
     init_std: float = setting(0.0, ge=0, wire=True)
     granger_alpha: float = setting(0.05, "ss-granger-alpha", ge=0, lt=1)
     granger_lags: int = setting(-1, "ss-granger-lags", ge=-1, le=MAX_ROWS)
+    known_zero: str = setting("", "ss-known-zero",
+                              doc="coupling blocks known to be 0: 'A:1<-0, A:2<-*, B:1<-0'")
+    max_missing: float = setting(0.5, "ss-max-missing", ge=0, le=1,
+                                 doc="largest share of missing cells a client may have")
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self.zero_blocks()
         if self.difference and self.window < 2:
             raise ValueError(f"run config 'statespace.ss-difference' = true needs "
                              f"'statespace.ss-window' >= 2 (got {self.window}): a window of one "
@@ -179,6 +188,10 @@ class StateSpaceSettings(RunSettings):
         ``statespace.ss-window=1000 statespace.ss-epochs=30 statespace.ss-lr-server=0.3
         statespace.ss-lr-client=1.5``."""
         return cls(**{**PAPER_SCHEDULE, **changes})
+
+    def zero_blocks(self) -> tuple[ZeroBlock, ...]:
+        """The parsed ``known_zero`` (a syntax error names the key)."""
+        return parse_known_zero(self.known_zero, f"run config {self.app_key('ss-known-zero')!r}")
 
 
 @dataclass(frozen=True)
@@ -201,6 +214,13 @@ class FedGCSettings(StateSpaceSettings):
     target: str = setting("innovation", "ss-gc-target", choices=("predicted", "innovation"),
                           wire=True)
     difference: bool = setting(True, "ss-difference", wire=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        inputs = [str(b) for b in self.zero_blocks() if b.matrix == "B"]
+        if inputs:
+            raise ValueError(f"run config {self.app_key('ss-known-zero')!r}: {inputs}: FedGC "
+                             "learns no input blocks B_mn (only FedCF does)")
 
 
 @dataclass(frozen=True)
@@ -249,6 +269,113 @@ class FedCFSettings(StateSpaceSettings):
         return np.array([float(p) for p in self.cf_delta.split(",") if p.strip()])
 
 
+# ---- known-zero blocks -----------------------------------------------------------------------
+ANY_CLIENT = "*"
+
+
+class ZeroBlock(NamedTuple):
+    """``matrix`` (``"A"`` or ``"B"``) block ``(target, source)`` known to be 0: client
+    ``source``'s state (input) does not drive client ``target``'s state; None: every client."""
+
+    matrix: str
+    target: int | None
+    source: int | None
+
+    def __str__(self) -> str:
+        def name(c: int | None) -> str:
+            return ANY_CLIENT if c is None else str(c)
+        return f"{self.matrix}:{name(self.target)}<-{name(self.source)}"
+
+
+def _client_id(text: str, statement: str, where: str) -> int | None:
+    """A partition id (``3`` or ``c3``, the result's naming) or ``*`` (None)."""
+    t = text.strip()
+    if t == ANY_CLIENT:
+        return None
+    digits = t[1:] if t[:1] in ("c", "C") else t
+    if not digits.isdigit():
+        raise ValueError(f"{where}: {statement!r}: {t!r} is not a client; name one by its "
+                         "partition id (e.g. 2 or c2) or '*' for every client")
+    return int(digits)
+
+
+def parse_known_zero(text: str, where: str = "known-zero") -> tuple[ZeroBlock, ...]:
+    """The comma-separated statements ``A:m<-n`` (``A_mn = 0``: client n's state does not
+    drive client m's; also written ``A:n->m``) and ``B:m<-n`` (``B_mn = 0``: client n's input
+    does not drive client m's state), clients by partition id or ``*`` (every client, the
+    diagonal block left out); a malformed statement is a ValueError naming ``where``."""
+    out = []
+    for item in (t.strip() for t in str(text).split(",")):
+        if not item:
+            continue
+        matrix, colon, body = item.partition(":")
+        matrix = matrix.strip().upper()
+        arrows = [a for a in ("<-", "->") if body.count(a) == 1]
+        if not colon or matrix not in ("A", "B") or len(arrows) != 1:
+            raise ValueError(f"{where}: {item!r} is not a known-zero block; write "
+                             "'A:target<-source' or 'B:target<-source' (partition ids or "
+                             "'*'), e.g. 'A:1<-0, A:2<-*, B:1<-0'")
+        left, right = body.split(arrows[0])
+        target, source = (left, right) if arrows[0] == "<-" else (right, left)
+        block_ = ZeroBlock(matrix, _client_id(target, item, where),
+                           _client_id(source, item, where))
+        if block_.target is not None and block_.target == block_.source:
+            raise ValueError(f"{where}: {item!r}: the diagonal block is client "
+                             f"{block_.target}'s own, known to it and not learned")
+        out.append(block_)
+    return tuple(out)
+
+
+def known_zero_masks(blocks: Sequence[ZeroBlock], cids: Sequence[int], P: Sequence[int],
+                     U: Sequence[int], known: Sequence[int] | None = None
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Boolean ``(zero_A, zero_B)`` over the full ``A_hat`` (``B_hat``) of the clients
+    ``cids`` (sizes ``P``, ``U``), True on the known-zero blocks; None without statements.
+
+    ``known``: every client of the federation (default ``cids``); a statement naming a
+    client outside it is a ValueError naming the client, one naming a known client that
+    is not in ``cids`` (dropped) holds no block.
+    """
+    if not blocks:
+        return None
+    known = list(cids) if known is None else list(known)
+    for b in blocks:
+        for c in (b.target, b.source):
+            if c is not None and c not in known:
+                raise ValueError(f"known-zero block {str(b)!r}: no client {c}; the "
+                                 f"federation's clients are {sorted(known)}")
+    pa, ua = offsets(P), offsets(U)
+    zero_A = np.zeros((pa[-1], pa[-1]), dtype=bool)
+    zero_B = np.zeros((pa[-1], ua[-1]), dtype=bool)
+    for b in blocks:
+        Z, cols = (zero_A, pa) if b.matrix == "A" else (zero_B, ua)
+        for m, cm in enumerate(cids):
+            for n, cn in enumerate(cids):
+                if m != n and b.target in (None, cm) and b.source in (None, cn):
+                    Z[pa[m]:pa[m + 1], cols[n]:cols[n + 1]] = True
+    return zero_A, zero_B
+
+
+def zero_block_list(Z: np.ndarray, cids: Sequence[int], rows: Sequence[int],
+                    cols: Sequence[int]) -> list[list[int]]:
+    """``[[target, source], ...]`` client ids of the blocks ``Z`` holds at zero."""
+    r, c = offsets(rows), offsets(cols)
+    return [[int(cm), int(cn)] for m, cm in enumerate(cids) for n, cn in enumerate(cids)
+            if m != n and r[m + 1] > r[m] and c[n + 1] > c[n]
+            and Z[r[m]:r[m + 1], c[n]:c[n + 1]].all()]
+
+
+def with_known_zero(par: ServerParams, masks: tuple[np.ndarray, np.ndarray] | None
+                    ) -> ServerParams:
+    """``par`` carrying ``masks`` (:func:`known_zero_masks`), its known-zero entries set to
+    exactly 0; ``par`` itself without masks."""
+    if masks is None:
+        return par
+    zA, zB = masks
+    return ServerParams(np.where(zA, 0.0, par.A_hat), np.where(zB, 0.0, par.B_hat),
+                        par.curv_A, par.curv_B, zA, zB)
+
+
 def windows(T: int, W: int, epochs: int) -> list[np.ndarray]:
     """Time indices of every exchange: t = 1..T-1 in chunks of W, ``epochs`` times."""
     if W < 1:
@@ -268,13 +395,21 @@ class ClientParams:
 
 @dataclass
 class ServerParams:
-    """Off-diagonal estimates, full-size with zero diagonal blocks, and the running
-    curvature bounds of their steps."""
+    """Off-diagonal estimates, full-size with zero diagonal blocks, the running curvature
+    bounds of their steps and the known-zero masks (None: no known-zero block; see
+    :func:`with_known_zero`)."""
 
     A_hat: np.ndarray
     B_hat: np.ndarray
     curv_A: float = 0.0
     curv_B: float = 0.0
+    zero_A: np.ndarray | None = None
+    zero_B: np.ndarray | None = None
+
+    @property
+    def masks(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(zero_A, zero_B)``, or None."""
+        return None if self.zero_A is None else (self.zero_A, self.zero_B)
 
 
 def initial_server(P: Sequence[int], U: Sequence[int], init_std: float = 0.0,
@@ -308,10 +443,12 @@ def initial_client(c: ClientData, init_std: float = 0.0, seed: int = 0, m: int =
     return ClientParams(rng.normal(0, init_std, (p, d)), rng.normal(0, init_std, p))
 
 
-def initial_server_for(P: Sequence[int], U: Sequence[int], init_std: float, seed: int
-                       ) -> ServerParams:
-    """Server start of a run: N(0, init_std^2) off-diagonal blocks seeded by ``seed``."""
-    return initial_server(P, U, init_std, np.random.default_rng([seed, 4]))
+def initial_server_for(P: Sequence[int], U: Sequence[int], init_std: float, seed: int,
+                       masks: tuple[np.ndarray, np.ndarray] | None = None) -> ServerParams:
+    """Server start of a run: N(0, init_std^2) off-diagonal blocks seeded by ``seed``, the
+    known-zero blocks (``masks``, :func:`known_zero_masks`) at 0."""
+    return with_known_zero(initial_server(P, U, init_std, np.random.default_rng([seed, 4])),
+                           masks)
 
 
 # ---- the augmented client --------------------------------------------------------------------
@@ -335,9 +472,11 @@ def client_states(c: ClientData, par: ClientParams, ts: np.ndarray, target: str
 
 
 def local_residual(c: ClientData, par: ClientParams, ts: np.ndarray) -> np.ndarray:
-    """``r_a^t = y^t - C (A hhat_a^{t-1} + B u^{t-1} + phi)`` (eq 20 / eq 5), W x D."""
+    """``r_a^t = y^t - C (A hhat_a^{t-1} + B u^{t-1} + phi)`` (eq 20 / eq 5), W x D; 0 in
+    the components of ``y^t`` that were not observed (``c.observed``)."""
     ha_prev = c.hc[ts - 1] + c.y[ts - 1] @ par.theta.T
-    return c.y[ts] - (ha_prev @ c.A.T + c.u[ts - 1] @ c.B.T + par.phi) @ c.C.T
+    r = c.y[ts] - (ha_prev @ c.A.T + c.u[ts - 1] @ c.B.T + par.phi) @ c.C.T
+    return r if c.observed is None else np.where(c.observed[ts], r, 0.0)
 
 
 def local_loss(c: ClientData, par: ClientParams, ts: np.ndarray) -> float:
@@ -504,7 +643,9 @@ def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np
     """``A_hat -= lr / L_A (grad + 2 lambda_g A_hat)``; likewise ``B_hat`` (eqs 3, 14-15).
 
     ``L_A``, ``L_B``: running maxima of the windows' curvature bounds, plus the ridge (on the
-    differenced states and inputs with ``difference``).
+    differenced states and inputs with ``difference``). Known-zero entries (``par.masks``):
+    their gradient is 0 and the new iterate holds them at exactly 0 (a projection, no
+    penalty).
     """
     def curvature(Z: np.ndarray) -> float:
         if difference:
@@ -512,6 +653,9 @@ def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np
         return np.linalg.norm(Z, 2) ** 2 / max(Z.shape[0], 1) if Z.size else 0.0
 
     HC = np.hstack([m[hc_index] for m in msgs])
+    if par.masks is not None:  # the known-zero entries get no gradient
+        win = replace(win, grad_A=np.where(par.zero_A, 0.0, win.grad_A),
+                      grad_B=np.where(par.zero_B, 0.0, win.grad_B))
     cA = max(par.curv_A, 2.0 * max(1.0 + xi, 1.0) * curvature(HC))
     A = par.A_hat - (lr_server / (cA + 2 * lambda_g + 1e-12)) * (
         win.grad_A + 2 * lambda_g * par.A_hat)
@@ -520,7 +664,7 @@ def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np
         UU = np.hstack([m[u_index] for m in msgs])
         cB = max(cB, 2.0 * curvature(UU))
         B = B - (lr_server / (cB + 2 * lambda_g + 1e-12)) * (win.grad_B + 2 * lambda_g * B)
-    return ServerParams(A, B, cA, cB)
+    return with_known_zero(ServerParams(A, B, cA, cB), par.masks)
 
 
 # ---- standard errors and the Granger test ----------------------------------------------------
@@ -590,7 +734,8 @@ def off_diagonal_columns(P: Sequence[int], U: Sequence[int], m: int) -> np.ndarr
 
 
 def granger_test(stats: GrangerStats, A_hat: np.ndarray, B_hat: np.ndarray,
-                 P: Sequence[int], U: Sequence[int]) -> GrangerTest:
+                 P: Sequence[int], U: Sequence[int],
+                 masks: tuple[np.ndarray, np.ndarray] | None = None) -> GrangerTest:
     """Sandwich standard errors and Wald t-tests of every learned entry.
 
     ``V_i = H_J^{-1} Omega_i,J H_J^{-1}`` for row i of client m's blocks, ``J`` the columns
@@ -600,12 +745,17 @@ def granger_test(stats: GrangerStats, A_hat: np.ndarray, B_hat: np.ndarray,
     correlated scores: filter errors, differencing); ``A_hat`` after k full-batch normalized
     steps from 0 is that minimiser shrunk by ``I - (I - lr H / L)^k`` (eigenvalues in
     [0, 1]), whose covariance is no larger, so the test is conservative before convergence.
+    Known-zero entries (``masks``) are not learned: ``J`` leaves them out (the restricted
+    fit's covariance) and their standard error and p-value are NaN (fixed by the user).
     """
     pa, n_a = offsets(P), sum(P)
     se = np.zeros((n_a, n_a + sum(U)))
     df = np.ones((n_a, 1))
+    Z = None if masks is None else np.hstack(masks)
     for m in range(len(P)):
         J = off_diagonal_columns(P, U, m)
+        if Z is not None and P[m]:
+            J = J[~Z[pa[m], J]]
         if not J.size:
             continue
         Hinv = np.linalg.pinv(stats.hessian[np.ix_(J, J)])
@@ -617,6 +767,8 @@ def granger_test(stats: GrangerStats, A_hat: np.ndarray, B_hat: np.ndarray,
     with np.errstate(divide="ignore", invalid="ignore"):
         p = 2.0 * student_t.sf(np.abs(est / se), df)
     p[~(se > 0)] = 1.0  # nothing learned there: A_hat (B_hat) is 0
+    if Z is not None:
+        se[Z], p[Z] = np.nan, np.nan
     return GrangerTest(se[:, :n_a], p[:, :n_a], se[:, n_a:], p[:, n_a:])
 
 

@@ -26,6 +26,14 @@ One recorded round is one window: ``epochs * ceil((T - 1) / W)`` rounds;
 diagonal blocks are the clients' own ``A_mm``), with the step bounds starting afresh.
 With ``dp`` the run reports per-release and composed epsilon in ``metrics["privacy"]``.
 
+Known-zero blocks (``ss-known-zero``, clients by partition id) are checked against the
+discovered clients at setup (an unknown client is an error naming it, before any window)
+and held at exactly 0 in every iterate; the result reports them
+(``A_offdiag_known_zero``, ``metrics["knowledge"]``) with NaN standard errors and p-values.
+Each client reports its share of missing cells at discovery (property ``missing``, one number:
+no cell value); a client above ``ss-max-missing`` is dropped at setup with the reason, the
+others' shares go to ``metrics["missing"]``.
+
 FedCF strategy: FedGC's protocol with inputs ``B_mn``, the residual term and counterfactuals.
 
 Mohamed, Mohanty, Gebraeel, federated counterfactual learning in LTI state space. Every
@@ -52,7 +60,13 @@ from typing import Any
 
 import numpy as np
 
-from fedcausal_flwr.federation.strategy import CausalStrategy, NodeInfo, ProtocolStopped, Shape
+from fedcausal_flwr.federation.strategy import (
+    CausalStrategy,
+    NodeInfo,
+    ProtocolStopped,
+    Shape,
+    TooFewReplies,
+)
 from fedcausal_flwr.names import split
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.statespace import kalman
@@ -85,6 +99,7 @@ class FedGC(CausalStrategy):
         self.cids: list[int] = []
         self.plan: list[np.ndarray] = []
         self.granger: ss.GrangerStats | None = None
+        self.missing: dict[int, float] = {}
 
     def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
         """Clients must agree on the number of time steps ``t`` (sizes may differ)."""
@@ -123,21 +138,45 @@ class FedGC(CausalStrategy):
 
     # ---- the protocol -------------------------------------------------------------------
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
-        """Sizes of every client (states, measurements, inputs), the window plan and the
-        server's start."""
+        """Clients within the missing-value limit (:meth:`within_missing_limit`), sizes of
+        every client (states, measurements, inputs), the window plan and the server's start
+        with the known-zero blocks (an unknown client is an error here, before any window)."""
+        discovered = sorted(nodes)
+        nodes = self.within_missing_limit(nodes)
         self.cids = sorted(nodes)
         self.T = int(nodes[self.cids[0]].props["t"])
         self.P = [int(nodes[c].props["p"]) for c in self.cids]
         self.D = [int(nodes[c].props["d"]) for c in self.cids]
         self.U = self.input_sizes(nodes)
         self.plan = ss.windows(self.T, self.settings.window, self.settings.epochs)
+        try:
+            masks = ss.known_zero_masks(self.settings.zero_blocks(), self.cids, self.P, self.U,
+                                        known=discovered)
+        except ValueError as e:
+            raise ValueError(f"run config {self.settings.app_key('ss-known-zero')!r}: {e}"
+                             ) from None
         self.server = ss.initial_server_for(self.P, self.U, self.settings.init_std,
-                                            self.settings.seed)
+                                            self.settings.seed, masks)
         self.granger = None
+
+    def within_missing_limit(self, nodes: Mapping[int, NodeInfo]) -> dict[int, NodeInfo]:
+        """The clients whose share of missing cells (property ``missing``; 0 when a client
+        does not report it) is at most ``max_missing``; the others are dropped, named, with
+        their share. Every share is kept for ``metrics["missing"]``."""
+        self.missing = {c: float(i.props.get("missing", 0.0)) for c, i in sorted(nodes.items())}
+        limit = self.settings.max_missing
+        for c in [c for c, share in self.missing.items() if share > limit]:
+            self.drop(f"client {c}", f"{self.missing[c]:.1%} of its cells are missing, more "
+                      f"than {self.settings.app_key('ss-max-missing')} = {limit:g}")
+            del self.nodes[c]
+        if len(self.nodes) < self.min_nodes:
+            raise TooFewReplies(f"{len(self.nodes)} clients within the missing-value limit, "
+                                f"min-nodes={self.min_nodes}")
+        return {c: i for c, i in nodes.items() if c in self.nodes}
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start from ``[A_hat]`` (its off-diagonal blocks) instead of the default start."""
-        self.server = self._warm(arrays, ["A_hat"])
+        self.server = ss.with_known_zero(self._warm(arrays, ["A_hat"]), self.server.masks)
 
     def _warm(self, arrays: list[np.ndarray], names: list[str]) -> ss.ServerParams:
         n, k = sum(self.P), sum(self.U)
@@ -235,6 +274,20 @@ class FedGC(CausalStrategy):
         super()._finish(result, t0)  # resets metrics to the final evaluation
         if self.settings.dp:
             result.metrics["privacy"] = self.privacy(len(result.history))
+        if self.missing:
+            result.metrics["missing"] = {str(c): v for c, v in self.missing.items()}
+        if self.server is not None and self.server.masks is not None:
+            result.metrics["knowledge"] = self.knowledge()
+
+    def knowledge(self) -> dict[str, Any]:
+        """The known-zero blocks as given and as held: ``[[target, source], ...]`` client
+        ids of ``A`` (and ``B``)."""
+        zA, zB = self.server.masks
+        out: dict[str, Any] = {"known_zero": self.settings.known_zero,
+                               "A": ss.zero_block_list(zA, self.cids, self.P, self.P)}
+        if any(self.U):
+            out["B"] = ss.zero_block_list(zB, self.cids, self.P, self.U)
+        return out
 
     def result_names(self) -> dict[str, Any]:
         """The learned matrices are over the clients' latent states: ``c<client>.s<i>``
@@ -244,13 +297,18 @@ class FedGC(CausalStrategy):
         if not self.cids:
             return {}
         states = [f"c{c}.s{j}" for i, c in enumerate(self.cids) for j in range(self.P[i])]
+        known = self.server is not None and self.server.masks is not None
         out: dict[str, Any] = {"states": states, "A_hat": states, "A_full": states,
                                "A_offdiag_se": states, "A_offdiag_pvalue": states}
+        if known:
+            out["A_offdiag_known_zero"] = states
         if any(self.U):
             inputs = [f"c{c}.u{j}" for i, c in enumerate(self.cids) for j in range(self.U[i])]
             B = {"rows": states, "cols": inputs}
             out.update({"inputs": inputs, "B_hat": B, "B_offdiag_se": B,
                         "B_offdiag_pvalue": B})
+            if known:
+                out["B_offdiag_known_zero"] = B
         meas = {str(c): split(self.nodes[c].props.get("names")) for c in self.cids
                 if c in self.nodes}
         out["measurements"] = {c: m for c, m in meas.items() if m is not None}
@@ -262,18 +320,21 @@ class FedGC(CausalStrategy):
         if self.granger is None or self.server is None:
             return None
         return ss.granger_test(self.granger, self.server.A_hat, self.server.B_hat, self.P,
-                               self.U)
+                               self.U, self.server.masks)
 
     def estimates(self) -> dict[str, np.ndarray]:
         """Learned off-diagonal blocks, the full estimate with the known diagonal blocks and,
         after a pass over the series, each learned entry's standard error and p-value for
         "no Granger effect" (``A_offdiag_se``, ``A_offdiag_pvalue``: 0 and 1 on the known
-        diagonal blocks)."""
+        diagonal blocks, NaN on known-zero blocks) and, with known-zero blocks, their mask
+        ``A_offdiag_known_zero`` (True: held at 0 by the user's knowledge)."""
         if self.server is None or not hasattr(self, "A_diag"):
             return {}
         out = {"A_hat": self.server.A_hat,
                "A_full": ss.full_estimate(self.A_diag, self.server.A_hat),
                "client_ids": np.array(self.cids)}
+        if self.server.masks is not None:
+            out["A_offdiag_known_zero"] = self.server.zero_A
         test = self.granger_test()
         if test is not None:
             out.update({"A_offdiag_se": test.se_A, "A_offdiag_pvalue": test.pvalue_A})
@@ -341,13 +402,16 @@ class FedCF(FedGC):
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start from ``[A_hat, B_hat]`` (their off-diagonal blocks)."""
-        self.server = self._warm(arrays, ["A_hat", "B_hat"])
+        self.server = ss.with_known_zero(self._warm(arrays, ["A_hat", "B_hat"]),
+                                         self.server.masks)
 
     def estimates(self) -> dict[str, np.ndarray]:
         """FedGC's estimates plus ``B_hat`` (and ``B_offdiag_se``, ``B_offdiag_pvalue``)."""
         out = super().estimates()
         if out:
             out["B_hat"] = self.server.B_hat
+            if self.server.masks is not None:
+                out["B_offdiag_known_zero"] = self.server.zero_B
             test = self.granger_test()
             if test is not None:
                 out.update({"B_offdiag_se": test.se_B, "B_offdiag_pvalue": test.pvalue_B})

@@ -140,7 +140,7 @@ def test_bad_input_raises_naming_the_client():
     _, clients = all_clients(merged_config(RC))
     c = clients[0]
     y = c.y.copy()
-    y[2, 0] = np.nan
+    y[2, 0] = np.inf  # NaN is a missing value (tests/statespace/test_missing_statespace.py)
     with pytest.raises(ValueError, match="client 7: y has 1 non-finite"):
         FedGCClient(c.A, c.C, c.K, y, partition_id=7)
     client = FedGCClient(c.A, c.C, c.K, c.y, partition_id=7)

@@ -259,8 +259,10 @@ def test_windows_cover_every_step_each_epoch():
 
 
 @pytest.mark.parametrize("change,match", [
-    (lambda d: d.update(y=np.where(np.arange(d["y"].size).reshape(d["y"].shape) == 7, np.nan,
+    (lambda d: d.update(y=np.where(np.arange(d["y"].size).reshape(d["y"].shape) == 7, np.inf,
                                    d["y"])), "non-finite"),
+    (lambda d: d.update(y=np.where(np.arange(d["y"].size).reshape(d["y"].shape) == 7, np.nan,
+                                   d["y"])), "missing values in y or u: .* needs the noise"),
     (lambda d: d.update(A=1.2 * np.eye(2)), "unstable"),
     (lambda d: d.update(C=np.ones((4, 2))), "full column rank"),
     (lambda d: d.update(u=d["u"][:-1]), "T x U"),
