@@ -528,8 +528,12 @@ def knowledge_config(path: Path, algorithm: str) -> dict[str, str]:
     from fedcausal_flwr import registry
     from fedcausal_flwr.knowledge import Knowledge
 
-    section = registry.get(algorithm).section
-    return {f"{section}.{k}": v for k, v in Knowledge.from_file(path).config().items() if v}
+    alg = registry.get(algorithm)
+    if "forbid" not in alg.settings_class().keys():
+        raise ValueError(f"{algorithm} takes no edge knowledge (FDBNL, PFDBNL and VFedCD do; "
+                         "FedGC/FedCF take statespace.ss-known-zero)")
+    return {f"{alg.section}.{k}": v for k, v in Knowledge.from_file(path).config().items()
+            if v}
 
 
 def main(argv: list[str] | None = None) -> int:

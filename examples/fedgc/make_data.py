@@ -22,5 +22,9 @@ for k, prefix in enumerate(["boiler", "turbine"]):
     C = rng.standard_normal((3, 2))
     y = s[:, 2 * k:2 * k + 2] @ C.T + 0.1 * rng.standard_normal((T, 3))
     names = [f"{prefix}_{m}" for m in ("temp", "flow", "vibration")]
-    rows = [",".join(names)] + [",".join(f"{v:.4f}" for v in r) for r in y]
+    cells = [[f"{v:.4f}" for v in r] for r in y]
+    if k == 1:  # a few empty cells: the Kalman filter updates from the observed ones
+        for i, j in ((30, 0), (31, 0), (97, 2), (150, 1)):
+            cells[i][j] = ""
+    rows = [",".join(names)] + [",".join(r) for r in cells]
     (out / f"plant{k}.csv").write_text("\n".join(rows) + "\n")

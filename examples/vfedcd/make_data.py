@@ -20,6 +20,9 @@ for k, cols in enumerate([{"age": age, "bmi": bmi, "glucose": glucose},
                           {"insulin": insulin, "risk": risk}]):
     held = np.arange(60) + 6 * k
     order = rng.permutation(held)  # each party's own row order: aligned by keyed ID hashes
-    rows = [",".join(["id", *cols])] + [",".join([ids[i], *(f"{c[i]:.4f}" for c in
-                                                             cols.values())]) for i in order]
+    cells = [[ids[i], *(f"{c[i]:.4f}" for c in cols.values())] for i in order]
+    if k == 1:  # a few empty cells: no loss on them, the column's mean as an input
+        for r, j in ((4, 1), (20, 2), (33, 1)):
+            cells[r][j] = ""
+    rows = [",".join(["id", *cols])] + [",".join(r) for r in cells]
     (out / f"party{k}.csv").write_text("\n".join(rows) + "\n")

@@ -130,3 +130,18 @@ def test_an_authenticated_deployment_binds_partitions_where_the_app_declares_the
     # an App that does not declare it (flwr run would refuse the key) decides in its ServerApp
     assert launch.BIND_KEY not in launch.declared_keys(example)
     assert launch.deploy_run_config({}, example, secure=True) == {}
+
+
+def test_knowledge_file_becomes_the_algorithms_run_config_keys(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "k.csv"
+    path.write_text("exogenous,temp\nrequire,valve,flow,0\n")
+    assert launch.knowledge_config(path, "fdbnl") == {"dbn.require": "valve->flow@0",
+                                                      "dbn.exogenous": "temp"}
+    assert launch.knowledge_config(path, "vfedcd")["vertical.exogenous"] == "temp"
+    with pytest.raises(ValueError, match="ss-known-zero"):
+        launch.knowledge_config(path, "fedgc")
+    started = []
+    monkeypatch.setattr(launch, "deploy", lambda *a, **k: started.append(a))
+    path.write_text("maybe,a,b\n")
+    assert launch.main(["deploy", "--knowledge", str(path)]) == 2 and not started
+    assert "row 1: expected forbid" in capsys.readouterr().err
