@@ -1,0 +1,166 @@
+"""Where FDBNL's time goes as the graph grows (issue 23, goal 4): a first measurement.
+
+The reference loop (``fdbnl_reference``'s core calls in its order, App defaults) on stationary
+SVAR data (ER, mean degree 4, p = 1, paper weights), K clients of ``--rows`` rows each, one
+thread (BLAS pinned), CPU seconds (``time.process_time``) split by component:
+
+- ``client``: the clients' closed-form local steps (2), all K per round;
+- ``expm``: h(W) and its gradient (one matrix exponential per objective evaluation) inside
+  the server step (3);
+- ``bounds``: scipy's conversion of the L-BFGS-B bounds (``Bounds`` -> old list -> arrays,
+  two Python loops over the 2 d^2 split variables per call);
+- ``lbfgsb``: the rest of the server's L-BFGS-B call (its own iterations, the objective
+  without h);
+- ``server other``: duals, alpha/rho, residual.
+
+Also the rounds, objective evaluations per round, SHD(W)/SHD(A) at the default tau, the peak
+memory of the process (server and clients together: the server holds W, A and 2K duals; a
+client its moments, (d + pd)^2 floats) and the exponent of CPU ~ d^b fitted over the sizes.
+``--max-rounds`` caps a large d (then the per-round numbers are measured, the total is not).
+
+    python simulations/bench/large_graphs.py --sizes 50 100 200 400 --seeds 100
+"""
+
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")  # CPU seconds of one thread: set before numpy loads BLAS
+
+import resource  # noqa: E402
+import time  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from typing import Any  # noqa: E402
+
+import _sims  # noqa: E402, F401 - simulations/ on sys.path
+import numpy as np  # noqa: E402
+import scipy.optimize._lbfgsb_py as slb  # noqa: E402
+import scipy.optimize._minimize as smin  # noqa: E402
+from harness import fmt, log, markdown, parser, read_results, settings, write_results  # noqa: E402
+
+from fedcausal_flwr.dbn import model as dbn  # noqa: E402
+from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics  # noqa: E402
+from fedcausal_flwr.dbn.synthetic import federated_dbn  # noqa: E402
+
+NAME = "large_graphs"
+
+
+class Meter:
+    """CPU seconds and calls per component, by wrapping the functions that do the work."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+
+    @contextmanager
+    def part(self, name: str):
+        t0 = time.process_time()
+        try:
+            yield
+        finally:
+            self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - t0
+            self.calls[name] = self.calls.get(name, 0) + 1
+
+    def wrap(self, owner: Any, attr: str, name: str) -> None:
+        fn = getattr(owner, attr)
+
+        def timed(*a, **k):
+            with self.part(name):
+                return fn(*a, **k)
+
+        setattr(owner, attr, timed)
+
+
+METER = Meter()
+METER.wrap(dbn, "_h_and_grad", "expm")
+METER.wrap(smin, "new_bounds_to_old", "bounds")  # minimize: Bounds -> old list
+METER.wrap(slb, "old_bound_to_new", "bounds")  # L-BFGS-B: old list -> arrays
+
+
+def run(d: int, K: int, rows: int, seed: int, max_rounds: int) -> dict[str, Any]:
+    clients, truths = federated_dbn(seed, K, rows, d, p=1, weights="paper", generator="svar")
+    m = METER
+    m.cpu.clear()
+    m.calls.clear()
+    t0 = time.process_time()
+    moms = [dbn.moments(*c) for c in clients]
+    moments_s = time.process_time() - t0
+    s = dbn.FDBNLSettings(max_rounds=max_rounds)
+    state = dbn.initial_state(d, 1, s.rho1, s.rho2)
+    rounds = 0
+    t_all = time.process_time()
+    while not dbn.converged(state, **s.stop_args()):
+        with m.part("client"):
+            local = {k: dbn.admm_local_step(moms[k], *dbn.fdbnl_client_payload(state, k),
+                                            rho2=state.rho2) for k in range(K)}
+        with m.part("server"):
+            state = dbn.fdbnl_server_round(state, local, **s.fdbnl_round_args())
+        rounds += 1
+    total = time.process_time() - t_all
+    server = m.cpu["server"]
+    expm, bounds = m.cpu.get("expm", 0.0), m.cpu.get("bounds", 0.0)
+    metrics = dbn_graph_metrics(state.W, state.A, *truths[0], s.tau_w, s.tau_a)
+    return {"d": d, "K": K, "rows": rows, "seed": seed, "rounds": rounds,
+            "converged": bool(state.h <= s.h_tol and state.residual <= s.primal_tol),
+            "cpu_s": total, "moments_s": moments_s, "client_s": m.cpu["client"],
+            "expm_s": expm, "bounds_s": bounds,
+            "lbfgsb_s": server - expm - bounds, "evaluations": m.calls.get("expm", 0),
+            "true_edges_w": int(np.sum(truths[0][0] != 0)),
+            "shd_w": float(metrics["shd_w"]), "shd_a": float(metrics["shd_a"]),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "client_moments_mb": 8 * (2 * d) ** 2 / 2**20}
+
+
+def exponent(rows: list[dict[str, Any]]) -> float | None:
+    """b of CPU per round ~ d^b, least squares on the log scale."""
+    pts = [(r["d"], r["cpu_s"] / r["rounds"]) for r in rows if r["rounds"]]
+    if len({d for d, _ in pts}) < 2:
+        return None
+    x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def table(r: dict[str, Any]) -> str:
+    rows = [[x["d"], x["K"], x["rounds"] if x["converged"] else f"{x['rounds']} (capped)",
+             f"{x['cpu_s']:.1f}", f"{x['cpu_s'] / x['rounds']:.2f}",
+             f"{x['client_s']:.1f}", f"{x['expm_s']:.1f}", f"{x['bounds_s']:.1f}",
+             f"{x['lbfgsb_s']:.1f}", f"{x['evaluations'] / x['rounds']:.0f}",
+             f"{x['shd_w']:.0f} / {x['true_edges_w']}", f"{x['shd_a']:.0f}",
+             f"{x['peak_rss_mb']:.0f}"] for x in r["rows"]]
+    head = ["d", "K", "rounds", "CPU s", "per round", "clients", "expm", "bounds",
+            "L-BFGS-B rest", "evals/round", "SHD(W) / true edges", "SHD(A)", "peak RSS MB"]
+    b = r.get("exponent")
+    return markdown(head, rows) + ("" if b is None else
+                                   f"\n\nCPU per round ~ d^{fmt(b)} over these sizes.")
+
+
+def table_large_graphs() -> str:
+    return table(read_results(NAME))
+
+
+TABLES = {"large_graphs": table_large_graphs}
+
+
+def main() -> None:
+    ap = parser(__doc__.splitlines()[0], seeds=[100])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 200, 400])
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--rows", type=int, default=300)
+    ap.add_argument("--max-rounds", type=int, default=dbn.FDBNLSettings().max_rounds)
+    args = ap.parse_args()
+    out = []
+    for seed in args.seeds:
+        for d in args.sizes:
+            row = run(d, args.clients, args.rows, seed, args.max_rounds)
+            log(f"d {d}: {row['rounds']} rounds, {row['cpu_s']:.1f} s CPU (clients "
+                f"{row['client_s']:.1f}, expm {row['expm_s']:.1f}, bounds {row['bounds_s']:.1f}, "
+                f"L-BFGS-B rest {row['lbfgsb_s']:.1f}), SHD(W) {row['shd_w']:.0f}")
+            out.append(row)
+    res = {"settings": settings(args), "rows": out, "exponent": exponent(out)}
+    print(table(res))
+    write_results(NAME, res, args.out)
+
+
+if __name__ == "__main__":
+    main()
