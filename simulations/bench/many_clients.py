@@ -1,0 +1,422 @@
+"""Thousands of clients: FDBNL (and FedIV) at K = 5 to 1,000 under Flower's simulation (issue 23).
+
+Two parts, on this machine's CPUs:
+
+* ``inprocess``: the App's FDBNL strategy (``fedcausal_flwr.dbn.app.strategy``, checkpoint to
+  a temporary folder as the ServerApp does) against the App's ClientApp through an in-process
+  Grid (no Ray, no sockets; replies not kept). Each round's wall time is split into the
+  clients' own computation (the ClientApp call: building the client, its step, its record
+  (de)serialisation) and the server's parts: transport (Flower Messages built, wire log),
+  validation and bookkeeping of the exchange, the screens (magnitude and Byzantine), the
+  algorithm's own server math (payloads, aggregation, record), evaluation against the
+  truth, checkpoint, the recorder and the roster's refresh. The non-client cost per client
+  and round is what must grow at most linearly in K; the strategy base's overhead (screens,
+  checkpoint, bookkeeping) as a fraction of a round is issue 23's goal 5.
+* ``flwr``: ``launch.simulate`` (``flwr run``, Ray, one virtual SuperNode per client, App
+  data): a whole default FDBNL run at each K, FedIV for a few rounds at the largest K, and
+  FDBNL with ``clients-per-round`` at the largest K. Reported: ``flwr run`` wall time, the
+  time before round 1 (discovery: every node builds its client once), seconds per round, and
+  the peak RSS of the ``flwr-simulation`` process (the ServerApp's process: it also holds
+  Flower's in-memory SuperLink state and the Ray driver) and of all its descendants (Ray).
+
+    python simulations/bench/many_clients.py [--clients 5 10 100 1000] [--part inprocess flwr]
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import _sims  # noqa: F401 - simulations/ on sys.path
+import numpy as np
+from harness import (
+    Clock,
+    app_config,
+    check,
+    finish,
+    log,
+    markdown,
+    parser,
+    read_results,
+    script_name,
+    table,
+)
+
+from fedcausal_flwr import launch
+from fedcausal_flwr.client_app import app as client_app
+from fedcausal_flwr.dbn import app as dbn_app
+from fedcausal_flwr.results import load_result
+from fedcausal_flwr.testing import InProcessGrid
+
+SCRIPT = script_name(__file__)
+#: the App's default FDBNL run (synthetic SVAR, d = 10, 100 rows per client, seed 0)
+FDBNL_RC: dict[str, Any] = {"algorithm": "fdbnl", "seed": 0}
+#: FedIV's App defaults, a few rounds (the paper's "abs" scenario, 20,000 pooled rows)
+FEDIV_RC: dict[str, Any] = {"algorithm": "fediv", "seed": 0}
+PARTS = ("inprocess", "flwr")
+#: the server's parts of a round (in-process), the strategy base's among them (goal 5)
+PARTS_OF_ROUND = ("clients", "flower_records", "grid", "exchange_bookkeeping", "screens",
+                  "algorithm", "evaluation", "checkpoint", "recorder", "refresh", "other")
+BASE_PARTS = ("exchange_bookkeeping", "screens", "checkpoint", "recorder", "refresh")
+
+
+# ----------------------------------------------------------------------------- in process
+class _Nothing(list):
+    """A list that keeps nothing (the in-process Grid's audit trail, not wanted here)."""
+
+    def append(self, item: Any) -> None:  # noqa: D102
+        pass
+
+
+def timed(owner: Any, name: str, spent: dict[str, float], key: str | None = None) -> None:
+    """Replace ``owner.name`` by a wrapper that adds its wall time to ``spent[key]``."""
+    fn: Callable[..., Any] = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[key or name] += time.perf_counter() - t0
+
+    setattr(owner, name, wrapper)
+
+
+def inprocess_run(k: int, rounds: int, work: Path) -> dict[str, Any]:
+    """``rounds`` FDBNL rounds at ``k`` clients in process; the round time by part."""
+    rc = app_config("fdbnl", {**FDBNL_RC, "num-rounds": rounds, "node-wait-s": 5.0})
+    strategy = dbn_app.strategy("fdbnl", rc)
+    grid = InProcessGrid(client_app, k, rc)
+    grid.sent, grid.received = _Nothing(), _Nothing()
+    spent: dict[str, float] = defaultdict(float)
+    timed(grid, "_deliver", spent, "clients")
+    for name in ("push_messages", "pull_messages"):
+        timed(grid, name, spent, "grid")
+    for name in ("send", "run"):
+        timed(strategy.channel, name, spent, f"exchange_{name}")
+    for name in ("screen", "flag", "payload", "aggregate", "record"):
+        timed(strategy, name, spent)
+    timed(strategy, "evaluate_fn", spent, "evaluation")
+    timed(strategy.recorder, "close_round", spent)
+    timed(strategy.roster, "refresh", spent)
+    strategy.checkpoint = lambda res: res.checkpoint(work)
+    timed(strategy, "checkpoint", spent)
+    marks: dict[str, Any] = {}
+    open_round = strategy.recorder.open_round
+
+    def first_open() -> dict[str, Any]:
+        if "t1" not in marks:  # discovery is over: count from here
+            marks.update(t1=time.perf_counter(), before=dict(spent))
+        return open_round()
+
+    close_round = strategy.recorder.close_round
+
+    def closed(*a: Any) -> None:
+        close_round(*a)
+        marks.update(t_end=time.perf_counter(), after=dict(spent))  # the end: the last round
+
+    strategy.recorder.open_round = first_open  # type: ignore[method-assign]
+    strategy.recorder.close_round = closed  # type: ignore[method-assign]
+    t0 = time.perf_counter()
+    with flower_records(spent, grid):
+        result = strategy.start(grid=grid)
+    s = {key: marks["after"].get(key, 0.0) - marks["before"].get(key, 0.0)
+         for key in marks["after"]}
+    s = defaultdict(float, s)
+    total = marks["t_end"] - marks["t1"]
+    parts = {
+        "clients": s["clients"],
+        "flower_records": s["records"],
+        "grid": s["grid"] - s["clients"],
+        "exchange_bookkeeping": (s["exchange_run"] - s["grid"] - s["records"] - s["screen"]
+                                 - s["flag"]),
+        "screens": s["screen"] + s["flag"],
+        "algorithm": s["payload"] + s["aggregate"] + s["record"],
+        "evaluation": s["evaluation"],
+        "checkpoint": s["checkpoint"],
+        "recorder": s["close_round"] - s["evaluation"] - s["checkpoint"],
+        "refresh": s["refresh"],
+    }
+    parts["other"] = total - sum(parts.values())
+    n = len(result.history)
+    per_round = {key: v / n for key, v in parts.items()}
+    non_client = (total - parts["clients"]) / n
+    base = sum(per_round[p] for p in BASE_PARTS)
+    return {"K": k, "rounds": n, "status": result.status, "discovery_s": marks["t1"] - t0,
+            "round_s": total / n, "per_round": per_round, "non_client_s": non_client,
+            "non_client_per_client_ms": 1e3 * non_client / k, "base_s": base,
+            "base_fraction": base / (total / n),
+            "base_per_client_ms": 1e3 * base / k}
+
+
+@contextmanager
+def flower_records(spent: dict[str, float], grid: InProcessGrid) -> Iterator[None]:
+    """Time, as ``spent["records"]``, what the exchange spends in Flower's records on the
+    server: building Messages and their ArrayRecord/ConfigRecord/RecordDict (the arrays'
+    serialisation) and a reply's arrays back to numpy (not the clients' own)."""
+    from flwr.app import ArrayRecord
+
+    from fedcausal_flwr.federation import exchange
+
+    names = ("Message", "ArrayRecord", "ConfigRecord", "RecordDict")
+    saved = {n: getattr(exchange, n) for n in names}
+    to_numpy = ArrayRecord.to_numpy_ndarrays
+    inside = {"client": 0}
+
+    def clocked(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if inside["client"]:
+                return fn(*args, **kwargs)
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent["records"] += time.perf_counter() - t0
+        return wrapper
+
+    deliver = grid._deliver
+
+    def in_client(m: Any) -> None:
+        inside["client"] += 1
+        try:
+            deliver(m)
+        finally:
+            inside["client"] -= 1
+
+    for n in names:
+        setattr(exchange, n, clocked(saved[n]))
+    ArrayRecord.to_numpy_ndarrays = clocked(to_numpy)  # type: ignore[method-assign]
+    grid._deliver = in_client  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for n in names:
+            setattr(exchange, n, saved[n])
+        ArrayRecord.to_numpy_ndarrays = to_numpy  # type: ignore[method-assign]
+        grid._deliver = deliver  # type: ignore[method-assign]
+
+
+# ----------------------------------------------------------------------------- flwr run
+def _children() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = defaultdict(list)
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            out[ppid].append(int(proc.name))
+    return out
+
+
+def _kb(pid: int, field: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class Memory(threading.Thread):
+    """Samples, every ``every`` s, the processes under the run's local SuperLink (found by
+    port and FLWR_HOME, as the launcher finds it): the ``flwr-simulation`` process's peak RSS
+    (VmHWM) and the largest sum of RSS over all of them."""
+
+    def __init__(self, port: int, home: Path, every: float = 0.5) -> None:
+        super().__init__(daemon=True)
+        self.port, self.home, self.every = port, home, every
+        self.stop = threading.Event()
+        self.simulation_kb = 0
+        self.tree_kb = 0
+        self.names: set[str] = set()
+
+    def run(self) -> None:  # noqa: D102
+        while not self.stop.wait(self.every):
+            roots = launch._local_superlink_pids(self.port, self.home)
+            if not roots:
+                continue
+            kids, seen, todo = _children(), set(), list(roots)
+            while todo:
+                pid = todo.pop()
+                if pid not in seen:
+                    seen.add(pid)
+                    todo += kids.get(pid, [])
+            total = 0
+            for pid in seen:
+                try:
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                name = " ".join(Path(a.decode(errors="replace")).name for a in argv[:2])
+                self.names.add(name[:60])
+                total += _kb(pid, "VmRSS")
+                if any(Path(a.decode(errors="replace")).name == "flwr-simulation"
+                       for a in argv[:2]):
+                    self.simulation_kb = max(self.simulation_kb, _kb(pid, "VmHWM"))
+            self.tree_kb = max(self.tree_kb, total)
+
+
+def flwr_run(label: str, k: int, rc: dict[str, Any], work: Path, timeout: float
+             ) -> dict[str, Any]:
+    """One ``launch.simulate`` run of ``rc`` at ``k`` SuperNodes: times, rounds, memory."""
+    algorithm = rc["algorithm"]
+    port = launch.free_port_block(launch.SIMULATE_PORTS)
+    home = (work / f"flwr-{label}").resolve()
+    mem = Memory(port, home)
+    mem.start()
+    t0 = time.perf_counter()
+    error = None
+    try:
+        launch.simulate(k, app_config(algorithm, {**rc, "outputs": str(work),
+                                                  "run-name": label}),
+                        flwr_home=home, timeout=timeout, port=port)
+    except Exception as e:  # noqa: BLE001 - reported in the row
+        error = f"{type(e).__name__}: {e}"
+    wall = time.perf_counter() - t0
+    mem.stop.set()
+    mem.join()
+    res = load_result(work / label)
+    hist = res.get("history", [])
+    secs = [float(h.get("seconds", 0.0)) for h in hist]
+    strategy_s = float(res.get("timing", {}).get("wall_s", float("nan")))
+    return {"label": label, "algorithm": algorithm, "K": k, "status": res.get("status"),
+            "error": error, "flwr_wall_s": wall, "strategy_s": strategy_s,
+            "rounds": len(hist), "before_round1_s": strategy_s - sum(secs),
+            "s_per_round": float(np.mean(secs)) if secs else float("nan"),
+            "s_per_round_last": float(np.mean(secs[-5:])) if secs else float("nan"),
+            "clients_per_round": sorted({int(h.get("n_clients", -1)) for h in hist}),
+            "simulation_rss_mb": mem.simulation_kb / 1024, "tree_rss_mb": mem.tree_kb / 1024,
+            "processes": sorted(mem.names),
+            "metrics": {key: v for key, v in res.get("metrics", {}).items()
+                        if isinstance(v, (int, float))}}
+
+
+# ----------------------------------------------------------------------------- main
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--clients", type=int, nargs="+", default=[5, 10, 100, 1000])
+    ap.add_argument("--part", nargs="+", choices=PARTS, default=list(PARTS))
+    ap.add_argument("--inprocess-rounds", type=int, default=10,
+                    help="rounds of the in-process runs (5 at K >= 1000)")
+    ap.add_argument("--fediv-rounds", type=int, default=3)
+    ap.add_argument("--per-round", type=int, default=100,
+                    help="clients-per-round of the sampled FDBNL run at the largest K")
+    ap.add_argument("--per-round-rounds", type=int, default=10)
+    ap.add_argument("--timeout", type=float, default=1800)
+    args = ap.parse_args()
+    if args.quick:
+        args.clients, args.inprocess_rounds, args.fediv_rounds = [5, 20], 3, 2
+        args.per_round, args.per_round_rounds = 5, 3
+    clock = Clock()
+    big = max(args.clients)
+    inproc: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if "inprocess" in args.part:
+            for k in args.clients:
+                rounds = args.inprocess_rounds if k < 1000 else min(args.inprocess_rounds, 5)
+                inproc.append(inprocess_run(k, rounds, work / f"inprocess-{k}"))
+                r = inproc[-1]
+                log(f"in process K={k:5d}: {r['round_s']:.3f} s/round, non-client "
+                    f"{r['non_client_per_client_ms']:.3f} ms per client, base "
+                    f"{100 * r['base_fraction']:.1f} % of a round")
+        if "flwr" in args.part:
+            for k in args.clients:
+                runs.append(flwr_run(f"fdbnl-{k}", k, FDBNL_RC, work, args.timeout))
+                log(f"flwr run FDBNL K={k}: {fmt_run(runs[-1])}")
+            runs.append(flwr_run(f"fediv-{big}", big,
+                                 {**FEDIV_RC, "iv-rounds": args.fediv_rounds}, work,
+                                 args.timeout))
+            log(f"flwr run FedIV K={big}: {fmt_run(runs[-1])}")
+            runs.append(flwr_run(f"fdbnl-{big}-sampled", big,
+                                 {**FDBNL_RC, "clients-per-round": args.per_round,
+                                  "num-rounds": args.per_round_rounds}, work, args.timeout))
+            log(f"flwr run FDBNL K={big}, {args.per_round} per round: {fmt_run(runs[-1])}")
+    if inproc:
+        log("\n" + table(["K", "rounds", "s/round", *PARTS_OF_ROUND, "non-client ms/client",
+                          "base %"],
+                         [[r["K"], r["rounds"], f"{r['round_s']:.3f}",
+                           *(f"{r['per_round'][p]:.4f}" for p in PARTS_OF_ROUND),
+                           f"{r['non_client_per_client_ms']:.3f}",
+                           f"{100 * r['base_fraction']:.1f}"] for r in inproc]))
+    if runs:
+        log("\n" + table(["run", "K", "status", "flwr s", "before round 1 s", "rounds",
+                          "s/round", "sim RSS MB", "tree RSS MB"],
+                         [[r["label"], r["K"], r["status"], f"{r['flwr_wall_s']:.0f}",
+                           f"{r['before_round1_s']:.1f}", r["rounds"], f"{r['s_per_round']:.2f}",
+                           f"{r['simulation_rss_mb']:.0f}", f"{r['tree_rss_mb']:.0f}"]
+                          for r in runs]))
+    finish(SCRIPT, args, clock, acceptance(inproc, runs, big, args.per_round),
+           f"many clients (K = {args.clients})", {"inprocess": inproc, "flwr": runs})
+
+
+def fmt_run(r: dict[str, Any]) -> str:
+    """One line of a ``flwr run`` row."""
+    return (f"{r['status']}, {r['flwr_wall_s']:.0f} s in all, {r['before_round1_s']:.1f} s "
+            f"before round 1, {r['rounds']} rounds at {r['s_per_round']:.2f} s, "
+            f"flwr-simulation peak RSS {r['simulation_rss_mb']:.0f} MB")
+
+
+def acceptance(inproc: list[dict[str, Any]], runs: list[dict[str, Any]], big: int,
+               per_round: int) -> dict[str, str]:
+    """Issue 23's goals as checks."""
+    out: dict[str, str] = {}
+    by_k = {r["K"]: r for r in inproc}
+    small = [k for k in by_k if k >= 100 and k < big]
+    if big in by_k and small:
+        ref = by_k[max(small)]
+        out[f"non-client cost per client at K={big} within 2x of K={max(small)}'s (linear)"] = \
+            check(by_k[big]["non_client_per_client_ms"] <= 2 * ref["non_client_per_client_ms"])
+    fd = {r["K"]: r for r in runs if r["label"] == f"fdbnl-{r['K']}"}
+    if big in fd:
+        out[f"default FDBNL run at K={big} completes within 15 minutes of flwr run"] = check(
+            fd[big]["status"] == "completed" and fd[big]["flwr_wall_s"] <= 900)
+    for r in runs:
+        if r["label"].startswith("fediv"):
+            out[f"FedIV at K={r['K']} completes"] = check(r["status"] == "completed")
+        if r["label"].endswith("sampled"):
+            out[f"clients-per-round {per_round} at K={r['K']}: every round has {per_round}"] = \
+                check(r["status"] == "completed" and r["clients_per_round"] == [per_round])
+    return out
+
+
+# ----------------------------------------------------------------------------- tables
+def table_many_clients_inprocess() -> str:
+    """The round's parts in process, per K (seconds per round)."""
+    r = read_results(SCRIPT)
+    rows = [[x["K"], x["rounds"], f"{x['round_s']:.3f}",
+             *(f"{x['per_round'][p]:.4f}" for p in PARTS_OF_ROUND),
+             f"{x['non_client_per_client_ms']:.3f}", f"{x['base_per_client_ms']:.3f}",
+             f"{100 * x['base_fraction']:.1f} %"] for x in r["inprocess"]]
+    return markdown(["K", "rounds", "s/round", *(p.replace("_", " ") for p in PARTS_OF_ROUND),
+                     "non-client ms per client", "base ms per client", "base / round"], rows)
+
+
+def table_many_clients_flwr() -> str:
+    """``flwr run`` (Ray) runs per K: wall, discovery, rounds, memory."""
+    r = read_results(SCRIPT)
+    rows = [[x["label"], x["K"], x["status"], f"{x['flwr_wall_s']:.0f}",
+             f"{x['before_round1_s']:.1f}", x["rounds"], f"{x['s_per_round']:.2f}",
+             f"{1e3 * x['s_per_round'] / x['K']:.1f}",
+             f"{x['simulation_rss_mb']:.0f}", f"{x['tree_rss_mb']:.0f}"] for x in r["flwr"]]
+    return markdown(["run", "K", "status", "`flwr run` s", "before round 1 s", "rounds",
+                     "s/round", "ms/round per client", "flwr-simulation peak RSS MB",
+                     "all processes RSS MB"], rows)
+
+
+#: this script's tables in RESULTS.md (``<!-- table:NAME -->``)
+TABLES = {"many_clients_inprocess": table_many_clients_inprocess,
+          "many_clients_flwr": table_many_clients_flwr}
+
+
+if __name__ == "__main__":
+    main()
