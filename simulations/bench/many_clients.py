@@ -1,17 +1,22 @@
 """Thousands of clients: FDBNL (and FedIV) at K = 5 to 1,000 under Flower's simulation (issue 23).
 
-Two parts, on this machine's CPUs:
+Three parts, on this machine's CPUs:
 
 * ``inprocess``: the App's FDBNL strategy (``fedcausal_flwr.dbn.app.strategy``, checkpoint to
   a temporary folder as the ServerApp does) against the App's ClientApp through an in-process
   Grid (no Ray, no sockets; replies not kept). Each round's wall time is split into the
   clients' own computation (the ClientApp call: building the client, its step, its record
-  (de)serialisation) and the server's parts: transport (Flower Messages built, wire log),
-  validation and bookkeeping of the exchange, the screens (magnitude and Byzantine), the
+  (de)serialisation) and the server's parts: Flower's records (Messages and ArrayRecords
+  built, the arrays serialised and read back), the Grid's own work (the in-process Grid hashes
+  every message; a real SuperLink does its own), the exchange's validation and bookkeeping
+  (ours: shapes, bytes, wire log, node health), the screens (magnitude and Byzantine), the
   algorithm's own server math (payloads, aggregation, record), evaluation against the
   truth, checkpoint, the recorder and the roster's refresh. The non-client cost per client
   and round is what must grow at most linearly in K; the strategy base's overhead (screens,
   checkpoint, bookkeeping) as a fraction of a round is issue 23's goal 5.
+* ``scan``: Flower's own per-round cost that grows as K^2, without Ray: one pass of the
+  Simulation Engine's message extractor over K registered nodes with K messages stored
+  (:func:`flower_scan`).
 * ``flwr``: ``launch.simulate`` (``flwr run``, Ray, one virtual SuperNode per client, App
   data): a whole default FDBNL run at each K, FedIV for a few rounds at the largest K, and
   FDBNL with ``clients-per-round`` at the largest K. Reported: ``flwr run`` wall time, the
@@ -19,7 +24,7 @@ Two parts, on this machine's CPUs:
   the peak RSS of the ``flwr-simulation`` process (the ServerApp's process: it also holds
   Flower's in-memory SuperLink state and the Ray driver) and of all its descendants (Ray).
 
-    python simulations/bench/many_clients.py [--clients 5 10 100 1000] [--part inprocess flwr]
+    python simulations/bench/many_clients.py [--clients 5 10 100 1000] [--part inprocess scan flwr]
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ SCRIPT = script_name(__file__)
 FDBNL_RC: dict[str, Any] = {"algorithm": "fdbnl", "seed": 0}
 #: FedIV's App defaults, a few rounds (the paper's "abs" scenario, 20,000 pooled rows)
 FEDIV_RC: dict[str, Any] = {"algorithm": "fediv", "seed": 0}
-PARTS = ("inprocess", "flwr")
+PARTS = ("inprocess", "scan", "flwr")
 #: the server's parts of a round (in-process), the strategy base's among them (goal 5)
 PARTS_OF_ROUND = ("clients", "flower_records", "grid", "exchange_bookkeeping", "screens",
                   "algorithm", "evaluation", "checkpoint", "recorder", "refresh", "other")
@@ -299,6 +304,52 @@ def flwr_run(label: str, k: int, rc: dict[str, Any], work: Path, timeout: float
                         if isinstance(v, (int, float))}}
 
 
+# ----------------------------------------------------------------------------- Flower's scan
+def flower_scan(k: int) -> dict[str, Any]:
+    """One pass of the Simulation Engine's message extractor over ``k`` nodes with ``k``
+    messages stored (one per node), as in a round: the first pass hands every message out,
+    the next ones only look (flwr 1.41 ``vce_api.add_messages_to_queue`` asks
+    ``InMemoryLinkState.get_message_ins(node, limit=1)`` for every node every 0.1 s, and each
+    call checks every stored message: O(K x messages stored) per pass)."""
+    from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
+    from flwr.common.constant import SUPERLINK_NODE_ID
+    from flwr.proto.task_pb2 import Task  # type: ignore[attr-defined]
+    from flwr.server.superlink.fleet.vce import vce_api
+    from flwr.server.superlink.linkstate import LinkStateFactory
+    from flwr.server.superlink.linkstate.in_memory_linkstate import RunRecord
+    from flwr.supercore.constant import FLWR_IN_MEMORY_DB_NAME, NOOP_FEDERATION_ID
+    from flwr.supercore.object_store import ObjectStoreFactory
+    from flwr.supercore.run import Run
+    from flwr.supercore.task_identity import TaskIdentity
+    from flwr.superlink.federation import NoOpFederationManager
+    from flwr.superlink.grid import InMemoryGrid
+
+    factory = LinkStateFactory(FLWR_IN_MEMORY_DB_NAME, NoOpFederationManager(),
+                               ObjectStoreFactory())
+    state = factory.state()
+    run = Run.create_empty(run_id=12345)
+    run.primary_task_id, run.federation_id = 678, NOOP_FEDERATION_ID
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = \
+        1, run.run_id, SUPERLINK_NODE_ID
+    state.run_ids[run.run_id] = RunRecord(run=run)
+    state.task_store[678] = Task(task_id=678, run_id=run.run_id)
+    nodes = vce_api._register_nodes(k, factory)
+    grid = InMemoryGrid(state_factory=factory)
+    grid.set_run(run)
+    grid.push_messages([Message(RecordDict({"arrays": ArrayRecord([np.zeros((10, 10))]),
+                                            "config": ConfigRecord({"round": 1})}),
+                                dst_node_id=n, message_type="train.local", group_id="1")
+                        for n in nodes])
+    passes = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        handed = sum(len(state.get_message_ins(node_id=n, limit=1)) for n in nodes)
+        passes.append({"seconds": time.perf_counter() - t0, "handed_out": handed})
+    return {"K": k, "first_pass_s": passes[0]["seconds"], "next_pass_s": passes[1]["seconds"],
+            "handed_out": passes[0]["handed_out"],
+            "us_per_node_and_message": 1e6 * passes[1]["seconds"] / (k * k)}
+
+
 # ----------------------------------------------------------------------------- main
 def main() -> None:
     ap = parser(__doc__)
@@ -319,6 +370,7 @@ def main() -> None:
     big = max(args.clients)
     inproc: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
+    scans: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         if "inprocess" in args.part:
@@ -329,6 +381,11 @@ def main() -> None:
                 log(f"in process K={k:5d}: {r['round_s']:.3f} s/round, non-client "
                     f"{r['non_client_per_client_ms']:.3f} ms per client, base "
                     f"{100 * r['base_fraction']:.1f} % of a round")
+        if "scan" in args.part:
+            for k in args.clients:
+                scans.append(flower_scan(k))
+                log(f"Flower's extractor at K={k}: a pass with {k} messages stored takes "
+                    f"{scans[-1]['next_pass_s']:.3f} s")
         if "flwr" in args.part:
             for k in args.clients:
                 runs.append(flwr_run(f"fdbnl-{k}", k, FDBNL_RC, work, args.timeout))
@@ -356,7 +413,8 @@ def main() -> None:
                            f"{r['simulation_rss_mb']:.0f}", f"{r['tree_rss_mb']:.0f}"]
                           for r in runs]))
     finish(SCRIPT, args, clock, acceptance(inproc, runs, big, args.per_round),
-           f"many clients (K = {args.clients})", {"inprocess": inproc, "flwr": runs})
+           f"many clients (K = {args.clients})",
+           {"inprocess": inproc, "flower_scan": scans, "flwr": runs})
 
 
 def fmt_run(r: dict[str, Any]) -> str:
@@ -413,9 +471,19 @@ def table_many_clients_flwr() -> str:
                      "all processes RSS MB"], rows)
 
 
+def table_many_clients_scan() -> str:
+    """Flower's message extractor: one pass over K nodes with K messages stored."""
+    r = read_results(SCRIPT)
+    rows = [[x["K"], f"{x['first_pass_s']:.3f}", f"{x['next_pass_s']:.3f}",
+             f"{x['us_per_node_and_message']:.1f}"] for x in r["flower_scan"]]
+    return markdown(["K", "first pass s (hands out K)", "next pass s (hands out 0)",
+                     "us per node and stored message"], rows)
+
+
 #: this script's tables in RESULTS.md (``<!-- table:NAME -->``)
 TABLES = {"many_clients_inprocess": table_many_clients_inprocess,
-          "many_clients_flwr": table_many_clients_flwr}
+          "many_clients_flwr": table_many_clients_flwr,
+          "many_clients_scan": table_many_clients_scan}
 
 
 if __name__ == "__main__":
