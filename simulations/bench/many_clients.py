@@ -18,11 +18,13 @@ Three parts, on this machine's CPUs:
   Simulation Engine's message extractor over K registered nodes with K messages stored
   (:func:`flower_scan`).
 * ``flwr``: ``launch.simulate`` (``flwr run``, Ray, one virtual SuperNode per client, App
-  data): a whole default FDBNL run at each K, FedIV for a few rounds at the largest K, and
-  FDBNL with ``clients-per-round`` at the largest K. Reported: ``flwr run`` wall time, the
-  time before round 1 (discovery: every node builds its client once), seconds per round, and
-  the peak RSS of the ``flwr-simulation`` process (the ServerApp's process: it also holds
-  Flower's in-memory SuperLink state and the Ray driver) and of all its descendants (Ray).
+  data): a whole default FDBNL run at each K, FedIV for a few rounds at the largest K,
+  FDBNL with ``clients-per-round`` at the largest K, and short FDBNL runs there with 1, 2
+  and 4 Ray actors (``--runs`` picks; rows of runs not made are kept). Reported: ``flwr
+  run`` wall time, the time before round 1 (discovery: every node builds its client once),
+  seconds per round, and the peak RSS of the ``flwr-simulation`` process (the ServerApp's
+  process: it also holds Flower's in-memory SuperLink state and the Ray driver) and of all
+  its descendants (Ray).
 
     python simulations/bench/many_clients.py [--clients 5 10 100 1000] [--part inprocess scan flwr]
 """
@@ -68,7 +70,7 @@ FDBNL_RC: dict[str, Any] = {"algorithm": "fdbnl", "seed": 0}
 #: FedIV's App defaults, a few rounds (the paper's "abs" scenario, 20,000 pooled rows)
 FEDIV_RC: dict[str, Any] = {"algorithm": "fediv", "seed": 0}
 PARTS = ("inprocess", "scan", "flwr")
-RUNS = ("default", "fediv", "sampled")
+RUNS = ("default", "fediv", "sampled", "actors")
 #: the server's parts of a round (in-process), the strategy base's among them (goal 5)
 PARTS_OF_ROUND = ("clients", "flower_records", "grid", "exchange_bookkeeping", "screens",
                   "algorithm", "evaluation", "checkpoint", "recorder", "refresh", "other")
@@ -273,8 +275,8 @@ class Memory(threading.Thread):
             self.tree_kb = max(self.tree_kb, total)
 
 
-def flwr_run(label: str, k: int, rc: dict[str, Any], work: Path, timeout: float
-             ) -> dict[str, Any]:
+def flwr_run(label: str, k: int, rc: dict[str, Any], work: Path, timeout: float,
+             actors: int | None = None) -> dict[str, Any]:
     """One ``launch.simulate`` run of ``rc`` at ``k`` SuperNodes: times, rounds, memory."""
     algorithm = rc["algorithm"]
     port = launch.free_port_block(launch.SIMULATE_PORTS)
@@ -286,7 +288,7 @@ def flwr_run(label: str, k: int, rc: dict[str, Any], work: Path, timeout: float
     try:
         launch.simulate(k, app_config(algorithm, {**rc, "outputs": str(work),
                                                   "run-name": label}),
-                        flwr_home=home, timeout=timeout, port=port)
+                        flwr_home=home, timeout=timeout, port=port, ray_cpus=actors)
     except Exception as e:  # noqa: BLE001 - reported in the row
         error = f"{type(e).__name__}: {e}"
     wall = time.perf_counter() - t0
@@ -297,6 +299,7 @@ def flwr_run(label: str, k: int, rc: dict[str, Any], work: Path, timeout: float
     secs = [float(h.get("seconds", 0.0)) for h in hist]
     strategy_s = float(res.get("timing", {}).get("wall_s", float("nan")))
     return {"label": label, "algorithm": algorithm, "K": k, "run_config": rc,
+            "actors": actors,
             "status": res.get("status"),
             "error": error, "flwr_wall_s": wall, "strategy_s": strategy_s,
             "rounds": len(hist), "before_round1_s": strategy_s - sum(secs),
@@ -373,6 +376,10 @@ def main() -> None:
     ap.add_argument("--runs", nargs="+", choices=RUNS, default=list(RUNS),
                     help="flwr part: the default FDBNL run at each K, FedIV and the sampled "
                     "FDBNL run at the largest K (rows of runs not made now are kept)")
+    ap.add_argument("--actors", type=int, nargs="+", default=[2, 1, 4],
+                    help="runs 'actors': Ray actors (ClientApps at once: Ray's CPUs, 1 per "
+                    "client) of short FDBNL runs at the largest K")
+    ap.add_argument("--actor-rounds", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=1800)
     args = ap.parse_args()
     if args.quick:
@@ -412,6 +419,11 @@ def main() -> None:
                                      {**FDBNL_RC, "clients-per-round": args.per_round,
                                       "num-rounds": args.per_round_rounds}, work, args.timeout))
                 log(f"flwr run FDBNL K={big}, {args.per_round} per round: {fmt_run(runs[-1])}")
+            for n in args.actors if "actors" in args.runs else []:
+                runs.append(flwr_run(f"fdbnl-{big}-actors{n}", big,
+                                     {**FDBNL_RC, "num-rounds": args.actor_rounds}, work,
+                                     args.timeout, actors=n))
+                log(f"flwr run FDBNL K={big}, {n} Ray actors: {fmt_run(runs[-1])}")
     kept = earlier_parts(args.out, args.part)
     inproc = inproc or kept.get("inprocess", [])
     scans = scans or kept.get("flower_scan", [])
