@@ -301,7 +301,7 @@ def _flwr() -> str:
 
 def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
              app_dir: Path | str | None = None, flwr_home: Path | None = None,
-             timeout: float = 3600, cpus: int = 1,
+             timeout: float = 3600, cpus: int = 1, ray_cpus: int | None = None,
              port: int | None = None) -> subprocess.CompletedProcess:
     """``flwr run <app> local --stream`` with N SuperNodes; stops the SuperLink it started.
 
@@ -310,7 +310,9 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
     runs with different ports can go on side by side. The ports must be free: ``flwr run``
     would otherwise use whatever SuperLink answers there. Only that SuperLink (matched by port
     and ``flwr_home``) is stopped afterwards. ``flwr_home`` defaults to
-    :func:`default_flwr_home`; ``app_dir`` to :func:`find_app_dir`.
+    :func:`default_flwr_home`; ``app_dir`` to :func:`find_app_dir`. ``cpus`` are the CPUs
+    of one virtual client and ``ray_cpus`` the CPUs Ray may use (None: this machine's), so
+    ``ray_cpus // cpus`` ClientApps run at once (Ray actors).
     """
     app_dir = find_app_dir(app_dir)
     port = free_port_block(SIMULATE_PORTS) if not port else port
@@ -322,7 +324,8 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
     cmd = [_flwr(), "run", str(app_dir), "local", "--stream",
            "--run-config", run_config_arg(run_config),
            "--federation-config",
-           f"num-supernodes={num_supernodes} client-resources-num-cpus={cpus}"]
+           f"num-supernodes={num_supernodes} client-resources-num-cpus={cpus}"
+           + (f" init-args-num-cpus={int(ray_cpus)}" if ray_cpus else "")]
     try:
         return subprocess.run(cmd, env=env, timeout=timeout, check=True)
     finally:

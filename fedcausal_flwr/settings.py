@@ -31,6 +31,7 @@ algorithm's defaults (tested), so the App, the scripts and a user's own project 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -145,6 +146,13 @@ def coerce(value: Any, kind: type, where: str, meta: Mapping[str, Any]) -> Any:
     return out
 
 
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, resolved once per class (a client builds its settings
+    at every message; resolving the hints was most of that cost)."""
+    return typing.get_type_hints(cls)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Base of every algorithm's settings: validation and the run-config mapping."""
@@ -153,7 +161,7 @@ class Settings:
     """The run-config table of its keys (``"dbn"``: ``dbn.lambda-w``); "" for shared keys."""
 
     def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
+        hints = field_types(type(self))
         for f in fields(self):
             meta = _meta(f)
             kind = hints.get(f.name)
@@ -174,7 +182,7 @@ class Settings:
         (:func:`coerce`); a ValueError naming ``where``, where the value came from."""
         name = cls.keys()[key]
         field = next(f for f in fields(cls) if f.name == name)
-        return coerce(value, typing.get_type_hints(cls)[name], where, _meta(field))
+        return coerce(value, field_types(cls)[name], where, _meta(field))
 
     @classmethod
     def app_key(cls, key: str) -> str:
@@ -232,7 +240,7 @@ class Settings:
         if missing:
             raise ValueError(f"{who}: the server's message lacks the {cls.__name__} wire "
                              f"settings {missing}")
-        hints, values = typing.get_type_hints(cls), {n: config[n] for n in names}
+        hints, values = field_types(cls), {n: config[n] for n in names}
         for n, v in values.items():
             if typing.get_origin(hints[n]) is tuple and isinstance(v, list):
                 values[n] = tuple(v)  # a ConfigRecord carries a tuple as a list

@@ -122,13 +122,28 @@ def evaluator(rc: Mapping[str, Any], tau_w: float = PFDBNLSettings.tau_w,
                                           truths[min(c, len(truths) - 1)], tau_w)}
                    for i, c in enumerate(cids)]
         else:
-            per = [dbn_graph_metrics(*client_estimates(est, i), *truths[c], tau_w, tau_a)
-                   for i, c in enumerate(cids)]
+            per = synthetic_scores(est, cids, truths, tau_w, tau_a)
         if "W_local" not in est:
             per = per[:1] if kind != "synthetic" else per
         return mean_metrics(per)
 
     return evaluate
+
+
+def synthetic_scores(est: Mapping[str, np.ndarray], cids: Sequence[int],
+                     truths: Sequence[tuple[np.ndarray, np.ndarray]], tau_w: float,
+                     tau_a: float) -> list[dict[str, float]]:
+    """Each client's SHD/TPR/FDR against its truth. A global graph is scored once per
+    distinct truth (a homogeneous federation shares one: once per round, not K times)."""
+    if "W_local" in est:
+        return [dbn_graph_metrics(*client_estimates(est, i), *truths[c], tau_w, tau_a)
+                for i, c in enumerate(cids)]
+    scored: dict[int, dict[str, float]] = {}
+    for c in cids:
+        if id(truths[c]) not in scored:
+            scored[id(truths[c])] = dbn_graph_metrics(est["W"], est["A"], *truths[c], tau_w,
+                                                      tau_a)
+    return [scored[id(truths[c])] for c in cids]
 
 
 def node_data(algorithm: str, context: Context, path, who: str) -> dict[str, Any]:  # noqa: ARG001

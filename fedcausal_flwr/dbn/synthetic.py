@@ -17,6 +17,7 @@ as parents, oriented by the order of attachment and then node-permuted).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -286,6 +287,30 @@ def federated_dbn(seed: int, K: int, n_k: int, d: int, p: int = 1, degree_w: flo
     return [(Xt[b].copy(), Xlag[b].copy()) for b in blocks], truths
 
 
+CACHE_BYTES = 256 * 2**20
+"""Largest homogeneous federation (its K n_k rows of ``Xt`` and ``Xlag``) that
+:func:`client_dbn` keeps per process; a larger one is simulated again at every call."""
+
+
+@lru_cache(maxsize=2)
+def homogeneous_rows(seed: int, K: int, n_k: int, d: int, p: int = 1, degree_w: float = 4.0,
+                     degree_a: float = 1.0, weights: str = "paper", generator: str = "code"
+                     ) -> Pair:
+    """The K n_k rows ``(Xt, Xlag)`` of a homogeneous federation, simulated once per process
+    (read-only; ``federated_dbn``'s blocks are their consecutive slices of n_k rows).
+
+    The series is one SVAR path, so client k's block depends on every earlier row: a client
+    cannot draw its own block alone. Kept (the last two federations), every client in the
+    process slices its block instead of simulating the whole federation's series again,
+    O(K n_k) per process rather than per call.
+    """
+    truth = truths_dbn(seed, 1, d, p, degree_w, degree_a, weights, generator)[0]
+    pair = dbn_data(*truth, K * n_k, data_seed(seed), generator)
+    for a in pair:
+        a.setflags(write=False)
+    return pair
+
+
 def client_dbn(seed: int, k: int, K: int, n_k: int, d: int, p: int = 1,
                degree_w: float = 4.0, degree_a: float = 1.0, weights: str = "paper",
                generator: str = "code", heterogeneous: bool = False) -> Pair:
@@ -295,8 +320,13 @@ def client_dbn(seed: int, k: int, K: int, n_k: int, d: int, p: int = 1,
     if n_k < 1:
         raise ValueError(f"need n_k >= 1 rows per client, got {n_k}")
     if not heterogeneous:
-        clients, _ = federated_dbn(seed, K, n_k, d, p, degree_w, degree_a, weights, generator)
-        return clients[k]
+        if K * n_k * (p + 1) * d * 8 > CACHE_BYTES:  # too large to keep: simulate it again
+            clients, _ = federated_dbn(seed, K, n_k, d, p, degree_w, degree_a, weights,
+                                       generator)
+            return clients[k]
+        Xt, Xlag = homogeneous_rows(seed, K, n_k, d, p, degree_w, degree_a, weights, generator)
+        block = slice(k * n_k, (k + 1) * n_k)
+        return Xt[block].copy(), Xlag[block].copy()
     draw = stable_truth if generator == "svar" else dbn_truth
     W, A = draw([seed, k], d, p, degree_w, degree_a, weights)
     return dbn_data(W, A, n_k, data_seed([seed, k]), generator)

@@ -198,9 +198,20 @@ def dataset(rc: Mapping[str, Any]) -> dict[str, IVData]:
 def split_indices(rc: Mapping[str, Any], k: int) -> dict[str, list[np.ndarray]]:
     """Row indices of each client per split; every split has its own Dirichlet draw."""
     s = settings(rc)
-    rng = np.random.default_rng([s["seed"], DATA_TAG, k])
-    return {sp: partition(s["n_test"] if sp == "test" else s["n"], k, s["alpha"], rng)
-            for sp in SPLITS}
+    return _split_indices(s["n"], s["n_test"], s["alpha"], s["seed"], int(k))
+
+
+@lru_cache(maxsize=4)
+def _split_indices(n: int, n_test: int, alpha: float, seed: int, k: int
+                   ) -> dict[str, list[np.ndarray]]:
+    """:func:`split_indices`, drawn once per process (read-only): cutting the rows into k
+    chunks is O(n + k), so drawing it at every client's call made an exchange O(k^2)."""
+    rng = np.random.default_rng([seed, DATA_TAG, k])
+    out = {sp: partition(n_test if sp == "test" else n, k, alpha, rng) for sp in SPLITS}
+    for chunks in out.values():
+        for c in chunks:
+            c.setflags(write=False)
+    return out
 
 
 def client_data(rc: Mapping[str, Any], partition_id: int, num_partitions: int

@@ -260,3 +260,23 @@ def test_real_data_through_the_app(shared_data, algorithm, relpath, rc):
     assert 0.0 < result.metrics["auroc"] <= 1.0
     state, _ = reference(rc, 5)
     np.testing.assert_allclose(result.estimates["W"], state.W, atol=1e-8)
+
+
+@pytest.mark.parametrize("heterogeneous", [False, True])
+def test_evaluator_scores_a_global_graph_once_per_distinct_truth(monkeypatch, heterogeneous):
+    """Issue 23: a homogeneous federation's clients share one truth, so the global graph is
+    scored once per round (not K times); the averaged metrics are the same bit for bit."""
+    from fedcausal_flwr.dbn.data import ground_truth
+    from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics
+    from fedcausal_flwr.metrics import mean_metrics
+
+    rc = {"d": 5, "seed": 3, "generator": "svar", "heterogeneous": heterogeneous}
+    K, rng = 6, np.random.default_rng(0)
+    est = {"W": rng.normal(scale=0.4, size=(5, 5)), "A": rng.normal(scale=0.4, size=(5, 5))}
+    want = mean_metrics([dbn_graph_metrics(est["W"], est["A"], *t, 0.2, 0.2)
+                         for t in ground_truth(rc, K)])
+    calls = []
+    monkeypatch.setattr(app_dbn, "dbn_graph_metrics",
+                        lambda *a: calls.append(1) or dbn_graph_metrics(*a))
+    assert app_dbn.evaluator(rc)(est, list(range(K))) == want
+    assert len(calls) == (K if heterogeneous else 1)

@@ -169,6 +169,29 @@ def test_client_dbn_equals_federated_slice(generator, heterogeneous):
         np.testing.assert_array_equal(A, A2)
 
 
+def test_client_dbn_simulates_a_homogeneous_federation_once_per_process(monkeypatch):
+    """Issue 23: each client used to simulate the whole federation's series (O(K) per call,
+    O(K^2) per exchange); now the series is kept per process, and the blocks stay the same
+    bit for bit, also above the kept size and after a caller writes into its block."""
+    from fedcausal_flwr.dbn import synthetic
+
+    synthetic.homogeneous_rows.cache_clear()
+    args = dict(d=4, p=1, generator="svar")
+    clients, _ = federated_dbn(11, 5, 8, **args)
+    calls = []
+    real = synthetic.dbn_data
+    monkeypatch.setattr(synthetic, "dbn_data", lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    for k in range(5):
+        Xt, Xlag = client_dbn(11, k, 5, 8, **args)
+        Xt[:] = 0.0  # the caller's own copy: the kept rows do not change
+        np.testing.assert_array_equal(client_dbn(11, k, 5, 8, **args)[1], clients[k][1])
+        np.testing.assert_array_equal(client_dbn(11, k, 5, 8, **args)[0], clients[k][0])
+    assert len(calls) == 1
+    monkeypatch.setattr(synthetic, "CACHE_BYTES", 0)  # too large to keep: simulated per call
+    np.testing.assert_array_equal(client_dbn(11, 3, 5, 8, **args)[0], clients[3][0])
+    assert len(calls) == 2
+
+
 def test_homogeneous_blocks_are_contiguous_and_truths_shared():
     clients, truths = federated_dbn(3, 3, 10, d=4, generator="code")
     W, A = truths[0]

@@ -315,3 +315,19 @@ def test_reference_loop_stops_a_diverging_run_and_keeps_what_it_did():
     assert max(h["peak"] for h in late.history) > 1e10  # finite, exploded, accepted
     ok = dg.fedgda_reference(bs, s.replace(rounds=3, lr_g=0.02, lr_f=0.2), seed=4)
     assert ok.stopped == "" and ok.diverged_round == 0 and ok.round == 3
+
+
+def test_client_splits_are_drawn_once_per_process(monkeypatch):
+    """Issue 23: cutting the rows into K chunks is O(n + K); drawn at every client's call it
+    made an exchange O(K^2). Now once per process, with the same chunks as a fresh draw."""
+    iv._split_indices.cache_clear()
+    calls = []
+    real = iv.partition
+    monkeypatch.setattr(iv, "partition", lambda *a: calls.append(a) or real(*a))
+    rows = [iv.client_data(RC, i, 8)["train"].y for i in range(8)]
+    assert len(calls) == 3  # one draw per split, not one per client
+    rng = np.random.default_rng([5, iv.DATA_TAG, 8])
+    fresh = {sp: real(600, 8, 0.3, rng) for sp in iv.SPLITS}
+    pooled = iv.dataset(RC)["train"].y
+    for i in range(8):
+        np.testing.assert_array_equal(rows[i], pooled[fresh["train"][i]])

@@ -145,3 +145,17 @@ def test_knowledge_file_becomes_the_algorithms_run_config_keys(tmp_path, monkeyp
     path.write_text("maybe,a,b\n")
     assert launch.main(["deploy", "--knowledge", str(path)]) == 2 and not started
     assert "row 1: expected forbid" in capsys.readouterr().err
+
+
+def test_simulate_names_ray_cpus_only_when_asked(monkeypatch, tmp_path):
+    """``simulate(ray_cpus=n)`` adds Flower's ``init-args-num-cpus`` (n ClientApps at once with
+    1 CPU each); by default the federation config is as before (Ray sees this machine's CPUs)."""
+    seen = []
+    monkeypatch.setattr(launch.subprocess, "run", lambda cmd, **kw: seen.append(cmd))
+    monkeypatch.setattr(launch, "_local_superlink_pids", lambda *a: set())
+    port = launch.free_port_block(launch.SIMULATE_PORTS)
+    for extra in ({}, {"ray_cpus": 4}):
+        launch.simulate(7, {"algorithm": "fdbnl"}, flwr_home=tmp_path, port=port, **extra)
+    fed = [cmd[cmd.index("--federation-config") + 1] for cmd in seen]
+    assert fed == ["num-supernodes=7 client-resources-num-cpus=1",
+                   "num-supernodes=7 client-resources-num-cpus=1 init-args-num-cpus=4"]

@@ -1,0 +1,40 @@
+"""Issue 23's measurement (``simulations/bench/many_clients.py``) measures what it says: the
+in-process round split into parts that are all there, Flower's records unpatched afterwards,
+and Flower's extractor pass handing out one message per node."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from flwr.app import ArrayRecord, Message
+
+from fedcausal_flwr.federation import exchange
+
+SIM = Path(__file__).parents[2] / "simulations"
+sys.path.insert(0, str(SIM / "bench"))
+try:
+    import many_clients  # its first import puts simulations/ on sys.path
+finally:
+    sys.path.remove(str(SIM / "bench"))
+
+
+def test_inprocess_round_is_split_into_its_parts(tmp_path):
+    to_numpy = ArrayRecord.to_numpy_ndarrays
+    r = many_clients.inprocess_run(6, 2, tmp_path)
+    assert r["status"] == "completed" and r["rounds"] == 2
+    parts = r["per_round"]
+    assert set(parts) == set(many_clients.PARTS_OF_ROUND)
+    for name in ("clients", "flower_records", "exchange_bookkeeping", "screens", "algorithm",
+                 "checkpoint"):
+        assert parts[name] > 0, name
+    assert abs(sum(parts.values()) - r["round_s"]) < 1e-9
+    assert 0 < r["base_fraction"] < 1
+    # the timers are gone: Flower's records and the exchange's names are Flower's again
+    assert exchange.ArrayRecord is ArrayRecord and exchange.Message is Message
+    assert ArrayRecord.to_numpy_ndarrays is to_numpy
+
+
+def test_flower_extractor_pass_hands_out_one_message_per_node():
+    scan = many_clients.flower_scan(12)
+    assert scan["handed_out"] == 12 and scan["next_pass_s"] > 0
