@@ -202,8 +202,9 @@ class PFDBNLClient(FDBNLClient):
     def personal_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.personal``: [W, A, W~_k, A~_k, beta_k, gamma_k] -> copies and W_k, A_k.
 
-        The lambdas, mu, ``code_compat`` and ``restarts`` come from the server with the
-        message (:meth:`~fedcausal_flwr.settings.Settings.from_wire`).
+        The lambdas, mu, ``code_compat``, ``restarts``, ``local_warm_start`` and
+        ``local_ftol`` come from the server with the message
+        (:meth:`~fedcausal_flwr.settings.Settings.from_wire`).
         """
         view = self.view(config)
         self.check("personal", parameters, view)

@@ -154,9 +154,18 @@ class FDBNLSettings(ScreenedRunSettings, KnowledgeSettings):
 
 @dataclass(frozen=True)
 class PFDBNLSettings(FDBNLSettings):
-    """FDBNL's settings plus ``mu``, the weight of the proximal term of Algorithm 2."""
+    """FDBNL's settings plus ``mu``, the weight of the proximal term of Algorithm 2, and the
+    solver of its local step (10): ``local_warm_start`` (start at the received copies W~_k,
+    A~_k) and ``local_ftol`` (L-BFGS-B's relative decrease test; 0: scipy's default), both
+    off by default (``docs/algorithms/pfdbnl.md``, "Local-step cost")."""
 
     mu: float = setting(0.1, "mu", ge=0, wire=True)
+    local_warm_start: bool = setting(False, wire=True,
+                                     doc="PFDBNL's local step (10) starts at the copies W~_k, "
+                                         "A~_k the client receives, not at 0")
+    local_ftol: float = setting(0.0, ge=0, lt=1, wire=True,
+                                doc="L-BFGS-B's relative decrease test in the local step (10) "
+                                    "(0: scipy's default 2.2e-9)")
 
 
 @dataclass
@@ -354,16 +363,18 @@ def _lbfgs(d: int, p: int, restarts: int, alpha: float, rho: float, lambda_w: fl
            lambda_a: float, x0: np.ndarray | None = None, mom: Moments | None = None,
            V_W: np.ndarray | None = None, V_A: np.ndarray | None = None,
            weight: float | np.ndarray = 0.0, lam: np.ndarray | None = None,
-           fixed: np.ndarray | None = None) -> np.ndarray:
+           fixed: np.ndarray | None = None, ftol: float | None = None) -> np.ndarray:
     """Minimize :func:`penalized_objective` by ``restarts`` warm-started L-BFGS-B calls
-    (``fixed``: entries held at exactly 0 by the bounds)."""
+    (``fixed``: entries held at exactly 0 by the bounds; ``ftol``: L-BFGS-B's relative
+    decrease test, None for scipy's default 2.2e-9)."""
     x = np.zeros(2 * (p + 1) * d * d) if x0 is None else x0
     args = (d, alpha, rho, lambda_w, lambda_a, mom, V_W, V_A, weight, lam)
     bounds = _split_bounds(d, p) if fixed is None else _fixed_bounds(d, p, fixed)
     x = np.clip(x, bounds.lb, bounds.ub) if fixed is not None else x
+    options = None if ftol is None else {"ftol": ftol}
     for _ in range(max(1, restarts)):
         x = sopt.minimize(penalized_objective, x, args=args, method="L-BFGS-B", jac=True,
-                          bounds=bounds).x
+                          bounds=bounds, options=options).x
     return x
 
 
@@ -479,10 +490,12 @@ def dual_step(dual: np.ndarray, local: np.ndarray, consensus: np.ndarray, rho2: 
 
 def pfdbnl_local_step(mom: Moments, W_anchor: np.ndarray, A_anchor: np.ndarray, mu: float,
                       alpha: float, rho1: float, lambda_w: float, lambda_a: float,
-                      restarts: int = 1, knowledge: Masks | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+                      restarts: int = 1, knowledge: Masks | None = None,
+                      init: tuple[np.ndarray, np.ndarray] | None = None,
+                      ftol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """PFDBNL local step (10): personalized (W_k, A_k) by L-BFGS-B (``knowledge``: forbidden
-    entries held at 0, required ones without L1 penalty)."""
+    entries held at 0, required ones without L1 penalty). L-BFGS-B starts from ``init`` =
+    (W, A) or from zero; ``ftol``: its relative decrease test (None: scipy's default)."""
     d = W_anchor.shape[0]
     p = A_anchor.shape[0] // d
     lam = fixed = None
@@ -491,8 +504,9 @@ def pfdbnl_local_step(mom: Moments, W_anchor: np.ndarray, A_anchor: np.ndarray, 
         free = np.concatenate([knowledge.require_W.ravel(), knowledge.require_A.ravel()])
         lam = np.where(free, 0.0, np.repeat([lambda_w] + [lambda_a] * p, d * d)
                        ).reshape(p + 1, d * d)
-    x = _lbfgs(d, p, restarts, alpha, rho1, lambda_w, lambda_a, mom=mom, V_W=W_anchor,
-               V_A=A_anchor, weight=2.0 * mu, lam=lam, fixed=fixed)
+    x0 = None if init is None else split_from_dense(*init)
+    x = _lbfgs(d, p, restarts, alpha, rho1, lambda_w, lambda_a, x0=x0, mom=mom, V_W=W_anchor,
+               V_A=A_anchor, weight=2.0 * mu, lam=lam, fixed=fixed, ftol=ftol)
     return split_to_dense(x, d)
 
 
@@ -649,17 +663,22 @@ def pfdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
 
 def pfdbnl_client_step(mom: Moments, payload: Sequence[np.ndarray], alpha: float, rho1: float,
                        rho2: float, *, lambda_w: float, lambda_a: float, mu: float,
-                       code_compat: bool, restarts: int, knowledge: Masks | None = None
+                       code_compat: bool, restarts: int, local_warm_start: bool = False,
+                       local_ftol: float = 0.0, knowledge: Masks | None = None
                        ) -> list[np.ndarray]:
     """Client side of one PFDBNL round: returns [W~_k, A~_k, W_k, A_k, h(W_k) as 0-d array]
-    (``knowledge``: see :func:`pfdbnl_local_step`)."""
+    (``knowledge``: see :func:`pfdbnl_local_step`; ``local_warm_start``: step (10) starts at
+    the client's copies W~_k, A~_k it receives, not at 0; ``local_ftol`` > 0: L-BFGS-B's
+    relative decrease test, 0 for scipy's default)."""
     W, A, W_tilde, A_tilde, beta, gamma = payload
     if code_compat:  # zero prox anchor, one L-BFGS-B call
         W_anchor, A_anchor, restarts = np.zeros_like(W), np.zeros_like(A), 1
     else:
         W_anchor, A_anchor = W_tilde, A_tilde
     W_k, A_k = pfdbnl_local_step(mom, W_anchor, A_anchor, mu, alpha, rho1, lambda_w,
-                                 lambda_a, restarts, knowledge)
+                                 lambda_a, restarts, knowledge,
+                                 (W_tilde, A_tilde) if local_warm_start else None,
+                                 local_ftol or None)
     return [pfdbnl_copy(W_k, W, beta, mu, rho2, code_compat),
             pfdbnl_copy(A_k, A, gamma, mu, rho2, code_compat),
             W_k, A_k, np.array(acyclicity(W_k))]

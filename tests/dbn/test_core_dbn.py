@@ -286,6 +286,30 @@ def test_pfdbnl_local_step_is_kkt_point(small):
     assert np.all(np.abs(G[z]) <= lam + 1e-4) and np.any(z) and np.all(np.diag(W) == 0)
 
 
+def test_pfdbnl_local_step_warm_start_equals_cold_start(small, monkeypatch):
+    """Step (10) started at the anchors reaches the cold start's minimizer (to solver
+    tolerance) on a small problem, and L-BFGS-B really starts there."""
+    rng, _, _, mom = small
+    d, mu, alpha, rho1, lam = 4, 0.5, 0.2, 1.0, 0.05
+    W_anchor, A_anchor = 0.3 * rng.normal(size=(d, d)), 0.3 * rng.normal(size=(2 * d, d))
+    args = (mom, W_anchor, A_anchor, mu, alpha, rho1, lam, lam, 1)
+    W_cold, A_cold = dbn.pfdbnl_local_step(*args)
+    W_warm, A_warm = dbn.pfdbnl_local_step(*args, init=(W_anchor, A_anchor))
+    np.testing.assert_allclose(W_warm, W_cold, atol=2e-3)
+    np.testing.assert_allclose(A_warm, A_cold, atol=2e-3)
+    starts = []
+    minimize = dbn.sopt.minimize
+    monkeypatch.setattr(dbn.sopt, "minimize",
+                        lambda f, x0, **kw: starts.append(x0.copy()) or minimize(f, x0, **kw))
+    payload = [np.zeros((d, d)), np.zeros((2 * d, d)), W_anchor, A_anchor,
+               np.zeros((d, d)), np.zeros((2 * d, d))]
+    wire = {**dbn.PFDBNLSettings(restarts=1).to_wire(), "local_warm_start": True}
+    dbn.pfdbnl_client_step(mom, payload, alpha, rho1, 1.0, **wire)
+    np.testing.assert_array_equal(starts[0], dbn.split_from_dense(W_anchor, A_anchor))
+    dbn.pfdbnl_client_step(mom, payload, alpha, rho1, 1.0, **{**wire, "local_warm_start": False})
+    assert not starts[1].any()  # the default: from zero
+
+
 def test_pfdbnl_copy_solves_eq14_and_code_compat_differs():
     rng = np.random.default_rng(11)
     Wk, W, beta, mu, rho2 = (*rng.normal(size=(3, 4, 4)), 0.1, 1.7)
