@@ -18,7 +18,7 @@ memory of the process (server and clients together: the server holds W, A and 2K
 client its moments, (d + pd)^2 floats) and the exponent of CPU ~ d^b fitted over the sizes.
 ``--max-rounds`` caps a large d (then the per-round numbers are measured, the total is not).
 
-    python simulations/bench/large_graphs.py --sizes 50 100 200 400 --seeds 100
+    python simulations/bench/large_graphs.py --sizes 50 100 200 400   # development seed 100
 """
 
 from __future__ import annotations
