@@ -558,43 +558,51 @@ def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray,
     the consensus of an entry averages the clients that inform it and weighs it by their
     number, its duals move only there, and an entry nobody informs stays 0.
     """
-    if knowledge is not None or informed is not None:
-        return _masked_server_round(state, local, knowledge, informed, lambda_w=lambda_w,
-                                    lambda_a=lambda_a, lambda_scale=lambda_scale,
-                                    dual_update=dual_update, server_restarts=server_restarts,
-                                    server_warm_start=server_warm_start,
-                                    server_a_step=server_a_step, phi1=phi1, phi2=phi2,
-                                    rho_max=rho_max)
     if dual_update not in ("paper", "code"):
         raise ValueError(f"dual_update must be 'paper' or 'code', got {dual_update!r}")
     ids = sorted(local)
     if not ids:
         raise ValueError("fdbnl_server_round needs at least one accepted client")
     K = len(ids)
+    lam = _lambda_multiplier(K, lambda_scale)
     local = {k: (np.asarray(local[k][0], dtype=float), np.asarray(local[k][1], dtype=float))
              for k in ids}
     zW, zA = _zeros_like_duals(state)
     beta = {k: state.beta.get(k, zW) for k in ids}
     gamma = {k: state.gamma.get(k, zA) for k in ids}
-    V_W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids], state.rho2)
-    V_A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids], state.rho2)
-    lam = _lambda_multiplier(K, lambda_scale)
-    W, A = admm_global_step(V_W, V_A, K * state.rho2, state.alpha, state.rho1,
-                            lam * lambda_w, lam * lambda_a, server_restarts,
-                            (state.W, state.A) if server_warm_start else None, server_a_step)
+    masked = knowledge is not None or informed is not None
+    if masked:
+        inf = _informed(ids, state, informed)
+        V_W, n_W = masked_targets([local[k][0] for k in ids], [beta[k] for k in ids],
+                                  [inf[k][0] for k in ids], state.rho2)
+        V_A, n_A = masked_targets([local[k][1] for k in ids], [gamma[k] for k in ids],
+                                  [inf[k][1] for k in ids], state.rho2)
+        weight = (n_W * state.rho2, n_A * state.rho2)
+        lW, lA = entry_penalties(n_W, n_A, lambda_w, lambda_a, lambda_scale, knowledge)
+    else:
+        V_W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids], state.rho2)
+        V_A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids], state.rho2)
+        weight, lW, lA = K * state.rho2, lam * lambda_w, lam * lambda_a
+    W, A = admm_global_step(V_W, V_A, weight, state.alpha, state.rho1, lW, lA,
+                            server_restarts, (state.W, state.A) if server_warm_start else None,
+                            server_a_step)
     W_ref, A_ref = (W, A) if dual_update == "paper" else (state.W, state.A)
     new_beta, new_gamma = dict(state.beta), dict(state.gamma)
     for k in ids:
         new_beta[k] = dual_step(beta[k], local[k][0], W_ref, state.rho2)
         new_gamma[k] = dual_step(gamma[k], local[k][1], A_ref, state.rho2)
+        if masked:  # duals move only where the client's data inform
+            new_beta[k] = np.where(inf[k][0], new_beta[k], 0.0)
+            new_gamma[k] = np.where(inf[k][1], new_gamma[k], 0.0)
+    B = [np.where(inf[k][0], local[k][0] - W, 0.0) + W if masked else local[k][0]
+         for k in ids]
     h = acyclicity(W)
     return ServerState(W=W, A=A, alpha=state.alpha + state.rho1 * h,
                        rho1=_next_rho(state.rho1, phi1, rho_max),
                        rho2=_next_rho(state.rho2, phi2, rho_max), round=state.round + 1,
                        beta=new_beta, gamma=new_gamma, W_tilde=dict(state.W_tilde),
                        A_tilde=dict(state.A_tilde), W_local=dict(state.W_local),
-                       A_local=dict(state.A_local), h=h,
-                       residual=primal_residual([local[k][0] for k in ids], W))
+                       A_local=dict(state.A_local), h=h, residual=primal_residual(B, W))
 
 
 def _informed(ids: Sequence[int], state: ServerState,
@@ -602,48 +610,6 @@ def _informed(ids: Sequence[int], state: ServerState,
               ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     everything = (np.ones(state.W.shape, bool), np.ones(state.A.shape, bool))
     return {k: (informed or {}).get(k, everything) for k in ids}
-
-
-def _masked_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray, np.ndarray]],
-                         knowledge: Masks | None,
-                         informed: Mapping[int, tuple[np.ndarray, np.ndarray]] | None, *,
-                         lambda_w: float, lambda_a: float, lambda_scale: str, dual_update: str,
-                         server_restarts: int, server_warm_start: bool, server_a_step: str,
-                         phi1: float, phi2: float, rho_max: float) -> ServerState:
-    """:func:`fdbnl_server_round` with prior knowledge or clients that inform some entries."""
-    if dual_update not in ("paper", "code"):
-        raise ValueError(f"dual_update must be 'paper' or 'code', got {dual_update!r}")
-    ids = sorted(local)
-    if not ids:
-        raise ValueError("fdbnl_server_round needs at least one accepted client")
-    _lambda_multiplier(1, lambda_scale)
-    local = {k: (np.asarray(local[k][0], dtype=float), np.asarray(local[k][1], dtype=float))
-             for k in ids}
-    inf = _informed(ids, state, informed)
-    zW, zA = _zeros_like_duals(state)
-    beta = {k: state.beta.get(k, zW) for k in ids}
-    gamma = {k: state.gamma.get(k, zA) for k in ids}
-    V_W, n_W = masked_targets([local[k][0] for k in ids], [beta[k] for k in ids],
-                              [inf[k][0] for k in ids], state.rho2)
-    V_A, n_A = masked_targets([local[k][1] for k in ids], [gamma[k] for k in ids],
-                              [inf[k][1] for k in ids], state.rho2)
-    lW, lA = entry_penalties(n_W, n_A, lambda_w, lambda_a, lambda_scale, knowledge)
-    W, A = admm_global_step(V_W, V_A, (n_W * state.rho2, n_A * state.rho2), state.alpha,
-                            state.rho1, lW, lA, server_restarts,
-                            (state.W, state.A) if server_warm_start else None, server_a_step)
-    W_ref, A_ref = (W, A) if dual_update == "paper" else (state.W, state.A)
-    new_beta, new_gamma = dict(state.beta), dict(state.gamma)
-    for k in ids:
-        mW, mA = inf[k]
-        new_beta[k] = np.where(mW, dual_step(beta[k], local[k][0], W_ref, state.rho2), 0.0)
-        new_gamma[k] = np.where(mA, dual_step(gamma[k], local[k][1], A_ref, state.rho2), 0.0)
-    h = acyclicity(W)
-    return ServerState(W=W, A=A, alpha=state.alpha + state.rho1 * h,
-                       rho1=_next_rho(state.rho1, phi1, rho_max),
-                       rho2=_next_rho(state.rho2, phi2, rho_max), round=state.round + 1,
-                       beta=new_beta, gamma=new_gamma, h=h,
-                       residual=primal_residual([np.where(inf[k][0], local[k][0] - W, 0.0) + W
-                                                 for k in ids], W))
 
 
 def fdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
