@@ -77,12 +77,6 @@ class SiteView:
         return np.outer(seen, seen), np.outer(np.tile(seen, self.p), seen)
 
 
-def informed_by(own: Sequence[str], variables: Sequence[str], p: int
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """:meth:`SiteView.informed` of a site with variables ``own``."""
-    return SiteView(own, variables, p).informed()
-
-
 def union(lists: Sequence[Sequence[str]]) -> list[str]:
     """The variables of all lists, in order of first appearance."""
     out: dict[str, None] = {}

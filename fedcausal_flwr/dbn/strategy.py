@@ -86,6 +86,7 @@ class FDBNL(CausalStrategy):
         self.table: list[rep.Replica] = []
         self.masks: dbn.Masks | None = None
         self.informed: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+        self.sites: list[np.ndarray] | None = None
         self.differs: set[int] = set()
         self.missing: dict[int, float] = {}
 
@@ -130,6 +131,11 @@ class FDBNL(CausalStrategy):
         self.differs = {c for c, v in self.views.items() if not v.identity}
         self.informed = ({c: v.informed() for c, v in self.views.items()}
                          if self.differs else None)
+        self.sites = None if self.informed is None else [  # sites behind each entry
+            np.sum([m[k] for m in self.informed.values()], axis=0).astype(float)
+            for k in (0, 1)]
+        if self.sites is not None:
+            np.fill_diagonal(self.sites[0], len(self.informed))
         self.absent = {c: [n for n in self.variables if n not in held[c] or n in dead[c]]
                        for c in held}
         self.missing = {c: float(i.props.get("missing", 0.0)) for c, i in nodes.items()}
@@ -337,13 +343,10 @@ class FDBNL(CausalStrategy):
             m = self.masks
             est.update(W_forbidden=m.forbid_W.astype(float), W_required=m.require_W.astype(float),
                        A_forbidden=m.forbid_A.astype(float), A_required=m.require_A.astype(float))
-        if self.informed is None:
+        if self.sites is None:
             return est
-        for layer, k in (("W", 0), ("A", 1)):
-            n = np.sum([m[k] for m in self.informed.values()], axis=0).astype(float)
-            if layer == "W":
-                np.fill_diagonal(n, len(self.informed))
-            est[f"{layer}_sites"] = n
+        for layer, n in zip(("W", "A"), self.sites, strict=True):
+            est[f"{layer}_sites"] = n.copy()
             est[f"{layer}_unidentified"] = (n == 0).astype(float)
             for key in (layer, f"{layer}_thresholded"):
                 if key in est:
