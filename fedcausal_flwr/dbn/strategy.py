@@ -250,6 +250,16 @@ class FDBNL(CausalStrategy):
             views = [np.where(seen, v, np.nan) for v in views]
         return views
 
+    def robust_cohort(self, phase: str, cid: int) -> bool | None:
+        """With ``clients-per-round``: whether the server holds duals of client ``cid``. A
+        first reply (zero duals) lands nearer the consensus than a returning client's, so in
+        sampled runs, where both are common in the early rounds, the two are screened apart;
+        None (one cohort) when every client takes part in every round."""
+        if not self.settings.clients_per_round:
+            return None
+        st = self.state if not self.table else self.states[self.sent[0]]
+        return cid in st.beta
+
     @staticmethod
     def target_view(st: dbn.ServerState, cid: int, B: np.ndarray, D: np.ndarray
                     ) -> np.ndarray:

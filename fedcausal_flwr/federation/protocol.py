@@ -8,7 +8,7 @@ them (discovery, exchanges, rounds, ``start()``) is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -142,6 +142,12 @@ class ProtocolHooks:
         the default)."""
         return None
 
+    def robust_cohort(self, phase: str, cid: int) -> Hashable:
+        """The cohort client ``cid``'s reply to ``train.<phase>`` is screened within (replies
+        that differ by design, e.g. a first reply beside returning clients'); one for all
+        by default."""
+        return None
+
     def flag(self, phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
         """Clients the Byzantine screen flags among the screened replies of one exchange,
         {cid: why} (:func:`~fedcausal_flwr.federation.robust.byzantine_outliers` on
@@ -152,4 +158,5 @@ class ProtocolHooks:
             return {}
         views = {c: v for c, a in replies.items()
                  if (v := self.robust_view(phase, c, a)) is not None}
-        return byzantine_outliers(views, factor=s.byzantine_factor, floor=s.byzantine_floor)
+        return byzantine_outliers(views, factor=s.byzantine_factor, floor=s.byzantine_floor,
+                                  cohorts={c: self.robust_cohort(phase, c) for c in views})

@@ -21,7 +21,7 @@ alone informs is not screened. Pure numpy; cost O(K P log K) for P numbers per c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -56,12 +56,29 @@ def screen_ratios(views: Mapping[int, Sequence[np.ndarray]], floor: float) -> di
 
 
 def byzantine_outliers(views: Mapping[int, Sequence[np.ndarray]], *, factor: float,
-                       floor: float) -> dict[int, str]:
+                       floor: float, cohorts: Mapping[int, Hashable] | None = None
+                       ) -> dict[int, str]:
     """Clients whose update is more than ``factor`` times the typical distance from the
-    robust centre: {cid: why}, at most ``ceil(K/2) - 1`` of K (the farthest)."""
-    ratios = screen_ratios(views, floor)
-    far = sorted((c for c, r in ratios.items() if r > factor), key=lambda c: -ratios[c])
-    keep = far[:(len(ratios) - 1) // 2]
-    return {c: (f"update {ratios[c]:.3g} x the typical distance from the median of the "
-                f"{len(ratios)} replies (over {factor:g}): flagged by the Byzantine screen")
-            for c in sorted(keep)}
+    robust centre: {cid: why}, at most ``ceil(K/2) - 1`` of the K compared (the farthest).
+
+    ``cohorts``: clients whose updates differ by design (e.g. first replies, with no duals
+    yet, beside returning clients') are compared within their cohort when it has at least
+    :data:`MIN_CLIENTS` members; a smaller cohort's members with everyone (never unscreened).
+    """
+    groups: dict[Hashable, list[int]] = {}
+    for c in views:
+        groups.setdefault(None if cohorts is None else cohorts.get(c), []).append(c)
+    screens = [(g, g) for g in groups.values() if len(g) >= MIN_CLIENTS or len(groups) == 1]
+    small = [c for g in groups.values() if len(g) < MIN_CLIENTS for c in g]
+    if small and len(groups) > 1:
+        screens.append((list(views), small))
+    out: dict[int, str] = {}
+    for members, judged in screens:
+        ratios = screen_ratios({c: views[c] for c in members}, floor)
+        far = sorted((c for c in judged if ratios.get(c, 0.0) > factor),
+                     key=lambda c: -ratios[c])
+        for c in far[:(len(ratios) - 1) // 2]:
+            out[c] = (f"update {ratios[c]:.3g} x the typical distance from the median of the "
+                      f"{len(ratios)} replies (over {factor:g}): flagged by the Byzantine "
+                      "screen")
+    return dict(sorted(out.items()))

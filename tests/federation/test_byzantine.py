@@ -158,3 +158,39 @@ def test_a_liar_in_the_replicas_alone_is_flagged():
     res = run_app("fdbnl", halves_liar, K, rc=rc)
     assert res.status == "completed"
     assert res.metrics["flagged"] == {f"client {LIAR}": len(res.history)}
+
+
+def test_cohorts_are_screened_apart_and_small_ones_with_everyone():
+    """Updates that differ by design (a first reply beside returning clients') are compared
+    within their cohort: honest ones are not flagged for their cohort's scale, a liar is
+    still flagged within its cohort, and a cohort too small to compare is screened with
+    everyone (a lone liar does not escape)."""
+    rng = np.random.default_rng(3)
+    views = _views(rng, 12, spread=0.05)
+    for c in (9, 10, 11):  # returning clients: 1.6 x farther, as in an FDBNL round
+        views[c] = [1.6 * views[c][0]]
+    cohorts = {c: c >= 9 for c in views}
+    assert set(byzantine_outliers(views, factor=2.5, floor=0.05)) == {9, 10, 11}
+    assert byzantine_outliers(views, factor=2.5, floor=0.05, cohorts=cohorts) == {}
+    lie = {**views, 10: [-views[10][0]]}
+    assert list(byzantine_outliers(lie, factor=2.5, floor=0.05, cohorts=cohorts)) == [10]
+    lie = {**views, 4: [-views[4][0]]}
+    assert list(byzantine_outliers(lie, factor=2.5, floor=0.05, cohorts=cohorts)) == [4]
+    alone = {**views, 12: [-views[0][0]]}  # the only member of its cohort, lying
+    assert list(byzantine_outliers(alone, factor=2.5, floor=0.05,
+                                   cohorts={**cohorts, 12: "new"})) == [12]
+
+
+def test_sampled_clients_are_not_flagged_for_being_sampled_first():
+    """With ``clients-per-round`` a client sampled for the first time answers with zero duals
+    beside returning clients with grown ones; screened together, honest clients of the
+    smaller group were flagged (2-20% of the sampled replies at K = 1,000)."""
+    rc = _rc("fdbnl", **{"dbn.clients-per-round": 30, "dbn.num-rounds": 8,
+                         "dbn.samples-per-client": 100})
+    res = run_app("fdbnl", client_app, 100, rc=rc)  # together: 10 flagged in round 2
+    assert res.status == "completed" and len(res.history) == 8
+    assert not any("flagged" in h for h in res.history)
+    liars = range(0, 100, 10)  # 10 of 100: about 3 in a round's sample
+    res = run_app("fdbnl", lying_app(client_app, "sign-flip", liars), 100, rc=rc)
+    flagged = [c for h in res.history for c in h.get("flagged", [])]
+    assert len(flagged) >= 10 and set(flagged) <= set(liars)  # ~24 lying replies sent
