@@ -1,24 +1,28 @@
-"""Where FDBNL's time goes as the graph grows (issue 23, goal 4): a first measurement.
+"""Where FDBNL's time goes as the graph grows (issue 23, goal 4).
 
 The reference loop (``fdbnl_reference``'s core calls in its order, App defaults) on stationary
 SVAR data (ER, mean degree 4, p = 1, paper weights), K clients of ``--rows`` rows each, one
 thread (BLAS pinned), CPU seconds (``time.process_time``) split by component:
 
-- ``client``: the clients' closed-form local steps (2), all K per round;
-- ``expm``: h(W) and its gradient (one matrix exponential per objective evaluation) inside
-  the server step (3);
-- ``bounds``: scipy's conversion of the L-BFGS-B bounds (``Bounds`` -> old list -> arrays,
-  two Python loops over the 2 d^2 split variables per call);
-- ``lbfgsb``: the rest of the server's L-BFGS-B call (its own iterations, the objective
-  without h);
-- ``server other``: duals, alpha/rho, residual.
+- ``client``: the clients' closed-form local steps (2), all K per round (by Woodbury's
+  identity when a client has fewer rows than (p + 1) d, as here from d = 150);
+- ``expm``: the matrix exponentials of h inside the server step (3) (one per objective
+  evaluation, one per call for the solver's scaling, one for h of the new W);
+- ``bounds``: scipy's conversion of the L-BFGS-B bounds (``Bounds`` -> old list -> arrays);
+- ``lbfgsb``: the rest of the server step (L-BFGS-B's own iterations, the objective without
+  h, the duals).
 
-Also the rounds, objective evaluations per round, SHD(W)/SHD(A) at the default tau, the peak
-memory of the process (server and clients together: the server holds W, A and 2K duals; a
-client its moments, (d + pd)^2 floats) and the exponent of CPU ~ d^b fitted over the sizes.
-``--max-rounds`` caps a large d (then the per-round numbers are measured, the total is not).
+``--solvers``: ``screened`` (the default server step: L-BFGS-B on the entries that can be
+nonzero, curvature-scaled) and/or ``split`` (before: all 2 d^2 split variables). Also the
+rounds, matrix exponentials per round, nonzero entries of W, SHD(W)/SHD(A) at the default tau,
+the server state's size (W, A and 2K duals), a client's moments, the peak memory of the
+process (server and clients together) and the exponent of CPU per round ~ d^b fitted over
+the sizes. ``--max-rounds`` caps a large d (then the per-round numbers are measured, the
+total is not). ``--flwr``: each (d, K) also under ``flwr run`` (Ray).
 
-    python simulations/bench/large_graphs.py --sizes 50 100 200 400   # development seed 100
+    python simulations/bench/large_graphs.py --sizes 50 100 200 400 --solvers split screened
+    python simulations/bench/large_graphs.py --sizes 1000 --clients 8 32 --flwr \
+        --out simulations/results/large_graphs_d1000.json      # development seed 100
 """
 
 from __future__ import annotations
@@ -28,9 +32,12 @@ import os
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")  # CPU seconds of one thread: set before numpy loads BLAS
 
+import itertools  # noqa: E402
 import resource  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import _sims  # noqa: E402, F401 - simulations/ on sys.path
@@ -73,12 +80,13 @@ class Meter:
 
 
 METER = Meter()
-METER.wrap(dbn, "_h_and_grad", "expm")
+METER.wrap(dbn, "_exp_sq", "expm")
 METER.wrap(smin, "new_bounds_to_old", "bounds")  # minimize: Bounds -> old list
 METER.wrap(slb, "old_bound_to_new", "bounds")  # L-BFGS-B: old list -> arrays
 
 
-def run(d: int, K: int, rows: int, seed: int, max_rounds: int) -> dict[str, Any]:
+def run(d: int, K: int, rows: int, seed: int, max_rounds: int, screened: bool = True
+        ) -> dict[str, Any]:
     clients, truths = federated_dbn(seed, K, rows, d, p=1, weights="paper", generator="svar")
     m = METER
     m.cpu.clear()
@@ -86,7 +94,7 @@ def run(d: int, K: int, rows: int, seed: int, max_rounds: int) -> dict[str, Any]
     t0 = time.process_time()
     moms = [dbn.moments(*c) for c in clients]
     moments_s = time.process_time() - t0
-    s = dbn.FDBNLSettings(max_rounds=max_rounds)
+    s = dbn.FDBNLSettings(max_rounds=max_rounds, server_screen=screened)
     state = dbn.initial_state(d, 1, s.rho1, s.rho2)
     rounds = 0
     t_all = time.process_time()
@@ -102,6 +110,10 @@ def run(d: int, K: int, rows: int, seed: int, max_rounds: int) -> dict[str, Any]
     expm, bounds = m.cpu.get("expm", 0.0), m.cpu.get("bounds", 0.0)
     metrics = dbn_graph_metrics(state.W, state.A, *truths[0], s.tau_w, s.tau_a)
     return {"d": d, "K": K, "rows": rows, "seed": seed, "rounds": rounds,
+            "solver": "screened" if screened else "split",
+            "nonzero_w": int(np.sum(state.W != 0)),
+            "server_state_mb": sum(a.nbytes for a in (state.W, state.A, *state.beta.values(),
+                                                      *state.gamma.values())) / 2**20,
             "converged": bool(state.h <= s.h_tol and state.residual <= s.primal_tol),
             "cpu_s": total, "moments_s": moments_s, "client_s": m.cpu["client"],
             "expm_s": expm, "bounds_s": bounds,
@@ -121,18 +133,34 @@ def exponent(rows: list[dict[str, Any]]) -> float | None:
     return float(np.polyfit(x, y, 1)[0])
 
 
+def exponents(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """:func:`exponent` per solver and K (where at least two sizes ran whole)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["converged"]:
+            groups.setdefault(f"{r.get('solver', 'split')}, K {r['K']}", []).append(r)
+    return {k: b for k, g in groups.items() if (b := exponent(g)) is not None}
+
+
 def table(r: dict[str, Any]) -> str:
-    rows = [[x["d"], x["K"], x["rounds"] if x["converged"] else f"{x['rounds']} (capped)",
+    rows = [[x["d"], x["K"], x.get("solver", "split"),
+             x["rounds"] if x["converged"] else f"{x['rounds']} (capped)",
              f"{x['cpu_s']:.1f}", f"{x['cpu_s'] / x['rounds']:.2f}",
-             f"{x['client_s']:.1f}", f"{x['expm_s']:.1f}", f"{x['bounds_s']:.1f}",
+             f"{x['client_s']:.1f}", f"{1e3 * x['client_s'] / x['rounds'] / x['K']:.1f}",
+             f"{x['expm_s']:.1f}", f"{x['bounds_s']:.1f}",
              f"{x['lbfgsb_s']:.1f}", f"{x['evaluations'] / x['rounds']:.0f}",
+             x.get("nonzero_w", "-"),
              f"{x['shd_w']:.0f} / {x['true_edges_w']}", f"{x['shd_a']:.0f}",
-             f"{x['peak_rss_mb']:.0f}"] for x in r["rows"]]
-    head = ["d", "K", "rounds", "CPU s", "per round", "clients", "expm", "bounds",
-            "L-BFGS-B rest", "evals/round", "SHD(W) / true edges", "SHD(A)", "peak RSS MB"]
-    b = r.get("exponent")
-    return markdown(head, rows) + ("" if b is None else
-                                   f"\n\nCPU per round ~ d^{fmt(b)} over these sizes.")
+             f"{x.get('server_state_mb', float('nan')):.0f}",
+             f"{x['client_moments_mb']:.0f}", f"{x['peak_rss_mb']:.0f}"] for x in r["rows"]]
+    head = ["d", "K", "server solver", "rounds", "CPU s", "per round", "clients",
+            "ms per client-round", "expm", "bounds", "L-BFGS-B rest", "expm calls/round",
+            "nonzero W", "SHD(W) / true edges", "SHD(A)", "server state MB",
+            "client moments MB", "peak RSS MB"]
+    fits = r.get("exponents") or {}
+    text = "; ".join(f"{k}: d^{fmt(b)}" for k, b in fits.items())
+    return markdown(head, rows) + (f"\n\nCPU per round over these sizes: {text}." if text
+                                   else "")
 
 
 def table_large_graphs() -> str:
@@ -145,19 +173,41 @@ TABLES = {"large_graphs": table_large_graphs}
 def main() -> None:
     ap = parser(__doc__.splitlines()[0], seeds=[100])
     ap.add_argument("--sizes", type=int, nargs="+", default=[50, 100, 200, 400])
-    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--clients", type=int, nargs="+", default=[8])
+    ap.add_argument("--solvers", nargs="+", default=["screened"], choices=["screened", "split"],
+                    help="server step (3) on the screened entries (default) or all split "
+                         "variables (before)")
     ap.add_argument("--rows", type=int, default=300)
     ap.add_argument("--max-rounds", type=int, default=dbn.FDBNLSettings().max_rounds)
+    ap.add_argument("--flwr", action="store_true",
+                    help="also run each (d, K) under flwr run (Ray, one virtual SuperNode per "
+                         "client, the App's synthetic data of the same seed and size)")
+    ap.add_argument("--timeout", type=float, default=3600, help="of each flwr run (s)")
     args = ap.parse_args()
     out = []
     for seed in args.seeds:
-        for d in args.sizes:
-            row = run(d, args.clients, args.rows, seed, args.max_rounds)
-            log(f"d {d}: {row['rounds']} rounds, {row['cpu_s']:.1f} s CPU (clients "
+        for d, K, solver in itertools.product(args.sizes, args.clients, args.solvers):
+            row = run(d, K, args.rows, seed, args.max_rounds, solver == "screened")
+            log(f"d {d}, K {K}, {solver}: {row['rounds']} rounds, {row['cpu_s']:.1f} s CPU "
+                f"(clients "
                 f"{row['client_s']:.1f}, expm {row['expm_s']:.1f}, bounds {row['bounds_s']:.1f}, "
                 f"L-BFGS-B rest {row['lbfgsb_s']:.1f}), SHD(W) {row['shd_w']:.0f}")
             out.append(row)
-    res = {"settings": settings(args), "rows": out, "exponent": exponent(out)}
+    runs = []
+    if args.flwr:
+        from many_clients import flwr_run
+
+        with tempfile.TemporaryDirectory() as tmp:
+            for seed, d, K in itertools.product(args.seeds, args.sizes, args.clients):
+                rc = {"algorithm": "fdbnl", "seed": seed, "d": d, "samples-per-client": args.rows,
+                      "num-rounds": args.max_rounds}
+                runs.append(flwr_run(f"fdbnl-d{d}-K{K}", K, rc, Path(tmp), args.timeout))
+                r = runs[-1]
+                log(f"flwr run d {d}, K {K}: {r['status']}, {r['rounds']} rounds, "
+                    f"{r['flwr_wall_s']:.0f} s wall, {r['s_per_round']:.1f} s/round, SHD(W) "
+                    f"{r['metrics'].get('shd_w')}, simulation RSS {r['simulation_rss_mb']:.0f} MB")
+    res = {"settings": settings(args), "rows": out, "exponents": exponents(out),
+           "flwr": runs}
     print(table(res))
     write_results(NAME, res, args.out)
 

@@ -524,3 +524,61 @@ def test_stop_rule_waits_for_the_clients_to_agree():
     assert 1 < len(hist) < s.max_rounds
     assert state.h <= s.h_tol and state.residual <= s.primal_tol
     assert all(r["h"] > s.h_tol or r["primal_residual"] > s.primal_tol for r in hist[:-1])
+
+
+@pytest.mark.parametrize("seed,rho1", [(0, 50.0), (1, 50.0), (2, 50.0), (3, 1e6)])
+def test_split_solution_is_zero_off_the_screen(seed, rho1):
+    """The W-part of (3) solved on all 2 d^2 split variables is 0 wherever weight |V| <= lambda
+    (what :func:`screen` leaves out), and the screened solve lands on its minimizer, signs
+    included, at an objective no higher than the split solve's to solver tolerance."""
+    rng = np.random.default_rng(seed)
+    d, weight, alpha, lam_w = 6, 4.0, 0.7, 0.8
+    V_W, V_A = 0.5 * rng.normal(size=(d, d)), np.zeros((d, d))
+    S = dbn.screen(V_W, weight, lam_w)
+    assert 0 < S.sum() < d * (d - 1) and not np.any(np.diag(S))
+    args = (V_W, V_A, weight, alpha, rho1, lam_w, 0.0)
+    W_split, _ = dbn.admm_global_step(*args, restarts=5, screened=False)
+    W_screen, _ = dbn.admm_global_step(*args, restarts=5)
+    assert np.all(W_split[~S] == 0) and np.all(W_screen[~S] == 0)
+    assert np.all(np.sign(W_screen[W_screen != 0]) == np.sign(V_W[W_screen != 0]))
+    np.testing.assert_allclose(W_screen, W_split, atol=1e-3)
+    f_split = _server_objective(W_split, V_A, *args)
+    assert _server_objective(W_screen, V_A, *args) <= f_split + 1e-7 * max(1.0, abs(f_split))
+
+
+def test_screened_step_keeps_knowledge_and_uninformed_entries_at_zero():
+    """Entrywise weights and lambdas (prior knowledge, sites that inform some entries): a
+    forbidden entry (infinite lambda) and an entry nobody informs (weight 0) stay 0, a required
+    one (lambda 0) is free; the screened and split solves agree."""
+    rng = np.random.default_rng(7)
+    d = 5
+    V_W, V_A = rng.normal(size=(d, d)), rng.normal(size=(d, d))
+    lam_W, w_W = np.full((d, d), 1.0), np.full((d, d), 3.0)
+    lam_W[0, 1], w_W[1, 2], lam_W[2, 3] = np.inf, 0.0, 0.0
+    V_W[0, 1], V_W[1, 2], V_W[2, 3] = 2.0, 2.0, 0.1
+    weight = (w_W, np.full((d, d), 3.0))
+    args = (V_W, V_A, weight, 0.5, 20.0, lam_W, np.full((d, d), 1.0))
+    W, A = dbn.admm_global_step(*args, restarts=5)
+    W_split, A_split = dbn.admm_global_step(*args, restarts=5, screened=False)
+    assert W[0, 1] == 0 and W[1, 2] == 0 and W[2, 3] != 0
+    np.testing.assert_allclose(W, W_split, atol=1e-3)
+    np.testing.assert_array_equal(A, A_split)
+
+
+def test_local_step_by_woodbury_equals_the_dense_solve():
+    """With fewer complete rows than columns the moments carry Z = [Xt, Xlag] / sqrt(n) and
+    the local step (2) solves an n x n system; the answer is the (p + 1) d one's."""
+    rng = np.random.default_rng(5)
+    d, p, n = 12, 2, 20
+    mom = dbn.moments(rng.normal(size=(n, d)), rng.normal(size=(n, p * d)))
+    assert mom.factor is not None and mom.factor.shape == (n, (p + 1) * d)
+    W, beta = rng.normal(size=(d, d)), rng.normal(size=(d, d))
+    A, gamma = rng.normal(size=(p * d, d)), rng.normal(size=(p * d, d))
+    low = dbn.admm_local_step(mom, W, A, beta, gamma, rho2=0.7)
+    dense = dbn.admm_local_step(tuple(mom), W, A, beta, gamma, rho2=0.7)
+    for x, y in zip(low, dense, strict=True):
+        np.testing.assert_allclose(x, y, atol=1e-10)
+    assert dbn.moments(rng.normal(size=(80, d)), rng.normal(size=(80, p * d))).factor is None
+    Xt = rng.normal(size=(n, d))
+    Xt[0, 0] = np.nan  # missing values: pairwise moments, no factor
+    assert dbn.moments(Xt, rng.normal(size=(n, p * d))).factor is None
