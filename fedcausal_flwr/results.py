@@ -4,7 +4,8 @@
 
 - ``"running"``: rounds go on; after every round (a checkpoint, :meth:`RunResult.checkpoint`)
   the round is appended to ``history.jsonl`` and result.json is rewritten as a summary
-  without ``history`` (:func:`load_result` merges it back; the end writes it whole);
+  without ``history`` (large estimates go to ``arrays.npz``; :func:`load_result` merges
+  both back; the end writes it whole);
 - ``"completed"``: the run reached its end (stop rule or round budget);
 - ``"stopped: <reason>"``: it ended early (too few valid replies, a party the protocol cannot do
   without failed); finished rounds are kept;
@@ -37,6 +38,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+ARRAYS_FILE = "arrays.npz"
+"""A running result's large estimates and truth, binary, beside its summary ``result.json``
+(:meth:`RunResult.checkpoint`); merged back by :func:`load_result`."""
+INLINE_NUMBERS = 100_000
+"""Estimates and truth up to this many numbers in all stay inside a running checkpoint's
+``result.json``; beyond, they go to :data:`ARRAYS_FILE` (JSON of a d = 1,000 graph costs
+seconds per round, the binary file milliseconds)."""
 HISTORY_FILE = "history.jsonl"
 """A running result's rounds, one JSON line each, beside its summary ``result.json``
 (:meth:`RunResult.checkpoint`); merged back by :func:`load_result`."""
@@ -70,6 +78,23 @@ def inside(directory: str | Path, root: str | Path) -> Path:
     if d == r or not d.is_relative_to(r):
         raise ValueError(f"refusing to write results to {d}: not under the outputs directory {r}")
     return d
+
+
+def _large_arrays(result: RunResult) -> dict[str, np.ndarray]:
+    """The numeric arrays of ``result``'s estimates and truth ("estimates/W", ...) when they
+    hold more than :data:`INLINE_NUMBERS` numbers in all, else {}."""
+    out = {f"{part}/{k}": np.asarray(v) for part in ("estimates", "truth")
+           for k, v in getattr(result, part).items()
+           if isinstance(v, np.ndarray) and v.dtype.kind in "biuf" and v.ndim >= 1}
+    return out if sum(v.size for v in out.values()) > INLINE_NUMBERS else {}
+
+
+def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` to ``path`` atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as f:
+        np.savez(f, **arrays)
+    tmp.replace(path)
 
 
 def _write_json(path: Path, doc: dict[str, Any]) -> None:
@@ -189,6 +214,7 @@ class RunResult:
         path = directory / "result.json"
         _write_json(path, self.to_dict())
         (directory / HISTORY_FILE).unlink(missing_ok=True)  # the full history is in path now
+        (directory / ARRAYS_FILE).unlink(missing_ok=True)  # and every array
         self._appended = None
         return path
 
@@ -224,10 +250,23 @@ class RunResult:
             f.writelines(json.dumps(jsonable(r)) + "\n" for r in new)
         stale = max([state[2]] + [stale_after([r]) for r in new])
         self._appended = (side, n, stale)
-        doc = self.to_dict(history=False)
+        big = _large_arrays(self)
+        if big:
+            _write_npz(directory / ARRAYS_FILE, big)
+        else:
+            (directory / ARRAYS_FILE).unlink(missing_ok=True)
+        est, truth = self.estimates, self.truth
+        try:  # the summary without what went to the binary file
+            self.estimates = {k: v for k, v in est.items() if f"estimates/{k}" not in big}
+            self.truth = {k: v for k, v in truth.items() if f"truth/{k}" not in big}
+            doc = self.to_dict(history=False)
+        finally:
+            self.estimates, self.truth = est, truth
         doc["process"]["stale_after_s"] = stale
         doc.update({"history_file": HISTORY_FILE, "history_rounds": n,
                     "last_round": jsonable(self.history[-1]) if n else None})
+        if big:
+            doc["arrays_file"] = ARRAYS_FILE
         path = directory / "result.json"
         _write_json(path, doc)
         return path
@@ -602,12 +641,17 @@ def load_result(path: str | Path, stale_after_s: float | None = None) -> dict[st
     path = Path(path)
     if path.is_dir():
         path = path / "result.json"
-    for _ in range(3):  # the writer may finish (and remove the side file) as we read
+    for _ in range(3):  # the writer may finish (and remove the side files) as we read
         doc = json.loads(path.read_text())
         if "history_file" not in doc:
             break
         rows = _read_history(path.parent / str(doc["history_file"]))
-        if rows is not None:
+        arrays = _read_arrays(path.parent / str(doc.pop("arrays_file", ""))) \
+            if "arrays_file" in doc else {}
+        if rows is not None and arrays is not None:
+            for key, value in arrays.items():
+                part, name = key.split("/", 1)
+                doc.setdefault(part, {})[name] = value.tolist()
             doc = _merged(doc, rows)
             break
     if doc.get("status") == "running":
@@ -616,6 +660,16 @@ def load_result(path: str | Path, stale_after_s: float | None = None) -> dict[st
             doc["status"] = "interrupted"
             doc["status_detail"] = f"result.json says running but {why}"
     return doc
+
+
+def _read_arrays(side: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of a running checkpoint's binary side file, None when it is gone (a
+    checkpoint a round newer than the summary read may have replaced it: the same run)."""
+    try:
+        with np.load(side, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError):
+        return None
 
 
 def _read_history(side: Path) -> list[dict[str, Any]] | None:

@@ -121,3 +121,33 @@ def test_the_app_checkpoints_a_summary_and_its_readers_see_every_round(tmp_path,
     final = json.loads((out / "result.json").read_text())
     assert final["status"] == "completed" and len(final["history"]) == len(result.history)
     assert not (out / HISTORY_FILE).exists()
+
+
+def test_large_estimates_go_to_a_binary_side_file_while_running(tmp_path):
+    """A d = 400 graph's estimates (over INLINE_NUMBERS numbers) are not rewritten as JSON
+    every round: they go to arrays.npz; readers see the document save writes, the end writes
+    it whole and drops the side file; small ones stay inline."""
+    from fedcausal_flwr.results import ARRAYS_FILE, INLINE_NUMBERS
+
+    out = tmp_path / "run"
+    rng = np.random.default_rng(0)
+    W, A = rng.normal(size=(400, 400)), rng.normal(size=(400, 400))
+    assert W.size + A.size > INLINE_NUMBERS
+    r = RunResult("fdbnl", {}, status="running", estimates={"W": W, "A": A, "h": 0.5},
+                  truth={"W": (W > 1).astype(float)}, history=[row(1)])
+    r.checkpoint(out)
+    doc = json.loads((out / "result.json").read_text())
+    assert (out / ARRAYS_FILE).exists() and doc["arrays_file"] == ARRAYS_FILE
+    assert doc["estimates"] == {"h": 0.5} and doc["truth"] == {}
+    assert (out / "result.json").stat().st_size < 10_000
+    back = RunResult.load(out)
+    assert np.array_equal(back.estimates["W"], W) and np.array_equal(back.estimates["A"], A)
+    assert np.array_equal(back.truth["W"], r.truth["W"]) and back.estimates["h"] == 0.5
+    assert list(load_result(out)) == list(r.to_dict())
+    r.status = "completed"
+    r.checkpoint(out)
+    assert not (out / ARRAYS_FILE).exists() and not (out / HISTORY_FILE).exists()
+    assert np.array_equal(RunResult.load(out).estimates["W"], W)
+    small = RunResult("fdbnl", {}, status="running", estimates={"W": np.eye(5)})
+    small.checkpoint(tmp_path / "small")
+    assert not (tmp_path / "small" / ARRAYS_FILE).exists()
