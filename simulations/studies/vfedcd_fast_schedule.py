@@ -24,7 +24,14 @@ where a setting names no ``adam_eps``); ``--grid k=v1,v2 ...`` runs their produc
 
 ``--summary`` ranks every (setting, epochs, tau) run on all ``--seeds`` by mean F1 (ties: lower
 SHD) and writes ``results/vfedcd_fast_schedule.json``; ``--max-steps`` (default 120, i.e.
-600 exchanges) drops cells whose ``E S`` exceeds it.
+600 exchanges) drops cells whose ``E S`` exceeds it. Every cell also gets the projected minutes
+of its loopback deployment with real keys (:func:`deployed_s`); ``--max-minutes`` drops the
+cells above it and ``--frontier`` lists, instead of the best cell per setting, the cells no
+faster cell beats on mean F1 (issue 23: what a 30-minute deployment can reach):
+
+    python simulations/studies/vfedcd_fast_schedule.py --summary --seeds 100..109 \
+        --runs simulations/results/vfedcd_deploy30_runs.jsonl --max-steps 9999 --frontier \
+        --out simulations/results/vfedcd_deploy30.json
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ from vfedcd_table1 import data
 from vfedcd_table1 import settings as preset_settings
 
 from fedcausal_flwr.metrics import graph_metrics
+from fedcausal_flwr.secure.paillier import DEFAULT_BITS, SLOT_BITS
 from fedcausal_flwr.vertical import loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import blocks, split_standardised
@@ -60,6 +68,10 @@ TAUS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.4, 1.6, 2.0)
 RUNS = RESULTS_DIR / "vfedcd_fast_schedule_runs.jsonl"
 BASE = {"mode": "vfedcd", "adam_eps": 1e-8}  # with VFedCDSettings.slow(): what "no change" meant
 PHASES = 5  # relayed exchanges per mini-batch step (forward, share, decode, gradient, update)
+EXCHANGE_S = 7.24  # s per exchange, VFedCD's 3-node loopback deployment (RESULTS.md, "before")
+CRYPTO_EPOCH_S = 60.0  # s per epoch of the 3 parties' 2048-bit crypto on 2 cores, h = 10
+START_S = 60.0  # deployment start-up, keys and setup phase
+PARTY_COLS = 5  # d_t: d = 15 over K = 3 parties
 
 
 def parse_value(key: str, text: str) -> Any:
@@ -83,6 +95,20 @@ def name_of(changes: dict[str, Any]) -> str:
 
 def steps_per_epoch(batch: int, rows: int = 800) -> int:
     return math.ceil(rows / batch)
+
+
+def packed_blocks(hidden: int, cols: int = PARTY_COLS, bits: int = DEFAULT_BITS) -> int:
+    """Packed ciphertexts per row of ``cols * hidden`` values (``paillier.blocks``)."""
+    return -(-cols * hidden // ((bits - 2) // SLOT_BITS))
+
+
+def deployed_s(epochs: int, steps: int, hidden: int, phases: int = PHASES) -> float:
+    """Projected seconds of the loopback deployment with real keys: start-up, ``epochs *
+    steps * phases`` exchanges at :data:`EXCHANGE_S` and the cryptography of every epoch
+    (:data:`CRYPTO_EPOCH_S` measured at h = 10, scaled by the packed blocks per row, which
+    every ciphertext count of an epoch is proportional to: ``results/vfedcd.md``)."""
+    crypto = CRYPTO_EPOCH_S * packed_blocks(hidden) / packed_blocks(10)
+    return START_S + epochs * (steps * phases * EXCHANGE_S + crypto)
 
 
 def score(B: np.ndarray, A: np.ndarray, tau: float) -> dict[str, float]:
@@ -114,21 +140,27 @@ def run_one(changes: dict[str, Any], seed: int, snapshots: list[int]) -> dict:
             "rho": state.history[-1]["rho"], "cpu_s": time.process_time() - t0}
 
 
-def ranked(rows: list[dict], seeds: list[int], max_steps: int) -> list[dict]:
-    """Every (setting, epochs, tau) run on all ``seeds`` with E S <= max_steps, best first."""
+def ranked(rows: list[dict], seeds: list[int], max_steps: int,
+           max_minutes: float = math.inf) -> list[dict]:
+    """Every (setting, epochs, tau) run on all ``seeds`` with E S <= max_steps and a projected
+    deployment (:func:`deployed_s`) within ``max_minutes``, best first."""
     cells: dict[tuple[str, int, str], dict[int, dict]] = {}
     spe: dict[str, int] = {}
+    hidden: dict[str, int] = {}
     for r in rows:
         spe[r["setting"]] = r["steps_per_epoch"]
+        hidden[r["setting"]] = int(r["changes"].get("hidden", V.VFedCDSettings().hidden))
         for ep, by_tau in r["scores"].items():
             for tau, m in by_tau.items():
                 cells.setdefault((r["setting"], int(ep), tau), {})[r["seed"]] = m
     out = []
     for (name, ep, tau), per in cells.items():
-        if not set(seeds) <= set(per) or ep * spe[name] > max_steps:
+        minutes = deployed_s(ep, spe[name], hidden[name]) / 60
+        if not set(seeds) <= set(per) or ep * spe[name] > max_steps or minutes > max_minutes:
             continue
         out.append({"setting": name, "epochs": ep, "tau": float(tau),
                     "steps": ep * spe[name], "exchanges": PHASES * ep * spe[name],
+                    "deploy_min": minutes,
                     **{k: mean_sd(per[s][k] for s in seeds) for k in ("shd", "f1", "nnz")},
                     "f1_min": min(per[s]["f1"] for s in seeds),
                     "per_seed_f1": [per[s]["f1"] for s in seeds]})
@@ -136,10 +168,20 @@ def ranked(rows: list[dict], seeds: list[int], max_steps: int) -> list[dict]:
     return out
 
 
+def frontier(cells: list[dict], step: float = 0.005) -> list[dict]:
+    """The cells that beat every faster cell's mean F1 by more than ``step``, fastest first."""
+    out: list[dict] = []
+    for c in sorted(cells, key=lambda c: (c["deploy_min"], -c["f1"][0])):
+        if not out or c["f1"][0] > out[-1]["f1"][0] + step:
+            out.append(c)
+    return out
+
+
 def fmt(c: dict) -> str:
     return (f"F1 {c['f1'][0]:.3f} ± {c['f1'][1]:.3f} (min {c['f1_min']:.3f})  "
             f"SHD {c['shd'][0]:5.1f} ± {c['shd'][1]:4.1f}  edges {c['nnz'][0]:4.1f}  "
             f"E {c['epochs']:3d} steps {c['steps']:5d} exch {c['exchanges']:6d}  "
+            f"~{c['deploy_min']:5.1f} min  "
             f"tau {c['tau']:<4g} {c['setting']}")
 
 
@@ -151,10 +193,23 @@ def main() -> None:
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--max-steps", type=int, default=120)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--max-minutes", type=float, default=math.inf,
+                    help="drop cells whose projected deployment takes longer")
+    ap.add_argument("--frontier", action="store_true",
+                    help="list the deployment-minutes / F1 frontier instead")
     a = ap.parse_args()
     if a.summary:
         rows = read_jsonl(a.runs)
-        best = ranked(rows, a.seeds, a.max_steps)
+        best = ranked(rows, a.seeds, a.max_steps, a.max_minutes)
+        if a.frontier:
+            front = frontier(best)
+            for c in front:
+                print(fmt(c))
+            write_results("vfedcd_deploy30", {
+                "seeds": a.seeds, "max_steps": a.max_steps, "frontier": front,
+                "model": {"exchange_s": EXCHANGE_S, "crypto_epoch_s_h10": CRYPTO_EPOCH_S,
+                          "start_s": START_S, "phases": PHASES}}, a.out)
+            return
         seen: set[str] = set()
         per_setting = [c for c in best if not (c["setting"] in seen or seen.add(c["setting"]))]
         for c in per_setting[:a.top]:
@@ -213,9 +268,25 @@ def table_vfedcd_fast_schedule() -> str:
                     rows)
 
 
+def table_vfedcd_deploy30() -> str:
+    """Issue 23: the frontier of projected deployment minutes (real keys) against mean F1 on
+    the development seeds: each row beats every faster cell."""
+    study = read_results("vfedcd_deploy30")
+    seeds = f"{min(study['seeds'])}-{max(study['seeds'])}"
+    rows = [[f"{c['deploy_min']:.1f}", c["steps"], c["exchanges"], c["epochs"], c["tau"],
+             c["setting"].replace("adam_eps=0.003 ", "").replace(" l2=0.0", "").replace(
+                 " lambda1=0.001", "").replace(" optimizer=adam", ""),
+             f"{c['shd'][0]:.1f} +- {c['shd'][1]:.1f}", f"{c['f1'][0]:.3f} +- {c['f1'][1]:.3f}"]
+            for c in study["frontier"]]
+    return markdown(["projected min", "steps", "exchanges", "epochs", "tau",
+                     f"setting (Adam; adam_eps 0.003, lambda1 1e-3, l2 0 unless named; dev "
+                     f"{seeds})", "SHD", "F1"], rows)
+
+
 #: this script's tables in RESULTS.md and results/*.md (``<!-- table:NAME -->``), which
 #: ``simulations/tables.py`` renders from its results
-TABLES = {"vfedcd_fast_schedule": table_vfedcd_fast_schedule}
+TABLES = {"vfedcd_fast_schedule": table_vfedcd_fast_schedule,
+          "vfedcd_deploy30": table_vfedcd_deploy30}
 
 
 if __name__ == "__main__":

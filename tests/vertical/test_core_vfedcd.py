@@ -261,3 +261,32 @@ def test_sachs_study_chose_by_its_criterion_from_its_runs():
         {k: summary["chosen"][k] for k in ("config", "epochs", "tau", "seeds")}
     assert best["seeds"] == study.DEV_SEEDS and best["nnz"][0] > 0
     assert sum(r["stage"] == "sachs" and r["config"] == best["config"] for r in rows) == 1
+
+
+def test_deployment_frontier_counts_packed_blocks_and_keeps_only_gains():
+    # The 30-minute study (issue 23) projects each cell's deployment: its crypto scales with
+    # the packed ciphertexts per row, which must be the backend's own count (2048-bit keys).
+    import json
+    import sys
+    from pathlib import Path
+
+    from fedcausal_flwr.secure import paillier
+
+    sim = Path(__file__).parents[2] / "simulations"
+    sys.path.insert(0, str(sim / "studies"))
+    try:
+        import vfedcd_fast_schedule as study
+    finally:
+        sys.path.remove(str(sim / "studies"))
+    pk = paillier.PublicKey(2 ** 2047 + 1)
+    for h in (1, 3, 4, 7, 8, 10, 11, 12):
+        assert study.packed_blocks(h) == paillier.blocks(pk, 5 * h)
+    assert study.deployed_s(30, 4, 10) == study.START_S + 30 * (4 * 5 * study.EXCHANGE_S
+                                                                + study.CRYPTO_EPOCH_S)
+    assert study.deployed_s(30, 4, 3) < study.deployed_s(30, 4, 7) < study.deployed_s(30, 4, 10)
+    cells = [{"deploy_min": m, "f1": (f, 0.0)} for m, f in
+             ((30, 0.6), (10, 0.5), (20, 0.503), (40, 0.62), (50, 0.61))]
+    assert [c["deploy_min"] for c in study.frontier(cells)] == [10, 30, 40]
+    front = json.loads((sim / "results" / "vfedcd_deploy30.json").read_text())["frontier"]
+    assert front == sorted(front, key=lambda c: c["deploy_min"])
+    assert all(b["f1"][0] > a["f1"][0] for a, b in zip(front[:-1], front[1:], strict=True))
