@@ -163,11 +163,27 @@ def table(r: dict[str, Any]) -> str:
                                    else "")
 
 
+def flwr_table(runs: list[dict[str, Any]]) -> str:
+    rows = [[r["run_config"]["d"], r["K"], r["status"], r["rounds"], f"{r['flwr_wall_s']:.0f}",
+             f"{r['strategy_s']:.0f}", f"{r['s_per_round']:.1f}",
+             r["metrics"].get("shd_w", "-"), r["metrics"].get("shd_a", "-"),
+             f"{r['simulation_rss_mb']:.0f}", f"{r['tree_rss_mb']:.0f}"] for r in runs]
+    return markdown(["d", "K", "status", "rounds", "wall s", "ServerApp s", "s per round",
+                     "SHD(W)", "SHD(A)", "ServerApp RSS MB", "all processes RSS MB"], rows)
+
+
 def table_large_graphs() -> str:
     return table(read_results(NAME))
 
 
-TABLES = {"large_graphs": table_large_graphs}
+def table_large_graphs_d1000() -> str:
+    r = read_results(f"{NAME}_d1000")
+    runs = r.get("flwr") or []
+    return table(r) + ("\n\nUnder `flwr run` (Ray, one virtual SuperNode per client, the App's "
+                       "data of the same seed):\n\n" + flwr_table(runs) if runs else "")
+
+
+TABLES = {"large_graphs": table_large_graphs, "large_graphs_d1000": table_large_graphs_d1000}
 
 
 def main() -> None:
