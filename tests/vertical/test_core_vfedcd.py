@@ -290,3 +290,30 @@ def test_deployment_frontier_counts_packed_blocks_and_keeps_only_gains():
     front = json.loads((sim / "results" / "vfedcd_deploy30.json").read_text())["frontier"]
     assert front == sorted(front, key=lambda c: c["deploy_min"])
     assert all(b["f1"][0] > a["f1"][0] for a, b in zip(front[:-1], front[1:], strict=True))
+
+
+def test_yeo_johnson_is_fitted_once_per_party_not_per_message(monkeypatch):
+    """A party builds its client for every message; the transform's exponents are fitted once
+    for the same rows (the fit was 80% of a profiled run) and are the same numbers."""
+    from scipy import stats
+
+    from fedcausal_flwr.vertical import data as vdata
+
+    rng = np.random.default_rng(8)
+    tr = np.exp(rng.normal(size=(60, 3)))  # skewed columns
+    fresh = vdata.fitted_scaler(tr, "yeo-johnson")(tr)
+    calls = []
+    fit = stats.yeojohnson
+
+    def counted(x, lmbda=None):
+        calls.append(lmbda is None)
+        return fit(x, lmbda)
+
+    monkeypatch.setattr(stats, "yeojohnson", counted)
+    again = vdata.fitted_scaler(tr, "yeo-johnson")(tr)
+    assert not any(calls)  # no exponent fitted again, only applied
+    np.testing.assert_array_equal(again, fresh)
+    other = tr.copy()
+    other[0, 0] += 1.0
+    vdata.fitted_scaler(other, "yeo-johnson")
+    assert sum(calls) == 3  # new rows: one fit per column
