@@ -125,6 +125,13 @@ def node_named(node: int, reply: Message | None) -> str:
     return f"node {node} (partition-id {pid!r})"
 
 
+def _short(value: object, limit: int = 200) -> object:
+    """``value``, or its text cut to ``limit`` characters with the rest counted (a log line
+    of a d = 1,000 federation's variable names is 6,000 characters)."""
+    text = str(value)
+    return value if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more)"
+
+
 def _dropped_so_far(dropped: Sequence[str]) -> str:
     return f"; dropped: {'; '.join(dropped)}" if dropped else ""
 
@@ -257,7 +264,8 @@ class Roster:
         if len(nodes) < s.min_nodes:
             raise TooFewReplies(f"{len(nodes)} consistent clients, min-nodes={s.min_nodes}"
                                 f"{_dropped_so_far(dropped)}")
-        log(INFO, "%s: %d clients %s", type(s).__name__, len(nodes), want)
+        log(INFO, "%s: %d clients %s", type(s).__name__, len(nodes),
+            {k: _short(v) for k, v in want.items()})
         log(INFO, "%s", "partitions are bound to these node ids (bind-partitions=true): another "
             "node claiming one is refused" if s.bind_partitions else "partition ids are "
             "self-declared (bind-partitions=false): a new node id may take a missing client's "
