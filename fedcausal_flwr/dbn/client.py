@@ -200,10 +200,12 @@ class PFDBNLClient(FDBNLClient):
     phases = {"personal": "personal_step", "personal_replicas": "personal_replicas_step"}
 
     def personal_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
-        """``train.personal``: [W, A, W~_k, A~_k, beta_k, gamma_k] -> copies and W_k, A_k.
+        """``train.personal``: [W, A, W~_k, A~_k, beta_k, gamma_k, W_k, A_k] (W_k, A_k: this
+        client's last personalized graph, where its local step starts) -> copies and the new
+        W_k, A_k.
 
-        The lambdas, mu, ``code_compat``, ``restarts``, ``local_warm_start`` and
-        ``local_ftol`` come from the server with the message
+        The lambdas, mu, ``code_compat``, ``restarts``, ``local_start``, ``local_maxiter``
+        and ``local_ftol`` come from the server with the message
         (:meth:`~fedcausal_flwr.settings.Settings.from_wire`).
         """
         view = self.view(config)
@@ -232,7 +234,7 @@ class PFDBNLClient(FDBNLClient):
         outs = []
         for j, (mom, sc) in enumerate(reps):
             alpha, rho1, rho2, lw, la = (float(x) for x in sc)
-            outs.append(dbn.pfdbnl_client_step(mom, [a[j] for a in arrays[:6]], alpha, rho1,
+            outs.append(dbn.pfdbnl_client_step(mom, [a[j] for a in arrays[:8]], alpha, rho1,
                                                rho2, **{**s, "lambda_w": lw, "lambda_a": la},
                                                knowledge=masks))
         stacked = [np.stack([o[i] for o in outs]) for i in range(5)]

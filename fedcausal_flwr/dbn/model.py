@@ -50,6 +50,8 @@ class Moments(tuple):
 
 
 VARIABLE_SETS = ("union", "shared", "same")
+#: where PFDBNL's local step (10) starts: the client's last W_k, A_k, its copies, 0
+LOCAL_STARTS = ("previous", "copies", "zero")
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ class FDBNLSettings(ScreenedRunSettings, KnowledgeSettings):
     h_tol: float = setting(1e-8, "h-tol", ge=0)
     primal_tol: float = setting(1e-2, "primal-tol", ge=0)
     max_rounds: int = setting(200, "num-rounds", ge=1, le=MAX_ROUNDS)
-    restarts: int = setting(5, ge=1, le=1000, wire=True,
+    restarts: int = setting(1, ge=1, le=1000, wire=True,
                             doc="chained L-BFGS-B calls of PFDBNL's local step (10)")
     server_restarts: int = setting(1, ge=1, le=1000,
                                   doc="chained L-BFGS-B calls of the server step (3)")
@@ -174,14 +176,19 @@ class FDBNLSettings(ScreenedRunSettings, KnowledgeSettings):
 @dataclass(frozen=True)
 class PFDBNLSettings(FDBNLSettings):
     """FDBNL's settings plus ``mu``, the weight of the proximal term of Algorithm 2, and the
-    solver of its local step (10): ``local_warm_start`` (start at the received copies W~_k,
-    A~_k) and ``local_ftol`` (L-BFGS-B's relative decrease test; 0: scipy's default), both
-    off by default (``docs/algorithms/pfdbnl.md``, "Local-step cost")."""
+    solver of its local step (10): ``local_start`` (where L-BFGS-B starts: ``"previous"``,
+    the client's own last W_k, A_k, which the server sends back; ``"copies"``, the copies
+    W~_k, A~_k; ``"zero"``), ``local_maxiter`` (L-BFGS-B iterations per call; 0: no cap) and
+    ``local_ftol`` (its relative decrease test; 0: scipy's default)
+    (``docs/algorithms/pfdbnl.md``, "Local-step cost")."""
 
     mu: float = setting(0.1, "mu", ge=0, wire=True)
-    local_warm_start: bool = setting(False, wire=True,
-                                     doc="PFDBNL's local step (10) starts at the copies W~_k, "
-                                         "A~_k the client receives, not at 0")
+    local_start: str = setting("previous", choices=LOCAL_STARTS, wire=True,
+                               doc="where L-BFGS-B starts in PFDBNL's local step (10): the "
+                                   "client's last W_k, A_k, the copies W~_k, A~_k, or 0")
+    local_maxiter: int = setting(100, ge=0, le=100000, wire=True,
+                                 doc="L-BFGS-B iterations per call of PFDBNL's local step "
+                                     "(10) (0: no cap)")
     local_ftol: float = setting(0.0, ge=0, lt=1, wire=True,
                                 doc="L-BFGS-B's relative decrease test in the local step (10) "
                                     "(0: scipy's default 2.2e-9)")
@@ -618,10 +625,13 @@ def pfdbnl_local_step(mom: Moments, W_anchor: np.ndarray, A_anchor: np.ndarray, 
                       alpha: float, rho1: float, lambda_w: float, lambda_a: float,
                       restarts: int = 1, knowledge: Masks | None = None,
                       init: tuple[np.ndarray, np.ndarray] | None = None,
-                      ftol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """PFDBNL local step (10): personalized (W_k, A_k) by L-BFGS-B (``knowledge``: forbidden
-    entries held at 0, required ones without L1 penalty). L-BFGS-B starts from ``init`` =
-    (W, A) or from zero; ``ftol``: its relative decrease test (None: scipy's default)."""
+                      ftol: float | None = None, maxiter: int = 0
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """PFDBNL local step (10): personalized (W_k, A_k) by ``restarts`` chained L-BFGS-B calls
+    (``knowledge``: forbidden entries held at 0, required ones without L1 penalty).
+    L-BFGS-B starts from ``init`` = (W, A) or from zero; ``ftol``: its relative decrease
+    test (None: scipy's default); ``maxiter`` > 0: at most that many iterations per call
+    (an inexact step, as in inexact ADMM)."""
     d = W_anchor.shape[0]
     p = A_anchor.shape[0] // d
     lam = fixed = None
@@ -630,9 +640,14 @@ def pfdbnl_local_step(mom: Moments, W_anchor: np.ndarray, A_anchor: np.ndarray, 
         free = np.concatenate([knowledge.require_W.ravel(), knowledge.require_A.ravel()])
         lam = np.where(free, 0.0, np.repeat([lambda_w] + [lambda_a] * p, d * d)
                        ).reshape(p + 1, d * d)
-    x0 = None if init is None else split_from_dense(*init)
-    x = _lbfgs(d, p, restarts, alpha, rho1, lambda_w, lambda_a, x0=x0, mom=mom, V_W=W_anchor,
-               V_A=A_anchor, weight=2.0 * mu, lam=lam, fixed=fixed, ftol=ftol)
+    bounds = _split_bounds(d, p) if fixed is None else _fixed_bounds(d, p, fixed)
+    x = np.zeros(2 * (p + 1) * d * d) if init is None else split_from_dense(*init)
+    x = np.clip(x, bounds.lb, bounds.ub)
+    args = (d, alpha, rho1, lambda_w, lambda_a, mom, W_anchor, A_anchor, 2.0 * mu, lam)
+    options = {k: v for k, v in (("ftol", ftol), ("maxiter", maxiter)) if v}
+    for _ in range(max(1, restarts)):
+        x = sopt.minimize(penalized_objective, x, args=args, method="L-BFGS-B", jac=True,
+                          bounds=bounds, options=options or None).x
     return split_to_dense(x, d)
 
 
@@ -747,31 +762,45 @@ def fdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
 
 
 def pfdbnl_client_payload(state: ServerState, cid: int) -> list[np.ndarray]:
-    """What the server sends client ``cid``: [W, A, W~_k, A~_k, beta_k, gamma_k]."""
+    """What the server sends client ``cid``: [W, A, W~_k, A~_k, beta_k, gamma_k, W_k, A_k]
+    (W_k, A_k: the personalized graph the client last sent, 0 before its first reply; the
+    start of its next local step (10))."""
     zW, zA = _zeros_like_duals(state)
     return [state.W.copy(), state.A.copy(), state.W_tilde.get(cid, zW).copy(),
             state.A_tilde.get(cid, zA).copy(), state.beta.get(cid, zW).copy(),
-            state.gamma.get(cid, zA).copy()]
+            state.gamma.get(cid, zA).copy(), state.W_local.get(cid, zW).copy(),
+            state.A_local.get(cid, zA).copy()]
+
+
+def local_init(payload: Sequence[np.ndarray], local_start: str
+               ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where client k's local step (10) starts: its last (W_k, A_k) (``"previous"``), its
+    copies (W~_k, A~_k) (``"copies"``) or zero (``"zero"``: None)."""
+    if local_start not in LOCAL_STARTS:
+        raise ValueError(f"local_start must be one of {LOCAL_STARTS}, got {local_start!r}")
+    if local_start == "zero":
+        return None
+    return (payload[6], payload[7]) if local_start == "previous" else (payload[2], payload[3])
 
 
 def pfdbnl_client_step(mom: Moments, payload: Sequence[np.ndarray], alpha: float, rho1: float,
                        rho2: float, *, lambda_w: float, lambda_a: float, mu: float,
-                       code_compat: bool, restarts: int, local_warm_start: bool = False,
-                       local_ftol: float = 0.0, knowledge: Masks | None = None
+                       code_compat: bool, restarts: int, local_start: str,
+                       local_maxiter: int, local_ftol: float, knowledge: Masks | None = None
                        ) -> list[np.ndarray]:
-    """Client side of one PFDBNL round: returns [W~_k, A~_k, W_k, A_k, h(W_k) as 0-d array]
-    (``knowledge``: see :func:`pfdbnl_local_step`; ``local_warm_start``: step (10) starts at
-    the client's copies W~_k, A~_k it receives, not at 0; ``local_ftol`` > 0: L-BFGS-B's
-    relative decrease test, 0 for scipy's default)."""
-    W, A, W_tilde, A_tilde, beta, gamma = payload
+    """Client side of one PFDBNL round (``payload``: :func:`pfdbnl_client_payload`): returns
+    [W~_k, A~_k, W_k, A_k, h(W_k) as 0-d array] (``knowledge``: see
+    :func:`pfdbnl_local_step`; ``local_start``: see :func:`local_init`; ``local_maxiter`` > 0:
+    L-BFGS-B iterations per call; ``local_ftol`` > 0: its relative decrease test)."""
+    W, A, W_tilde, A_tilde, beta, gamma = payload[:6]
     if code_compat:  # zero prox anchor, one L-BFGS-B call
         W_anchor, A_anchor, restarts = np.zeros_like(W), np.zeros_like(A), 1
     else:
         W_anchor, A_anchor = W_tilde, A_tilde
     W_k, A_k = pfdbnl_local_step(mom, W_anchor, A_anchor, mu, alpha, rho1, lambda_w,
                                  lambda_a, restarts, knowledge,
-                                 (W_tilde, A_tilde) if local_warm_start else None,
-                                 local_ftol or None)
+                                 local_init(payload, local_start), local_ftol or None,
+                                 local_maxiter)
     return [pfdbnl_copy(W_k, W, beta, mu, rho2, code_compat),
             pfdbnl_copy(A_k, A, gamma, mu, rho2, code_compat),
             W_k, A_k, np.array(acyclicity(W_k))]

@@ -468,8 +468,9 @@ class FDBNL(CausalStrategy):
 class PFDBNL(FDBNL):
     """Personalized FDBNL (Algorithm 2 of Chen, Ma, Yue 2025).
 
-    Client k gets ``[W, A, W~_k, A~_k, beta_k, gamma_k]`` with alpha, rho1, rho2 and the wire
-    settings (mu, the lambdas, ``code_compat``, ``restarts``), and returns its copies
+    Client k gets ``[W, A, W~_k, A~_k, beta_k, gamma_k, W_k, A_k]`` (W_k, A_k: its own last
+    reply, where its local step starts) with alpha, rho1, rho2 and the wire settings (mu, the
+    lambdas, ``code_compat``, ``restarts``, ``local_*``), and returns its copies
     ``W~_k, A~_k``, its personalized ``W_k, A_k`` (derivable from the copies and duals, so
     nothing new is revealed) and ``h(W_k)``.
     """

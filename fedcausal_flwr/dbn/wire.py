@@ -18,12 +18,13 @@ from fedcausal_flwr.federation.wire import Phase
 
 PHASES: dict[str, Phase] = {
     "local": Phase(down=("W", "A", "beta", "gamma"), up=("B", "D")),
-    "personal": Phase(down=("W", "A", "W_tilde", "A_tilde", "beta", "gamma"),
+    "personal": Phase(down=("W", "A", "W_tilde", "A_tilde", "beta", "gamma", "W_k", "A_k"),
                       up=("W_tilde", "A_tilde", "W_k", "A_k", "h")),
     "local_replicas": Phase(down=("W", "A", "beta", "gamma", "rows", "scalars"),
                             up=("B", "D", "val")),
     "personal_replicas": Phase(
-        down=("W", "A", "W_tilde", "A_tilde", "beta", "gamma", "rows", "scalars"),
+        down=("W", "A", "W_tilde", "A_tilde", "beta", "gamma", "W_k", "A_k", "rows",
+              "scalars"),
         up=("W_tilde", "A_tilde", "W_k", "A_k", "h", "val")),
 }
 

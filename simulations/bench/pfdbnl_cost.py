@@ -9,12 +9,13 @@ kind of data it was written for, and the weights our Table 1 reports beside the 
 
 Runs (``--runs``):
 
-- ``defaults``: our ``pfdbnl_reference`` with the App defaults (five chained L-BFGS-B calls
-  per local step (10), each from zero, scipy's default tolerance);
-- ``warm-1``: one L-BFGS-B call started at the copies W~_k, A~_k the client receives
-  (``restarts=1, local_warm_start=True``);
-- ``warm-1-ftol``: the same with L-BFGS-B's relative decrease test loosened to 1e-6
-  (``local_ftol=1e-6``);
+- ``before``: our ``pfdbnl_reference`` with the App defaults before issue 23 (five chained
+  L-BFGS-B calls per local step (10), each round from zero, no iteration cap:
+  ``restarts=5, local_start="zero", local_maxiter=0``);
+- ``defaults``: the App defaults now (one L-BFGS-B call started at the client's own last
+  W_k, A_k, which the server sends back, at most ``local_maxiter`` iterations);
+- ``uncapped``: the same start without the iteration cap (``local_maxiter=0``);
+- ``lambda-0.1``: the defaults with the official demo's lambda_W = lambda_A = 0.1;
 - ``official``: ``PF_DBN`` of ``package/PFDBNL.py`` (PeChen123/FDBN_Learning), loaded from
   ``--official`` (git directory or checkout) and run in this process on the same arrays with
   its demo's settings (mu 0.1, lambda_W = lambda_A = 0.1).
@@ -24,8 +25,11 @@ objective evaluations (``nfev`` of every L-BFGS-B call) per client and round. Ac
 mean over clients of SHD(W_k) and SHD(A_k) (FP + FN) of each client's personalized graph
 against its own truth, all thresholded at the official demo's 0.3.
 
-    python simulations/bench/pfdbnl_cost.py                    # evaluation seeds 9800-9804
+    python simulations/bench/pfdbnl_cost.py                    # evaluation seeds 10100-10104
     python simulations/bench/pfdbnl_cost.py --seeds 100..103   # development seeds
+
+``--merge`` keeps the rows of an earlier run (other cells, runs or seeds) in the results
+file, so the cells can be run one at a time.
 """
 
 from __future__ import annotations
@@ -70,9 +74,10 @@ N_K, TAU, OFFICIAL_MU, OFFICIAL_LAMBDA = 200, 0.3, 0.1, 0.1
 OFFICIAL_FILES = ("package/FDBNL.py", "package/PFDBNL.py")  # opt_boundary, PF_DBN
 #: our settings of each run (App defaults plus these)
 OURS: dict[str, dict[str, Any]] = {
+    "before": {"restarts": 5, "local_start": "zero", "local_maxiter": 0},
     "defaults": {},
-    "warm-1": {"restarts": 1, "local_warm_start": True},
-    "warm-1-ftol": {"restarts": 1, "local_warm_start": True, "local_ftol": 1e-6},
+    "uncapped": {"local_maxiter": 0},
+    "lambda-0.1": {"lambda_w": OFFICIAL_LAMBDA, "lambda_a": OFFICIAL_LAMBDA},
 }
 KEYS = ("cpu_s", "rounds", "nfev_per_client_round", "shd_w", "shd_a")
 
@@ -154,6 +159,16 @@ def run_official(mod: types.ModuleType, clients, truths) -> dict[str, float]:
             **client_scores(W_k, A_k, truths)}
 
 
+def merged(per_seed: list[dict]) -> list[dict]:
+    """The earlier results' rows (other cells, runs or seeds) followed by this run's."""
+    try:
+        old = read_results(NAME)["per_seed"]
+    except FileNotFoundError:
+        old = []
+    new = {(r["d"], r["K"], r["seed"], r["run"]) for r in per_seed}
+    return [r for r in old if (r["d"], r["K"], r["seed"], r["run"]) not in new] + per_seed
+
+
 def summarize(per_seed: list[dict]) -> dict[str, dict]:
     """Mean ± sd per (d, K, run), and ours / official per seed where both ran."""
     groups: dict[tuple, list[dict]] = {}
@@ -178,33 +193,39 @@ def rows_of(summary: dict[str, dict]) -> list[list[str]]:
     """One table row per (d, K, run)."""
     rows = []
     for v in summary.values():
-        ratio = v.get("cpu_ratio_official")
+        paired = [v.get(k) for k in ("cpu_ratio_official", "shd_w_minus_official",
+                                     "shd_a_minus_official")]
         rows.append([v["d"], v["K"], v["run"], len(v["seeds"]), fmt(*v["cpu_s"], 1),
                      fmt(v["rounds"][0], digits=1), fmt(v["nfev_per_client_round"][0], digits=0),
                      fmt(*v["shd_w"], 2), fmt(*v["shd_a"], 2),
-                     "-" if ratio is None else fmt(*ratio)])
+                     *("-" if x is None else fmt(*x, 3 if i == 0 else 2)
+                       for i, x in enumerate(paired))])
     return rows
 
 
 HEADERS = ["d", "K", "run", "seeds", "CPU s", "rounds", "evals / client / round",
-           "SHD(W_k)", "SHD(A_k)", "CPU / official (per seed)"]
+           "SHD(W_k)", "SHD(A_k)", "CPU / official (per seed)", "SHD(W_k) - official",
+           "SHD(A_k) - official"]
 
 
 def main() -> None:
-    ap = parser(__doc__.splitlines()[0], seeds=[9800, 9801, 9802, 9803, 9804])
+    ap = parser(__doc__.splitlines()[0], seeds=[10100, 10101, 10102, 10103, 10104])
     ap.add_argument("--cells", nargs="+", default=["10x6", "10x32", "20x6", "20x32"],
                     help="d x K cells, e.g. 10x6")
     ap.add_argument("--runs", nargs="+", choices=(*OURS, "official"),
                     default=[*OURS, "official"])
     ap.add_argument("--seeds-big", type=int, default=1,
                     help="seeds (the first of --seeds) of the cells other than the first")
-    ap.add_argument("--defaults-cells", nargs="*", default=["10x6"],
-                    help="cells at which 'defaults' runs (it costs ~6x the official code)")
+    ap.add_argument("--before-seeds", type=int, default=5,
+                    help="seeds (the first of those of a cell) at which 'before' runs (it "
+                         "costs ~6x the official code)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the earlier results' rows of other cells, runs or seeds")
     ap.add_argument("--official", type=Path, default=OFFICIAL_DEFAULT,
                     help="the official FDBN_Learning repository: git dir or checkout")
     args = ap.parse_args()
     if args.quick:
-        args.seeds, args.cells, args.runs = args.seeds[:1], ["10x6"], ["warm-1-ftol"]
+        args.seeds, args.cells, args.runs = args.seeds[:1], ["10x6"], ["defaults"]
     warnings.filterwarnings("ignore", category=RuntimeWarning)  # expm overflow at trial points
     official = load_official(args.official) if "official" in args.runs else None
     total = Clock()
@@ -213,13 +234,14 @@ def main() -> None:
     per_seed: list[dict] = []
     for i, cell in enumerate(args.cells):
         d, K = (int(v) for v in cell.split("x"))
-        for seed in args.seeds if i == 0 else args.seeds[:args.seeds_big]:
+        seeds = args.seeds if i == 0 else args.seeds[:args.seeds_big]
+        for seed in seeds:
             clients, truths = federated_dbn(seed, K, N_K, d, p=1, degree_w=4.0, degree_a=1.0,
                                             weights="code", generator="code",
                                             heterogeneous=True)
             moms = [dbn.moments(*c) for c in clients]
             for run in args.runs:
-                if run == "defaults" and cell not in args.defaults_cells:
+                if run == "before" and seed not in seeds[:args.before_seeds]:
                     continue
                 if run == "official":
                     if official is None:
@@ -231,6 +253,8 @@ def main() -> None:
                 log(f"  d={d} K={K} seed={seed} {run}: {r['cpu_s']:.1f} CPU s, "
                     f"{r['rounds']} rounds, {r['nfev_per_client_round']:.0f} evals/client/round"
                     f", SHD W_k/A_k {r['shd_w']:.2f}/{r['shd_a']:.2f}")
+    if args.merge:
+        per_seed = merged(per_seed)
     summary = summarize(per_seed)
     log("\n" + table(HEADERS, rows_of(summary)))
     checks: dict[str, str] = {}

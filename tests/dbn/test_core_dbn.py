@@ -301,13 +301,40 @@ def test_pfdbnl_local_step_warm_start_equals_cold_start(small, monkeypatch):
     minimize = dbn.sopt.minimize
     monkeypatch.setattr(dbn.sopt, "minimize",
                         lambda f, x0, **kw: starts.append(x0.copy()) or minimize(f, x0, **kw))
+    W_last, A_last = 0.2 * rng.normal(size=(d, d)), 0.2 * rng.normal(size=(2 * d, d))
+    np.fill_diagonal(W_last, 0.0)
     payload = [np.zeros((d, d)), np.zeros((2 * d, d)), W_anchor, A_anchor,
-               np.zeros((d, d)), np.zeros((2 * d, d))]
-    wire = {**dbn.PFDBNLSettings(restarts=1).to_wire(), "local_warm_start": True}
-    dbn.pfdbnl_client_step(mom, payload, alpha, rho1, 1.0, **wire)
+               np.zeros((d, d)), np.zeros((2 * d, d)), W_last, A_last]
+    wire = dbn.PFDBNLSettings(restarts=1).to_wire()
+    for start in ("copies", "previous", "zero"):
+        dbn.pfdbnl_client_step(mom, payload, alpha, rho1, 1.0, **{**wire, "local_start": start})
     np.testing.assert_array_equal(starts[0], dbn.split_from_dense(W_anchor, A_anchor))
-    dbn.pfdbnl_client_step(mom, payload, alpha, rho1, 1.0, **{**wire, "local_warm_start": False})
-    assert not starts[1].any()  # the default: from zero
+    np.testing.assert_array_equal(starts[1], dbn.split_from_dense(W_last, A_last))
+    assert not starts[2].any()
+    assert dbn.PFDBNLSettings().local_start == "previous"  # the default: the client's last
+
+
+def test_pfdbnl_local_step_maxiter_caps_each_call(small, monkeypatch):
+    """``maxiter`` > 0 caps every L-BFGS-B call of step (10) (an inexact step); 0 does not."""
+    rng, _, _, mom = small
+    d, mu, alpha, rho1, lam = 4, 0.5, 0.2, 1.0, 0.05
+    W_anchor, A_anchor = 0.3 * rng.normal(size=(d, d)), 0.3 * rng.normal(size=(2 * d, d))
+    args = (mom, W_anchor, A_anchor, mu, alpha, rho1, lam, lam, 2)
+    iterations = []
+    minimize = dbn.sopt.minimize
+
+    def counted(*a, **kw):
+        res = minimize(*a, **kw)
+        iterations.append(res.nit)
+        return res
+
+    monkeypatch.setattr(dbn.sopt, "minimize", counted)
+    W_full, _ = dbn.pfdbnl_local_step(*args)
+    full = list(iterations)
+    W_cap, _ = dbn.pfdbnl_local_step(*args, maxiter=3)
+    assert full[0] > 3 and iterations[2:] == [3, 3]
+    assert not np.allclose(W_cap, W_full, atol=1e-6)
+    assert dbn.PFDBNLSettings().local_maxiter > 0  # the default is an inexact step
 
 
 def test_pfdbnl_copy_solves_eq14_and_code_compat_differs():
@@ -429,7 +456,7 @@ def test_payloads_default_to_zero_duals():
     assert W.shape == (3, 3) and A.shape == (6, 3) and gamma.shape == (6, 3)
     assert not beta.any() and not gamma.any()
     shapes = [m.shape for m in dbn.pfdbnl_client_payload(state, 42)]
-    assert shapes == [(3, 3), (6, 3), (3, 3), (6, 3), (3, 3), (6, 3)]
+    assert shapes == [(3, 3), (6, 3), (3, 3), (6, 3), (3, 3), (6, 3), (3, 3), (6, 3)]
 
 
 # -- check 3 and 4: end to end -------------------------------------------------------------
@@ -503,7 +530,9 @@ def test_pfdbnl_client_step_paper_vs_code_compat():
     assert float(paper[4]) == pytest.approx(dbn.acyclicity(paper[2]))
     assert not np.allclose(paper[2], compat[2])  # W~_k anchor vs zero anchor
     W_k, _ = dbn.pfdbnl_local_step(clients[0], payload[2], payload[3], s.mu, state.alpha,
-                                   state.rho1, s.lambda_w, s.lambda_a, s.restarts)
+                                   state.rho1, s.lambda_w, s.lambda_a, s.restarts,
+                                   init=(payload[6], payload[7]), maxiter=s.local_maxiter)
+    assert payload[6].any()  # started at the client's last W_k, which the server sent back
     np.testing.assert_array_equal(paper[2], W_k)
     np.testing.assert_allclose(paper[0], dbn.pfdbnl_copy(paper[2], payload[0], payload[4],
                                                          s.mu, state.rho2))

@@ -294,6 +294,6 @@ def test_pfdbnl_client_step_holds_forbidden_entries_at_zero():
     mom = dbn.moments(*series(0))
     m = Knowledge.parse(forbid="valve->*").masks(NAMES, 1)
     s = PFDBNLSettings()
-    payload = [np.zeros((D, D)), np.zeros((D, D))] * 3
+    payload = [np.zeros((D, D)), np.zeros((D, D))] * 4
     out = dbn.pfdbnl_client_step(mom, payload, 0.0, 1.0, 1.0, **s.to_wire(), knowledge=m)
     assert np.all(out[2][1] == 0) and np.all(out[3][1] == 0) and np.abs(out[2]).sum() > 0
