@@ -83,7 +83,8 @@ def reblinded(points: np.ndarray, key: bytes) -> np.ndarray:
         out = b"".join(mult(key, raw[i:i + POINT_BYTES])
                        for i in range(0, len(raw), POINT_BYTES))
     except Exception as e:  # libsodium rejects a non-canonical encoding or the identity
-        raise ValueError(f"not a valid point of the prime-order group ({type(e).__name__})") from None
+        raise ValueError("not a valid point of the prime-order group "
+                         f"({type(e).__name__})") from None
     return np.frombuffer(out, dtype=np.uint8).reshape(pts.shape).copy()
 
 
