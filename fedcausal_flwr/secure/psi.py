@@ -34,16 +34,18 @@ from functools import reduce
 
 import numpy as np
 
+from fedcausal_flwr.extras import missing_extra
+
 POINT_BYTES = 32
 """Bytes of an encoded point (and of a scalar)."""
 
 
 def _nacl():
+    """libsodium's bindings (PyNaCl, the ``vfedcd`` extra)."""
     try:
         from nacl import bindings
-    except ImportError as e:  # pragma: no cover - the vfedcd extra installs it
-        raise ImportError("VFedCD's private set intersection needs PyNaCl: pip install "
-                          "'fedcausal-flwr[vfedcd]' (or pynacl>=1.5)") from e
+    except ModuleNotFoundError as e:  # the vfedcd extra installs it
+        raise missing_extra(e, "VFedCD's private set intersection", "vfedcd", "nacl") from e
     return bindings
 
 
