@@ -14,12 +14,16 @@ and a user without it gets ``ImportError: FedIV needs torch: pip install 'fedcau
 
 from __future__ import annotations
 
-# extra -> the top-level modules it provides (pyproject.toml [project.optional-dependencies])
+# extra -> the top-level modules it provides (pyproject.toml [project.optional-dependencies];
+# their distributions are named alike, but for nacl: DISTRIBUTIONS)
 EXTRAS = {
     "fediv": ("torch",),
-    "vfedcd": ("phe", "gmpy2"),
+    "vfedcd": ("phe", "gmpy2", "nacl"),
     "graphs": ("pandas", "networkx"),
 }
+
+DISTRIBUTIONS = {"nacl": "pynacl"}
+"""The distribution of a module whose name differs from it."""
 
 
 def missing_extra(

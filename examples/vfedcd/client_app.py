@@ -1,6 +1,7 @@
 """VFedCD ClientApp: each party reads its own CSV (node config ``data-path``, an ``id``
-column); parties align rows by keyed hashes of the IDs under the key they share (node config
-``id-key`` or ``$FEDCAUSAL_ID_KEY``, never told to the server).
+column); parties align rows by private set intersection of the IDs over the server's relay,
+no secret shared (or by keyed hashes under a key they already share: node config ``id-key``
+or ``$FEDCAUSAL_ID_KEY`` at every party, never told to the server).
 
 Consent: a party accepts Paillier with >= 2048-bit keys only, unless its node config says
 otherwise with the App's own keys ``vfedcd-accept-backends``, ``vfedcd-accept-modes`` and

@@ -25,8 +25,9 @@ Node-config keys read here (all optional except ``data-path``):
 ``segment-column``  time series: column whose value labels the replicate of each row; rows of
                     one replicate are consecutive and lags never cross two replicates
 ``id-column``       VFedCD: the column of sample IDs (default ``id``)
-``id-key``          VFedCD: the key the parties share for the keyed hashes of their IDs
-                    (else the environment variable ``FEDCAUSAL_ID_KEY``)
+``id-key``          VFedCD: a key the parties already share, for keyed hashes of their IDs
+                    (else the environment variable ``FEDCAUSAL_ID_KEY``); without one the
+                    parties align by private set intersection (no shared secret)
 ``columns``         VFedCD: this party's global attribute indices, e.g. ``"3,4,5"`` (else
                     from the run config's ``parts``)
 ``input-columns``   FedGC/FedCF: the columns holding this client's known inputs u, e.g.
@@ -261,14 +262,11 @@ def zscored(table: Table, who: str) -> np.ndarray:
     return standardized(table.values, table.names, table.where(who))
 
 
-def id_key(node_config: Mapping[str, Any], who: str) -> bytes:
-    """The parties' shared ID key: node config ``id-key``, else ``$FEDCAUSAL_ID_KEY``."""
+def id_key(node_config: Mapping[str, Any]) -> bytes | None:
+    """The parties' shared ID key: node config ``id-key``, else ``$FEDCAUSAL_ID_KEY``; None
+    when neither is set (the party then aligns by private set intersection)."""
     key = str(node_config.get(ID_KEY, "") or os.environ.get(ID_KEY_ENV, ""))
-    if not key:
-        raise ValueError(f"{who}: own data with sample IDs need the key the parties share: "
-                         f"node config {ID_KEY}=... or the environment variable {ID_KEY_ENV} "
-                         "(never tell it to the server)")
-    return key.encode()
+    return key.encode() if key else None
 
 
 def keyed_tokens(ids: list[str], key: bytes) -> np.ndarray:

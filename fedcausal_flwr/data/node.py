@@ -65,7 +65,8 @@ def node_data(algorithm: str, context: Context) -> dict[str, Any]:
     the App's own ClientApp builds them: any of ``fdbnl``, ``pfdbnl`` (run config ``dbn.lags``),
     ``fedgc``, ``fedcf`` (``statespace.ss-p``), ``fediv`` (``iv.iv-treatment``,
     ``iv.iv-outcome``, ``iv.iv-instrument``), ``vfedcd`` (node config ``id-key`` or
-    ``$FEDCAUSAL_ID_KEY``, ``columns`` or run config ``vertical.parts``); a run config in
+    ``$FEDCAUSAL_ID_KEY`` for keyed hashes, else private set intersection; ``columns`` or
+    run config ``vertical.parts``); a run config in
     sections or one section's keys alone. See the README's "Your own data" section."""
     from fedcausal_flwr import registry
     from fedcausal_flwr.federation.client import section_context

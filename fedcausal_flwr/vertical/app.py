@@ -66,7 +66,7 @@ def client(algorithm: str, context: Context):
         x, cols, ids, names = own_data(path, context, pid, k)
         _ignored_run_consent(context, f"party {pid}")
         return cls.from_context(context, {
-            "x": x, "columns": cols, "sample_ids": ids, **constructor_kwargs(cls, names),
+            "x": x, "columns": cols, **ids, **constructor_kwargs(cls, names),
             "transform": VerticalData.from_run_config(context.run_config).transform})
     if VerticalData.from_run_config(context.run_config).data == "sachs":
         allow_run_config_paths(context.run_config, context.node_config,
@@ -111,27 +111,34 @@ def _ignored_run_consent(context: Context, who: str) -> None:
 
 
 def own_data(path, context: Context, pid: int, k: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """``(x, columns, sample_ids, names)`` of a party's own CSV (x raw: the client maps it by
-    the run config's ``transform``, fitted over the shared rows).
+             ) -> tuple[np.ndarray, np.ndarray, dict[str, Any], list[str]]:
+    """``(x, columns, alignment, names)`` of a party's own CSV (x raw: the client maps it by
+    the run config's ``transform``, fitted over the shared rows); ``alignment`` is the
+    client's ``{"sample_ids": tokens}`` or ``{"sample_ids": None, "psi_ids": ids}``.
 
     The CSV has an ID column (node config ``id-column``, default ``id``) and this party's
-    attributes. Alignment: each ID is hashed with HMAC-SHA256 under the key the parties share
-    (node config ``id-key`` or ``$FEDCAUSAL_ID_KEY``), 8 bytes of it as an int64 pseudonym.
-    The party reports its pseudonyms at discovery (``ids`` in ``query.info``); the server
-    intersects the parties' sets and sends the sorted intersection with the first phase; each
-    party keeps its rows of those pseudonyms in that order. Rows outside the intersection are
-    not used; fewer than 2 shared IDs (e.g. another key at one party) stop the run.
+    attributes. Alignment, chosen by the party's own node config:
 
-    Threat model: the server is honest-but-curious and does not collude with a party; the key
-    stays among the parties (never in the run config, never sent). The server learns each
-    party's number of rows and which pseudonyms the parties share (the sizes of the sets and
-    of their intersection), nothing about the IDs themselves: it cannot invert HMAC or test a
-    guessed ID without the key. A party learns which of its own IDs all parties hold (what
-    alignment needs), nothing about the others' IDs outside the intersection. Not covered: a
-    party colluding with the server (it can hand over the key, and the server then tests
-    guesses against every party's pseudonyms), and a server that sends different parties
-    different intersections (it would only break the training, not learn more).
+    - no ``id-key`` (and no ``$FEDCAUSAL_ID_KEY``): private set intersection over the relay,
+      no secret shared among the parties (:mod:`fedcausal_flwr.secure.psi`; what each side
+      learns: docs/threat-model.md). Every party must align the same way, else the run stops.
+    - ``id-key`` set: each ID is hashed with HMAC-SHA256 under the key the parties share, 8
+      bytes of it as an int64 pseudonym, reported at discovery (``ids`` in ``query.info``);
+      the server intersects the parties' sets and sends the sorted intersection with the
+      first phase; each party keeps its rows of those pseudonyms in that order.
+
+    Rows outside the intersection are not used; fewer than 2 shared IDs (e.g. another key or
+    ID column at one party) stop the run.
+
+    Threat model of the keyed hash: the server is honest-but-curious and does not collude with
+    a party; the key stays among the parties (never in the run config, never sent). The server
+    learns each party's number of rows and which pseudonyms the parties share (the sizes of
+    the sets and of their intersection), nothing about the IDs themselves: it cannot invert
+    HMAC or test a guessed ID without the key. A party learns which of its own IDs all
+    parties hold (what alignment needs), nothing about the others' IDs outside the
+    intersection. Not covered: a party colluding with the server (it can hand over the key,
+    and the server then tests guesses against every party's pseudonyms), and a server that
+    sends different parties different intersections (it would only break the training).
 
     Missing values: an empty cell (or NaN, NA, null; a short row's tail) is missing (NaN);
     the party reports the share, the server's ``max-missing`` bounds it, and the model's rule
@@ -147,7 +154,12 @@ def own_data(path, context: Context, pid: int, k: int
     who = f"party {pid}"
     table = csvdata.read_csv(path, who, min_rows=2, id_column=str(
         context.node_config.get(csvdata.ID_COLUMN, "") or "id"), allow_missing=True)
-    rows, tokens = csvdata.aligned_by_ids(table, csvdata.id_key(context.node_config, who), who)
+    key = csvdata.id_key(context.node_config)
+    if key is None:
+        rows, ids = table.values, {"sample_ids": None, "psi_ids": table.ids}
+    else:
+        rows, tokens = csvdata.aligned_by_ids(table, key, who)
+        ids = {"sample_ids": tokens}
     given = str(context.node_config.get("columns", "") or "").strip()
     if given:
         try:
@@ -173,7 +185,7 @@ def own_data(path, context: Context, pid: int, k: int
         checked_observed(rows, table.names, table.where(who))  # no constant or empty column
     else:
         csvdata.zscored(csvdata.Table(table.path, table.names, rows), who)  # no constant one
-    return rows, cols, tokens, table.names
+    return rows, cols, ids, table.names
 
 
 def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001
@@ -215,5 +227,5 @@ def node_data(algorithm: str, context: Context, path, who: str) -> dict[str, Any
     k = int(context.node_config.get("num-partitions", 1))
     x, cols, ids, names = own_data(path, context, pid, k)
     _ignored_run_consent(context, f"party {pid}")
-    return {"x": x, "columns": cols, "sample_ids": ids, "names": names,
+    return {"x": x, "columns": cols, **ids, "names": names,
             "transform": VerticalData.from_run_config(context.run_config).transform}

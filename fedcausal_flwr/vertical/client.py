@@ -43,6 +43,7 @@ from flwr.common.logger import log
 from fedcausal_flwr.data.csvdata import standardized
 from fedcausal_flwr.federation.client import CausalClient, Fit
 from fedcausal_flwr.names import checked_names, joined
+from fedcausal_flwr.secure import psi
 from fedcausal_flwr.secure.shares import Mock
 from fedcausal_flwr.secure.shares import backend as make_backend
 from fedcausal_flwr.vertical import dispatch
@@ -89,10 +90,15 @@ class VFedCDClient(CausalClient):
         :func:`~fedcausal_flwr.vertical.decoder.observed_loss`).
     columns : array of int
         Global attribute index of each column of ``x`` (disjoint across parties).
-    sample_ids : array of int
-        Id of each row (int64, distinct; own CSVs: keyed hashes of the IDs). The server
-        intersects the parties' ids at discovery; each party then trains on the rows of the
-        shared ids, in the server's (sorted) order, whatever the order of ``x``.
+    sample_ids : array of int, or None
+        Id of each row (int64, distinct; own CSVs with ``id-key``: keyed hashes of the IDs).
+        The server intersects the parties' ids at discovery; each party then trains on the
+        rows of the shared ids, in the server's (sorted) order, whatever the order of ``x``.
+        None with ``psi_ids``.
+    psi_ids : sequence of str, optional
+        Each row's ID (distinct): the rows are aligned by private set intersection instead
+        (phases ``psi_blind`` and ``psi_hop`` before the first,
+        :mod:`fedcausal_flwr.secure.psi`); only blinded points of them leave the party.
     context : Context, optional
         The node's context, whose ``state`` keeps the protocol state between messages; its
         ``node_config`` consent keys win over the arguments below.
@@ -118,14 +124,15 @@ class VFedCDClient(CausalClient):
 
     phases = {p: p.removeprefix("vfedcd_") for p in PHASES}
 
-    def __init__(self, x: np.ndarray, columns: np.ndarray, sample_ids: np.ndarray,
+    def __init__(self, x: np.ndarray, columns: np.ndarray, sample_ids: np.ndarray | None,
                  partition_id: int = 0, num_partitions: int = 1,
                  context: Context | None = None,
                  accept_backends: str | Sequence[str] | None = None,
                  accept_modes: str | Sequence[str] | None = None,
                  min_key_bits: int | None = None,
                  consent_from: str = "the ClientApp's arguments",
-                 names: Sequence[str] | None = None, transform: str | None = None) -> None:
+                 names: Sequence[str] | None = None, transform: str | None = None,
+                 psi_ids: Sequence[str] | None = None) -> None:
         self.who = f"party {partition_id}"
         self.consent, self.consent_from = self._consent(
             {"vfedcd-accept-backends": accept_backends, "vfedcd-accept-modes": accept_modes,
@@ -137,11 +144,7 @@ class VFedCDClient(CausalClient):
                              f"{self.x.shape[1]} columns")
         self.names = (checked_names(names, len(self.columns), self.who) if names is not None
                       else [f"x{c}" for c in self.columns])
-        if len(sample_ids) != len(self.x):
-            raise ValueError(f"{self.who}: {len(sample_ids)} sample ids for {len(self.x)} rows")
-        self.ids = np.asarray(sample_ids, dtype=np.int64)
-        if len(np.unique(self.ids)) != len(self.ids):
-            raise ValueError(f"{self.who}: sample ids are not distinct")
+        self.ids, self.psi_ids = self._alignment(sample_ids, psi_ids)
         if transform is not None and transform not in TRANSFORMS:
             raise ValueError(f"{self.who}: transform {transform!r}: expected one of "
                              f"{', '.join(TRANSFORMS)} or None")
@@ -154,6 +157,24 @@ class VFedCDClient(CausalClient):
         self.x_all = self.x
         if "rows" in self._state:
             self.x = self._aligned(self._state["rows"])
+
+    def _alignment(self, sample_ids: np.ndarray | None, psi_ids: Sequence[str] | None
+                   ) -> tuple[np.ndarray | None, list[str] | None]:
+        """``(ids, psi_ids)``: exactly one of the two is given, one per row, distinct."""
+        if (sample_ids is None) == (psi_ids is None):
+            raise ValueError(f"{self.who}: give sample_ids or psi_ids (private set "
+                             "intersection), exactly one")
+        given = sample_ids if psi_ids is None else psi_ids
+        if len(given) != len(self.x):
+            raise ValueError(f"{self.who}: {len(given)} sample ids for {len(self.x)} rows")
+        if psi_ids is not None:
+            if len(set(psi_ids)) != len(psi_ids):
+                raise ValueError(f"{self.who}: sample ids are not distinct")
+            return None, [str(i) for i in psi_ids]
+        ids = np.asarray(sample_ids, dtype=np.int64)
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError(f"{self.who}: sample ids are not distinct")
+        return ids, None
 
     def _aligned(self, rows: np.ndarray) -> np.ndarray:
         """This party's rows of the shared ids, mapped by ``transform`` fitted on them."""
@@ -168,8 +189,18 @@ class VFedCDClient(CausalClient):
         return fitted_scaler(x, self.transform, self.names)(x)
 
     def _align(self, config: dict[str, Any]) -> np.ndarray:
-        """First phase: keep the rows of the server's shared ids (kept in the state)."""
-        rows = shared_rows(self.ids, config[dispatch.SHARED_IDS], self.who)
+        """First phase: keep the rows of the server's shared ids (kept in the state); under
+        PSI the rows at the server's positions of this party's permuted list."""
+        if self.psi_ids is None:
+            rows = shared_rows(self.ids, config[dispatch.SHARED_IDS], self.who)
+        else:
+            perm = self._psi_state()["perm"]
+            try:
+                rows = psi.rows_of(perm, config[dispatch.SHARED_IDS], len(perm))
+            except ValueError as e:
+                raise ValueError(f"{self.who}: {e}; refusing to align") from None
+            if len(rows) < 2:
+                raise ValueError(f"{self.who}: fewer than 2 shared samples; refusing to align")
         self.x = self._aligned(rows)
         return rows
 
@@ -216,10 +247,13 @@ class VFedCDClient(CausalClient):
         return {"context": context}
 
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
-        """Who this party is: its sample ids (keyed hashes for own CSVs), its column ids and
-        names, the share of its cells that are missing, its consent (no data)."""
+        """Who this party is: its sample ids (keyed hashes for own CSVs; none under private
+        set intersection: ``alignment`` says which), its column ids and names, the share of
+        its cells that are missing, its consent (no data)."""
+        ids = ({"alignment": "psi"} if self.ids is None
+               else {"alignment": "ids", "ids": [int(i) for i in self.ids]})
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
-                "n": int(len(self.x)), "ids": [int(i) for i in self.ids],
+                "n": int(len(self.x)), **ids,
                 "columns": ",".join(str(c) for c in self.columns),
                 "names": joined(self.names), "missing": core.missing_share(self.x),
                 **self.consent.as_properties()}
@@ -272,6 +306,39 @@ class VFedCDClient(CausalClient):
         s = party.s
         return core.batches(len(self.x), s.batch, s.seed, int(config["epoch"]))[
             int(config["batch"])]
+
+    # ---- alignment by private set intersection (before the first phase) ----------------
+    def _psi_state(self) -> dict[str, Any]:
+        if self.psi_ids is None or "psi" not in self._state:
+            raise ValueError(f"{self.who}: private set intersection phase or positions, but "
+                             "this party aligns by sample ids or has not blinded its set")
+        return self._state["psi"]
+
+    def psi_blind(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """``train.vfedcd_psi_blind``: a fresh key and row order; the party's blinded set out."""
+        if self.psi_ids is None:
+            raise ValueError(f"{self.who}: private set intersection asked, but this party "
+                             "aligns by sample ids (node config id-key)")
+        key, perm = psi.new_key(), psi.random_order(len(self.psi_ids))
+        self._state = {"psi": {"key": key, "perm": perm, "hops": []}}
+        out = psi.blinded(psi.hashed_points(self.psi_ids), key, perm)
+        return [out], len(self.x), self._save()
+
+    def psi_hop(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """``train.vfedcd_psi_hop``: another party's set in, times this party's key out (same
+        order); each hop 1..K-1 once per run."""
+        state = self._psi_state()
+        h = int(config[dispatch.PSI_HOP])
+        if not 1 <= h < self.num_partitions or h in state["hops"] or len(parameters) != 1:
+            raise ValueError(f"{self.who}: private set intersection hop {h} refused (hops 1.."
+                             f"{self.num_partitions - 1}, each once, one set; done: "
+                             f"{state['hops']})")
+        state["hops"].append(h)
+        try:
+            out = psi.reblinded(parameters[0], state["key"])
+        except ValueError as e:
+            raise ValueError(f"{self.who}: hop {h}: {e}") from None
+        return [out], len(self.x), self._save()
 
     # ---- secure dispatch phases (mode "vfedcd") ----------------------------------------
     def keys(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:

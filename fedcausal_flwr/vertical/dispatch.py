@@ -36,8 +36,12 @@ from fedcausal_flwr.vertical.decoder import init_decoder, train_decoder
 
 Outbox = dict[int, dict[str, np.ndarray]]  # destination party -> name -> array
 
-#: the first phase's config key: the sorted sample ids every party holds (the alignment)
+#: the first phase's config key: the sorted sample ids every party holds (the alignment); under
+#: PSI each party's own positions of the shared values in its permuted list, in the common order
 SHARED_IDS = "shared-ids"
+#: the ``psi_hop`` config key: the hop h (1..K-1); the set in the message started at party
+#: (me - h) mod K
+PSI_HOP = "psi-hop"
 
 
 class Party:

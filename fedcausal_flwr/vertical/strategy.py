@@ -1,9 +1,12 @@
 """VFedCD strategy: the ServerApp is the CTV and the relay of every party-to-party message.
 
-Parties are SuperNodes holding disjoint column blocks of the same samples. At discovery each
-party reports its sample ids (own CSVs: keyed hashes, see :mod:`fedcausal_flwr.vertical.app`);
-the server intersects them and sends the sorted shared ids with the first phase; every party
-trains on its rows of those ids, in that order (rows outside the intersection stay unused).
+Parties are SuperNodes holding disjoint column blocks of the same samples. Alignment: own CSVs
+without a shared key align by private set intersection over the relay (``psi_blind`` and K - 1
+``psi_hop`` exchanges, :meth:`VFedCD._psi`; the server sees only blinded points and sends each
+party its positions of the shared values); otherwise each party reports its sample ids at
+discovery (own CSVs with ``id-key``: keyed hashes, see :mod:`fedcausal_flwr.vertical.app`) and
+the server intersects them. The first phase names each party's shared rows; every party trains
+on them in the common order (rows outside the intersection stay unused).
 The server sends every party the settings they must share
 (:meth:`~fedcausal_flwr.settings.Settings.to_wire`, with the first phase), then per mini-batch
 step five phases run (``train.vfedcd_forward/share/decode/gradient/update``, the secure dispatch of
@@ -64,6 +67,7 @@ from fedcausal_flwr.federation.strategy import (
     TooFewReplies,
 )
 from fedcausal_flwr.results import RunResult
+from fedcausal_flwr.secure import psi
 from fedcausal_flwr.secure.shares import backend as he_codec
 from fedcausal_flwr.vertical import dispatch
 from fedcausal_flwr.vertical import model as core
@@ -74,6 +78,9 @@ __all__ = ["VFedCD", "VFedCDSettings"]
 
 LOSS = ("loss",)
 """The metric every party's decode reply carries: a reply without it stops the run, named."""
+ALIGNMENT = {"ids": "sample ids (keyed hashes of own CSVs' IDs)",
+             "psi": "private set intersection"}
+"""How a party aligns its rows (its ``alignment`` property at discovery)."""
 MISSING = ("missing",)
 """The metric of every party's first reply: its share of missing cells over the shared rows."""
 
@@ -166,7 +173,8 @@ class VFedCD(CausalStrategy):
                                   "from the run config)")
         self._check_missing({cid: info.props.get("missing", 0.0)
                              for cid, info in nodes.items()}, "of its rows")
-        self.shared = self._shared_ids(nodes)
+        self.nodes = nodes  # the roster the alignment's exchanges (PSI) send to
+        self.shared_of = self._shared_ids(grid, nodes)
         return nodes
 
     def _check_missing(self, shares: Mapping[int, Any], over: str) -> dict[str, float]:
@@ -184,23 +192,64 @@ class VFedCD(CausalStrategy):
                 "left out: fill its gaps or raise the limit")
         return out
 
-    def _shared_ids(self, nodes: Mapping[int, NodeInfo]) -> np.ndarray:
-        """The sorted sample ids every party holds (private set intersection on the parties'
-        keyed hashes: the server sees pseudonyms, never an ID); fewer than 2 stop the run."""
-        held = {cid: np.asarray(info.props.get("ids", []), dtype=np.int64)
-                for cid, info in sorted(nodes.items())}
-        shared = reduce(np.intersect1d, held.values())
-        counts = ", ".join(f"party {cid} {len(v)}" for cid, v in held.items())
-        if len(shared) < 2:
+    def _shared_ids(self, grid: Grid, nodes: Mapping[int, NodeInfo]) -> dict[int, np.ndarray]:
+        """Per party, what its first phase names as its shared rows: the sorted sample ids every
+        party holds (keyed hashes or the built-in parties' ids), or, where the parties align by
+        private set intersection, its own positions of the shared values (:meth:`_psi`).
+        Parties that align differently, or fewer than 2 shared samples, stop the run."""
+        how = {cid: str(info.props.get("alignment", "ids")) for cid, info in sorted(nodes.items())}
+        if len(set(how.values())) > 1:
             raise ProtocolStopped(
-                f"the parties share {len(shared)} sample ids ({counts}); need at least 2 "
-                "(own CSVs: do all parties use the same id-key and ID column?)")
-        dropped = {cid: len(v) - len(shared) for cid, v in held.items() if len(v) > len(shared)}
-        log(INFO, "VFedCD: %d samples shared by all parties (%s)%s", len(shared), counts,
-            "; rows outside the intersection are not used: " + ", ".join(
-                f"party {cid} drops {k}" for cid, k in dropped.items()) if dropped else "")
+                "the parties align their rows differently (" + ", ".join(
+                    f"party {cid} by {ALIGNMENT[a]}" for cid, a in how.items()) + "): every "
+                "party must set node config id-key (keyed hash) or none must (private set "
+                "intersection)")
+        sizes = {cid: int(info.props["n"]) for cid, info in sorted(nodes.items())}
+        if set(how.values()) == {"psi"}:
+            shared_of = self._psi(grid, sizes)
+        else:
+            held = {cid: np.asarray(info.props.get("ids", []), dtype=np.int64)
+                    for cid, info in sorted(nodes.items())}
+            shared = reduce(np.intersect1d, held.values())
+            shared_of = dict.fromkeys(held, shared)
+        n = len(shared_of[min(shared_of)])
+        counts = ", ".join(f"party {cid} {k}" for cid, k in sizes.items())
+        if n < 2:
+            hint = ("do all parties use the same ID column?" if set(how.values()) == {"psi"}
+                    else "do all parties use the same id-key and ID column?")
+            raise ProtocolStopped(f"the parties share {n} sample ids ({counts}); need at least "
+                                  f"2 (own CSVs: {hint})")
+        dropped = {cid: k - n for cid, k in sizes.items() if k > n}
+        log(INFO, "VFedCD: %d samples shared by all parties (%s, aligned by %s)%s", n, counts,
+            ALIGNMENT[how[min(how)]], "; rows outside the intersection are not used: " +
+            ", ".join(f"party {cid} drops {k}" for cid, k in dropped.items()) if dropped else "")
         self.dropped_rows = dropped
-        return shared
+        return shared_of
+
+    def _psi(self, grid: Grid, sizes: Mapping[int, int]) -> dict[int, np.ndarray]:
+        """Private set intersection over the relay (:mod:`fedcausal_flwr.secure.psi`), K
+        exchanges: every party blinds its permuted set (``psi_blind``), then at hop h = 1..K-1
+        party j multiplies the set that started at party (j - h) mod K by its key
+        (``psi_hop``); the fully blinded sets give each party's positions of the shared values
+        in the common order. The server sees only blinded points (what it learns:
+        docs/threat-model.md)."""
+        K = len(sizes)
+        ask = partial(self.exchange, grid, every=True)
+
+        def spec(m: int) -> list[Spec]:
+            return [((sizes[m], psi.POINT_BYTES), "uint8")]
+
+        rep = ask("vfedcd_psi_blind", {m: ([], {}) for m in range(K)},
+                  {m: spec(m) for m in range(K)})
+        sets = {m: rep[m][0] for m in range(K)}
+        for h in range(1, K):
+            start = {j: (j - h) % K for j in range(K)}
+            rep = ask("vfedcd_psi_hop",
+                      {j: ([sets[start[j]]], {dispatch.PSI_HOP: h}) for j in range(K)},
+                      {j: spec(start[j]) for j in range(K)})
+            sets = {start[j]: rep[j][0] for j in range(K)}
+        positions = psi.common_positions([sets[m] for m in range(K)])
+        return dict(enumerate(positions))
 
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
         """Party m is partition id m; sizes, columns and n from their properties."""
@@ -216,7 +265,7 @@ class VFedCD(CausalStrategy):
                 for c, n in zip(self.cols[m], names, strict=True):
                     if 0 <= c < d:
                         self.variables[c] = n
-        self.n = len(self.shared)
+        self.n = len(self.shared_of[0])
         self.copies = self.settings.replicas + 1
         order = np.concatenate(self.cols)
         self.prior = core.prior_masks(self.settings, self.variables)  # errors before round 1
@@ -277,8 +326,10 @@ class VFedCD(CausalStrategy):
                 "index": m, **core.prior_config(self.block_prior)}
 
     def _first_config(self, m: int) -> dict[str, Any]:
-        """The first phase's: the setup config and the shared sample ids (sorted)."""
-        return {**self._setup_config(m), dispatch.SHARED_IDS: [int(i) for i in self.shared]}
+        """The first phase's: the setup config and party m's shared sample ids (sorted ids,
+        or under PSI its positions of the shared values in the common order)."""
+        return {**self._setup_config(m),
+                dispatch.SHARED_IDS: [int(i) for i in self.shared_of[m]]}
 
     # ---- the protocol ---------------------------------------------------------------------
     def run_rounds(self, grid: Grid, result: RunResult) -> None:

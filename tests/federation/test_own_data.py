@@ -259,12 +259,17 @@ def test_vfedcd_parties_without_shared_ids_stop_the_run(tmp_path):
     assert "same id-key" in res.status
 
 
-def test_vfedcd_needs_the_shared_key(tmp_path, monkeypatch):
+def test_vfedcd_without_a_shared_key_aligns_by_private_set_intersection(tmp_path,
+                                                                         monkeypatch):
+    """No id-key: the party reports no ids, only that it aligns by PSI (tests/vertical/
+    test_psi.py runs it); with the key, its keyed hashes as before."""
     monkeypatch.delenv("FEDCAUSAL_ID_KEY", raising=False)
     path = write(tmp_path / "p.csv", ["id", "a"], [["x", 1], ["y", 2]])
-    grid = InProcessGrid(client_app, 1, SMALL["vfedcd"][0], {0: {"data-path": path}})
-    with pytest.raises(ValueError, match="party 0: own data with sample IDs need the key"):
-        glue("vfedcd").client("vfedcd", grid.contexts[1000])
+    for cfg, alignment in (({}, "psi"), ({"id-key": KEY}, "ids")):
+        grid = InProcessGrid(client_app, 1, SMALL["vfedcd"][0],
+                             {0: {"data-path": path, "columns": "0", **cfg}})
+        props = glue("vfedcd").client("vfedcd", grid.contexts[1000]).get_properties({})
+        assert props["alignment"] == alignment and ("ids" in props) == (alignment == "ids")
 
 
 # ---- node config ---------------------------------------------------------------------

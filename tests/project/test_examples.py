@@ -58,9 +58,9 @@ def node_extra(example: str, i: int) -> dict:
         return {"input-columns": ["boiler_valve", "turbine_valve"][i]}
     if example != "vfedcd":
         return {}
-    # the parties' shared ID key; and their consent to the test-only mock backend (fast tier)
-    return {"id-key": "examples-shared-secret", "vfedcd-accept-backends": "mock",
-            "vfedcd-min-key-bits": 256}
+    # no shared ID key (the parties align by PSI, as the README runs it); and their consent
+    # to the test-only mock backend (fast tier)
+    return {"vfedcd-accept-backends": "mock", "vfedcd-min-key-bits": 256}
 
 
 #: fast-tier changes of an example's own run config (VFedCD: real Paillier takes minutes)

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 import fedcausal_flwr
-from fedcausal_flwr.extras import EXTRAS, missing_extra
+from fedcausal_flwr.extras import DISTRIBUTIONS, EXTRAS, missing_extra
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-HEAVY = ("torch", "phe", "gmpy2", "pandas", "networkx")
+HEAVY = ("torch", "phe", "gmpy2", "pynacl", "pandas", "networkx")
 
 
 def _python(code: str) -> str:
@@ -113,7 +113,7 @@ def test_pyproject_extras():
     for algorithm in ("fdbnl", "pfdbnl", "fedgc", "fedcf"):
         assert extras[algorithm] == []
     for extra, modules in EXTRAS.items():
-        assert _names(extras[extra]) == set(modules), extra
+        assert _names(extras[extra]) == {DISTRIBUTIONS.get(m, m) for m in modules}, extra
     assert not _names(project["dependencies"]) & set(HEAVY)  # none of them is a core one
     assert extras["all"] == ["fedcausal-flwr[fediv,vfedcd,graphs]"]
     assert {"pytest", "ruff", "build"} <= _names(extras["dev"])
