@@ -23,7 +23,6 @@ the answer ``C_mm delta_h`` (the change of ``E[y_m]``).
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from typing import Any, ClassVar
 

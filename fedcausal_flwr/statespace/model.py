@@ -23,9 +23,9 @@ Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-import math
 from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
@@ -166,8 +166,8 @@ class StateSpaceSettings(RunSettings):
     dp_epsilon: float = setting(8.0, "ss-dp-epsilon", gt=0,
                                 doc="the run's TOTAL epsilon (inf: clip, no noise)")
     dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1, doc="the run's total delta")
-    dp_clip_msg: float = setting(1.0, "ss-dp-clip-msg", gt=0, wire=True)
-    dp_debias: bool = setting(True)
+    dp_clip_msg: float = setting(0.2, "ss-dp-clip-msg", gt=0, wire=True)
+    dp_debias: bool = setting(False)
     seed: int = setting(0, "seed", ge=0, wire=True)
     init_std: float = setting(0.0, ge=0, wire=True)
     granger_alpha: float = setting(0.05, "ss-granger-alpha", ge=0, lt=1)

@@ -345,7 +345,7 @@ def test_derived_noise_multiplier_gives_back_the_total_budget(epsilon, releases)
 
 
 def test_dp_release_count_and_noise_from_the_settings():
-    s = ss.FedGCSettings(dp=True, window=100, epochs=3, dp_epsilon=2.0)
+    s = ss.FedGCSettings(dp=True, window=100, epochs=3, dp_epsilon=2.0, dp_debias=True)
     assert ss.dp_releases(s, 301, 9) == 2 * 3  # innovation: drawn once, repeated per epoch
     assert [ss.dp_release_key(s, k, 301) for k in (1, 3, 4, 9)] == [1, 3, 1, 3]
     p = ss.FedGCSettings(dp=True, window=100, epochs=3, target="predicted")
