@@ -37,6 +37,9 @@ def exchange_step(clients: Sequence[ClientData], cpar: Sequence[ClientParams],
     states are release ``key`` (default k) of multiplier ``noise_multiplier``
     (:func:`~fedcausal_flwr.statespace.model.dp_noise_multiplier`).
     """
+    if s.dp and math.isnan(noise_multiplier):
+        raise ValueError("a DP exchange needs the run's noise multiplier "
+                         "(statespace.model.dp_noise_multiplier)")
     pairs = list(zip(clients, cpar, strict=True))
     up = {"noise_multiplier": noise_multiplier if s.dp else math.nan,
           "clip": s.dp_clip_msg, "seed": s.seed}
