@@ -68,6 +68,14 @@ def headline() -> str:
                      f"{cf['recovering'].replace(' ', '-')} variant, {where} "
                      f"({seed_range(lit['per_seed'])})", "-",
                      f"{pm(lit, 'err_A21')} / {pm(rec, 'err_A21')}"])
+    dp = read_results("fedgc_dp")
+    by = {x["epsilon"]: x for x in dp["summary"]}
+    rows.append(["FedGC", "‖Â_21 − A_21‖_F with DP, total ε 16 / ∞ (clip only) / DP off, "
+                 f"δ 1e-5, clip {dp['chosen_clip']:g}, App defaults "
+                 f"({seed_range(dp['settings']['seeds'])}); smallest total ε with ≤ 0.1: "
+                 f"{dp['smallest_epsilon'] or 'none of 1-16'}", "-",
+                 " / ".join(f"{by[e]['err_A21']['mean']:.3f} ± {by[e]['err_A21']['sd']:.3f}"
+                            for e in ("16.0", "inf", "off"))])
     runs = fediv_runs()
     for method in ("FedDeepGMM-GDA", "FedDeepGMM-SGDA"):
         cells = [fediv_select(runs, sc, method) for sc in ("abs", "step", "linear")]

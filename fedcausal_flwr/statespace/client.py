@@ -22,6 +22,7 @@ the answer ``C_mm delta_h`` (the change of ``E[y_m]``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -151,11 +152,24 @@ class FedGCClient(CausalClient):
                                  learn_phi=s.learn_phi, target=s.target,
                                  alg1_literal=s.alg1_literal, difference=s.difference)
             self.store(par)
-        sent = ss.private(self.states(par, ts, s.target), 1, self.partition_id,
-                          int(config.get("window-index", 0)), dp=s.dp, epsilon=s.dp_epsilon,
-                          delta=s.dp_delta, clip=s.dp_clip_msg, seed=s.seed)
+        sent = ss.private(self.states(par, ts, s.target), self.partition_id,
+                          int(config.get("dp-key", config.get("window-index", 0))),
+                          noise_multiplier=self.noise_multiplier(s, config),
+                          clip=s.dp_clip_msg, seed=s.seed)
         loss = ss.local_loss(self.data, par, ts) if ts.size and not s.dp else 0.0
         return [*sent, np.asarray(loss)], int(ts.size), {"loss": loss}
+
+
+    @staticmethod
+    def noise_multiplier(s: StateSpaceSettings, config: dict[str, Any]) -> float:
+        """The server's ``dp-noise`` (``-1``: clip only, ``inf``); NaN with DP off. A DP run
+        without it is an error (the client never sends its states unnoised)."""
+        if not s.dp:
+            return math.nan
+        if "dp-noise" not in config:
+            raise ValueError("ss-dp is on but the server sent no 'dp-noise'")
+        z = float(config["dp-noise"])
+        return math.inf if z < 0 else z
 
 
 class FedCFClient(FedGCClient):

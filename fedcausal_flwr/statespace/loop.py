@@ -4,11 +4,12 @@ Tests compare the two to 1e-10. It writes each exchange out from the equations o
 :mod:`fedcausal_flwr.statespace.model`, independently of the strategy and client modules,
 including what crosses the wire (FedGC: ``[hhat_a^{t-1}, hhat_c^{t-1}]`` up and ``[g~]``
 down; FedCF: all four states up and ``[g, g~]`` down), because the DP noise is drawn per sent
-array.
+array (the states; the gradients are post-processing and travel unnoised).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,30 +28,36 @@ from fedcausal_flwr.statespace.model import (
 
 
 def exchange_step(clients: Sequence[ClientData], cpar: Sequence[ClientParams],
-                  spar: ServerParams, ts: np.ndarray, s: StateSpaceSettings, k: int = 1
+                  spar: ServerParams, ts: np.ndarray, s: StateSpaceSettings, k: int = 1,
+                  noise_multiplier: float = math.nan, key: int | None = None
                   ) -> tuple[list[ClientParams], ServerParams, ServerWindow]:
     """One exchange on window ``ts`` (number k): states, server window, both Jacobi steps.
 
-    FedGC with :class:`FedGCSettings`, FedCF with :class:`FedCFSettings`.
+    FedGC with :class:`FedGCSettings`, FedCF with :class:`FedCFSettings`; with DP, the
+    states are release ``key`` (default k) of multiplier ``noise_multiplier``
+    (:func:`~fedcausal_flwr.statespace.model.dp_noise_multiplier`).
     """
+    if s.dp and math.isnan(noise_multiplier):
+        raise ValueError("a DP exchange needs the run's noise multiplier "
+                         "(statespace.model.dp_noise_multiplier)")
     pairs = list(zip(clients, cpar, strict=True))
-    dp = {"dp": s.dp, "epsilon": s.dp_epsilon, "delta": s.dp_delta, "seed": s.seed}
-    up, down = {**dp, "clip": s.dp_clip_msg}, {**dp, "clip": s.dp_clip_grad}
+    up = {"noise_multiplier": noise_multiplier if s.dp else math.nan,
+          "clip": s.dp_clip_msg, "seed": s.seed}
+    key = k if key is None else key
     server = {"difference": s.difference, "lr_server": s.lr_server, "lambda_g": s.lambda_g}
     if isinstance(s, FedCFSettings):
-        sent = [ss.private(ss.client_states(c, p, ts, s.target), 1, m, k, **up)
+        sent = [ss.private(ss.client_states(c, p, ts, s.target), m, key, **up)
                 for m, (c, p) in enumerate(pairs)]
         win, sp = ss.fedcf_server_update(clients_A(clients), clients_B(clients), spar, sent,
                                          xi=s.xi, **server)
-        grads = [ss.private([win.g[m], win.g_tilde[m]], 2, m, k, **down)
-                 for m in range(len(pairs))]
+        grads = [[win.g[m], win.g_tilde[m]] for m in range(len(pairs))]
     else:
-        sent = [ss.private(ss.fedgc_states(c, p, ts, s.target), 1, m, k, **up)
+        sent = [ss.private(ss.fedgc_states(c, p, ts, s.target), m, key, **up)
                 for m, (c, p) in enumerate(pairs)]
         win, sp = ss.fedgc_server_update(clients_A(clients), spar, sent, target=s.target,
+                                         noise_ridge=ss.dp_noise_ridge(s, up["noise_multiplier"]),
                                          **server)
-        grads = [[np.zeros_like(win.g_tilde[m]), *ss.private([win.g_tilde[m]], 2, m, k, **down)]
-                 for m in range(len(pairs))]
+        grads = [[np.zeros_like(win.g_tilde[m]), win.g_tilde[m]] for m in range(len(pairs))]
     step = {"lr_client": s.lr_client, "eta1": s.eta1, "eta2": s.eta2, "lambda_l": s.lambda_l,
             "xi": s.xi, "learn_phi": s.learn_phi, "target": s.target,
             "alg1_literal": s.alg1_literal, "difference": s.difference}
@@ -77,6 +84,7 @@ class ReferenceRun:
     server: ServerParams
     history: list[dict[str, float]]
     granger: GrangerTest | None = None
+    dp: dict | None = None
 
 
 def check_lengths(clients: Sequence[ClientData]) -> int:
@@ -110,13 +118,16 @@ def reference(clients: Sequence[ClientData], s: StateSpaceSettings,
     cpar = [ss.initial_client(c, s.init_std, s.seed, m) for m, c in enumerate(clients)]
     hist, stats = [], None
     plan = ss.windows(T, s.window, s.epochs)[:num_rounds]
+    z = ss.dp_noise_multiplier(s, T, len(plan))
     for k, ts in enumerate(plan):
         la = [ss.local_loss(c, p, ts) for c, p in zip(clients, cpar, strict=True)]
-        cpar, spar, win = exchange_step(clients, cpar, spar, ts, s, k + 1)
+        cpar, spar, win = exchange_step(clients, cpar, spar, ts, s, k + 1, z,
+                                        ss.dp_release_key(s, k + 1, T))
         hist.append(ss.history_row(k + 1, win, la))
         if ss.last_epoch(k + 1, len(plan), T, s.window):
             part = ss.granger_window(win.terms, s.granger_lags)
             stats = part if stats is None else stats + part
     test = None if stats is None else ss.granger_test(stats, spar.A_hat, spar.B_hat, P, U,
                                                       spar.masks)
-    return ReferenceRun(cpar, spar, hist, test)
+    dp = ss.dp_report(s, T, len(plan), z) if s.dp else None
+    return ReferenceRun(cpar, spar, hist, test, dp)

@@ -23,6 +23,7 @@ Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, NamedTuple, Self
@@ -117,9 +118,13 @@ class StateSpaceSettings(RunSettings):
     ``eta1``/``eta2`` weight the client's local loss and the server loss in the client step
     (FedGC eq 24, FedCF eqs 9-10); ``lambda_g``/``lambda_l`` are ridge weights on
     ``A_hat, B_hat`` and on ``theta``.
-    ``dp``: every sent state row is clipped to ``dp_clip_msg`` and every gradient row to
-    ``dp_clip_grad``, each with Gaussian noise for (``dp_epsilon``, ``dp_delta``) per release
-    (see :mod:`fedcausal_flwr.privacy`); noise is seeded by ``seed``, client and window.
+    ``dp``: every state array a client sends is a Gaussian release (rows clipped to
+    ``dp_clip_msg``, :mod:`fedcausal_flwr.privacy`), with the noise multiplier derived from the
+    run's TOTAL budget (``dp_epsilon``, ``dp_delta``) by Flower's RDP accountant for the
+    releases the run will make (:func:`dp_releases`); the server's gradients are
+    post-processing of those releases and travel unnoised. ``dp_debias``: the server removes
+    the known noise variance from its regressors' second moment (:func:`dp_noise_ridge`).
+    Noise is seeded by ``seed``, client and release (:func:`dp_release_key`).
     ``xi``, ``learn_phi``, ``target``, ``alg1_literal``, ``init_std``: FedCF's (see
     :class:`FedCFSettings`); FedGC fixes all but ``target`` (no penalty weight, no ``phi``,
     the zero start of the FedGC paper; see :class:`FedGCSettings` for its target).
@@ -158,10 +163,11 @@ class StateSpaceSettings(RunSettings):
     alg1_literal: bool = setting(False, wire=True)
     difference: bool = setting(False, wire=True)
     dp: bool = setting(False, "ss-dp", wire=True)
-    dp_epsilon: float = setting(0.5, "ss-dp-epsilon", gt=0, wire=True)
-    dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1, wire=True)
-    dp_clip_msg: float = setting(5.0, "ss-dp-clip-msg", gt=0, wire=True)
-    dp_clip_grad: float = setting(1.0, "ss-dp-clip-grad", gt=0)
+    dp_epsilon: float = setting(8.0, "ss-dp-epsilon", gt=0,
+                                doc="the run's TOTAL epsilon (inf: clip, no noise)")
+    dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1, doc="the run's total delta")
+    dp_clip_msg: float = setting(0.2, "ss-dp-clip-msg", gt=0, wire=True)
+    dp_debias: bool = setting(False)
     seed: int = setting(0, "seed", ge=0, wire=True)
     init_std: float = setting(0.0, ge=0, wire=True)
     granger_alpha: float = setting(0.05, "ss-granger-alpha", ge=0, lt=1)
@@ -639,8 +645,9 @@ def fedgc_server_window(A_diag: Sequence[np.ndarray], A_hat: np.ndarray,
 
 def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np.ndarray]],
                 *, lr_server: float, lambda_g: float, xi: float, difference: bool,
-                hc_index: int = 2, u_index: int = 3) -> ServerParams:
-    """``A_hat -= lr / L_A (grad + 2 lambda_g A_hat)``; likewise ``B_hat`` (eqs 3, 14-15).
+                hc_index: int = 2, u_index: int = 3, noise_ridge: float = 0.0) -> ServerParams:
+    """``A_hat -= lr / L_A (grad + 2 (lambda_g + noise_ridge) A_hat)``; likewise ``B_hat``
+    without ``noise_ridge`` (eqs 3, 14-15).
 
     ``L_A``, ``L_B``: running maxima of the windows' curvature bounds, plus the ridge (on the
     differenced states and inputs with ``difference``). Known-zero entries (``par.masks``):
@@ -658,7 +665,7 @@ def server_step(par: ServerParams, win: ServerWindow, msgs: Sequence[Sequence[np
                       grad_B=np.where(par.zero_B, 0.0, win.grad_B))
     cA = max(par.curv_A, 2.0 * max(1.0 + xi, 1.0) * curvature(HC))
     A = par.A_hat - (lr_server / (cA + 2 * lambda_g + 1e-12)) * (
-        win.grad_A + 2 * lambda_g * par.A_hat)
+        win.grad_A + 2 * (lambda_g + noise_ridge) * par.A_hat)
     B, cB = par.B_hat, par.curv_B
     if B.size:
         UU = np.hstack([m[u_index] for m in msgs])
@@ -781,12 +788,14 @@ def last_epoch(k: int, total: int, T: int, W: int) -> bool:
 # ---- protocol steps --------------------------------------------------------------------------
 def fedgc_server_update(A_diag: Sequence[np.ndarray], spar: ServerParams,
                         msgs: Sequence[Sequence[np.ndarray]], *, target: str, difference: bool,
-                        lr_server: float, lambda_g: float) -> tuple[ServerWindow, ServerParams]:
+                        lr_server: float, lambda_g: float, noise_ridge: float = 0.0
+                        ) -> tuple[ServerWindow, ServerParams]:
     """FedGC's server on one window: :func:`fedgc_server_window`, then the ``A_hat`` step
-    (eq 3) with the penalty's curvature alone (FedGC has no ``xi``)."""
+    (eq 3) with the penalty's curvature alone (FedGC has no ``xi``); ``noise_ridge``:
+    :func:`dp_noise_ridge`."""
     win = fedgc_server_window(A_diag, spar.A_hat, msgs, target, difference)
     return win, server_step(spar, win, msgs, lr_server=lr_server, lambda_g=lambda_g, xi=0.0,
-                            difference=difference, hc_index=1)
+                            difference=difference, hc_index=1, noise_ridge=noise_ridge)
 
 
 def fedcf_server_update(A_diag: Sequence[np.ndarray], B_diag: Sequence[np.ndarray],
@@ -811,21 +820,87 @@ def fedgc_states(c: ClientData, par: ClientParams, ts: np.ndarray,
     return [c.hc[ts - 1] + c.y[ts - 1] @ par.theta.T, c.hc[ts - 1]]
 
 
-def private(arrays: Sequence[np.ndarray], direction: int, m: int, k: int, *, dp: bool,
-            epsilon: float, delta: float, clip: float, seed: int) -> list[np.ndarray]:
-    """The (``epsilon``, ``delta``) Gaussian release of ``arrays`` clipped to ``clip``
-    (unchanged when ``dp`` is off).
+# ---- differential privacy (the mechanism and its accounting: fedcausal_flwr.privacy) ---------
+def dp_sent_arrays(s: StateSpaceSettings) -> int:
+    """State arrays a client sends per window: FedGC 2, FedCF 4 (:func:`client_states`)."""
+    return 4 if isinstance(s, FedCFSettings) else 2
 
-    ``direction`` 1: client m's states of window k (clip ``dp_clip_msg``); 2: the server's
-    gradients for client m of window k (clip ``dp_clip_grad``). Array j of a release draws
-    its noise from ``release_rng(seed, direction, m, k, j)``.
-    """
-    if not dp:
+
+def dp_fresh(s: StateSpaceSettings) -> bool:
+    """Whether a client's upload changes with its parameters. FedGC's innovation target
+    sends ``[C^+ y^t, hhat_c^{t-1}]`` (:func:`fedgc_states`), fixed by the data: a window's
+    release is then drawn once and repeated in every epoch (a repeat is post-processing,
+    free); otherwise every window is a fresh release."""
+    return isinstance(s, FedCFSettings) or s.target != "innovation"
+
+
+def dp_release_key(s: StateSpaceSettings, k: int, T: int) -> int:
+    """The release (noise draw) of exchange k: k itself, or the window's place in its epoch
+    when the upload is fixed (:func:`dp_fresh`)."""
+    per_epoch = len(range(1, T, s.window))
+    return k if dp_fresh(s) else (k - 1) % per_epoch + 1
+
+
+def dp_releases(s: StateSpaceSettings, T: int, rounds: int) -> int:
+    """Gaussian releases per client in ``rounds`` windows: arrays x distinct releases."""
+    per_epoch = len(range(1, T, s.window))
+    return dp_sent_arrays(s) * (rounds if dp_fresh(s) else min(rounds, per_epoch))
+
+
+def dp_noise_multiplier(s: StateSpaceSettings, T: int, rounds: int) -> float:
+    """``z`` whose composition over :func:`dp_releases` is (``dp_epsilon``, ``dp_delta``)
+    (:func:`~fedcausal_flwr.privacy.noise_multiplier_for`; ``inf``: clipped, no noise;
+    NaN: DP off)."""
+    from fedcausal_flwr.privacy import noise_multiplier_for
+
+    if not s.dp:
+        return math.nan
+
+    return noise_multiplier_for(s.dp_epsilon, s.dp_delta, dp_releases(s, T, rounds))
+
+
+def dp_noise_ridge(s: StateSpaceSettings, noise_multiplier: float) -> float:
+    """The server's ridge correction for noisy regressors (errors in variables; Fuller 1987,
+    Measurement Error Models, sec. 1.2): each sent entry carries independent noise of
+    variance ``sigma^2 = (2 z clip)^2``, which adds ``sigma^2 I`` (``2 sigma^2 I`` after
+    time differencing) to the regressors' second moment and shrinks ``A_hat`` towards 0; a
+    ridge weight of minus that removes it in expectation. FedGC only (0 otherwise)."""
+    if (not s.dp or not s.dp_debias or math.isinf(noise_multiplier)
+            or isinstance(s, FedCFSettings)):
+        return 0.0
+    sigma = 2.0 * noise_multiplier * s.dp_clip_msg
+    return -(2.0 if s.difference else 1.0) * sigma ** 2
+
+
+def dp_report(s: StateSpaceSettings, T: int, rounds: int, noise_multiplier: float
+              ) -> dict[str, Any]:
+    """The run's DP account per client: releases made in ``rounds`` windows, their total
+    (epsilon, delta) by the RDP accountant, the budget and the mechanism."""
+    from fedcausal_flwr.privacy import ACCOUNTANT, rdp_epsilon
+
+    n = dp_releases(s, T, rounds)
+    z = noise_multiplier
+    return {"epsilon": rdp_epsilon(z, n, s.dp_delta), "delta": s.dp_delta,
+            "budget_epsilon": s.dp_epsilon, "releases_per_client": n,
+            "noise_multiplier": z if math.isfinite(z) else None,
+            "sigma": 2.0 * z * s.dp_clip_msg if math.isfinite(z) else 0.0,
+            "clip": s.dp_clip_msg, "fresh_per_window": dp_fresh(s),
+            "noise_ridge": dp_noise_ridge(s, z), "accountant": ACCOUNTANT,
+            "unit": "one time step's row of a sent state array (replace-one, sensitivity "
+                    "2 clip); the server's gradients are post-processing"}
+
+
+def private(arrays: Sequence[np.ndarray], m: int, key: int, *, noise_multiplier: float,
+            clip: float, seed: int) -> list[np.ndarray]:
+    """Client m's release ``key`` of ``arrays``: rows clipped to ``clip``, Gaussian noise of
+    multiplier ``noise_multiplier`` (:class:`~fedcausal_flwr.privacy.GaussianRelease`; NaN:
+    DP off, unchanged). Array j draws its noise from ``release_rng(seed, 1, m, key, j)``."""
+    if math.isnan(noise_multiplier):
         return list(arrays)
     from fedcausal_flwr.privacy import GaussianRelease, release_rng
 
-    rel = GaussianRelease(epsilon, delta, clip)
-    return [rel(a, release_rng(seed, direction, m, k, j)) for j, a in enumerate(arrays)]
+    rel = GaussianRelease(noise_multiplier, clip)
+    return [rel(a, release_rng(seed, 1, m, key, j)) for j, a in enumerate(arrays)]
 
 
 def history_row(k: int, win: ServerWindow, local: Sequence[float]) -> dict[str, float]:

@@ -24,7 +24,10 @@ One recorded round is one window: ``epochs * ceil((T - 1) / W)`` rounds;
 ``start(num_rounds=n)`` records the first n windows (then delivers their gradients).
 ``start(initial_arrays=[A_hat])`` warm-starts the server model: its off-diagonal blocks (the
 diagonal blocks are the clients' own ``A_mm``), with the step bounds starting afresh.
-With ``dp`` the run reports per-release and composed epsilon in ``metrics["privacy"]``.
+With ``dp`` the server derives the noise multiplier from the run's total budget for the
+releases the run will make (:func:`~fedcausal_flwr.statespace.model.dp_noise_multiplier`),
+sends it with every window (``dp-noise``, ``dp-key``: public numbers, no data), logs it, and
+reports the composed (epsilon, delta) in ``metrics["dp"]``.
 
 Known-zero blocks (``ss-known-zero``, clients by partition id) are checked against the
 discovered clients at setup (an unknown client is an error naming it, before any window)
@@ -56,9 +59,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from logging import INFO
 from typing import Any
 
 import numpy as np
+from flwr.common.logger import log
 
 from fedcausal_flwr.federation.strategy import (
     CausalStrategy,
@@ -100,6 +105,7 @@ class FedGC(CausalStrategy):
         self.plan: list[np.ndarray] = []
         self.granger: ss.GrangerStats | None = None
         self.missing: dict[int, float] = {}
+        self.dp_z = float("nan")  # the run's noise multiplier (NaN: DP off)
 
     def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
         """Clients must agree on the number of time steps ``t`` (sizes may differ)."""
@@ -134,7 +140,8 @@ class FedGC(CausalStrategy):
         s = self.settings
         return ss.fedgc_server_update(self.A_diag, self.server, msgs, target=s.target,
                                       difference=s.difference, lr_server=s.lr_server,
-                                      lambda_g=s.lambda_g)
+                                      lambda_g=s.lambda_g,
+                                      noise_ridge=ss.dp_noise_ridge(s, self.dp_z))
 
     # ---- the protocol -------------------------------------------------------------------
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
@@ -192,21 +199,22 @@ class FedGC(CausalStrategy):
                                                 self.P, self.U))
 
     def window_config(self, ts: np.ndarray, prev: np.ndarray, k: int) -> dict[str, Any]:
-        """Window bounds and the wire settings."""
+        """Window bounds and the wire settings (with DP: the noise multiplier, ``-1`` for
+        none, and the release key)."""
+        dp = ({"dp-noise": self.dp_z if np.isfinite(self.dp_z) else -1.0,
+               "dp-key": ss.dp_release_key(self.settings, k, self.T)}
+              if self.settings.dp else {})
         return {**self.settings.to_wire(),
                 "start": int(ts[0]) if ts.size else 0,
                 "stop": int(ts[-1]) + 1 if ts.size else 0,
                 "prev-start": int(prev[0]) if prev.size else 0,
-                "prev-stop": int(prev[-1]) + 1 if prev.size else 0, "window-index": k}
+                "prev-stop": int(prev[-1]) + 1 if prev.size else 0, "window-index": k, **dp}
 
     def window(self, grid, ts: np.ndarray, prev: np.ndarray, win: ss.ServerWindow | None,
                k: int) -> dict[int, list[np.ndarray]]:
         """One ``ss_window`` exchange: gradients of ``prev`` down, states of ``ts`` up."""
-        cfg, s = self.window_config(ts, prev, k), self.settings
-        dp = {"dp": s.dp, "epsilon": s.dp_epsilon, "delta": s.dp_delta, "clip": s.dp_clip_grad,
-              "seed": s.seed}
-        payloads = {c: (self.empty_grads(i) if win is None else
-                        ss.private(self.grads(win, i), 2, c, k - 1, **dp), cfg)
+        cfg = self.window_config(ts, prev, k)
+        payloads = {c: (self.empty_grads(i) if win is None else self.grads(win, i), cfg)
                     for i, c in enumerate(self.cids)}
         want = {c: self.reply_layout("ss_window", i, ts.size) for i, c in enumerate(self.cids)}
         return self.exchange(grid, "ss_window", payloads, want, every=True)
@@ -237,6 +245,13 @@ class FedGC(CausalStrategy):
         prev, win = np.arange(0), None
         budget = self.recorder.max_rounds
         total = len(self.plan) if budget is None else min(len(self.plan), budget)
+        self.dp_z = ss.dp_noise_multiplier(self.settings, self.T, total)
+        if self.settings.dp:
+            rep = ss.dp_report(self.settings, self.T, total, self.dp_z)
+            log(INFO, "%s DP: total (epsilon %.4g, delta %.3g) over %d releases per client: "
+                "noise multiplier %.4g, clip %.4g, noise std %.4g", type(self).__name__,
+                rep["epsilon"], rep["delta"], rep["releases_per_client"], self.dp_z,
+                rep["clip"], rep["sigma"])
         for rec in self.rounds(result):
             k = self.recorder.round
             ts = self.plan[k - 1]
@@ -256,24 +271,11 @@ class FedGC(CausalStrategy):
     def after_training(self, grid, result: RunResult) -> None:
         """Hook after the last window (FedCF answers its counterfactual query here)."""
 
-    def privacy(self, windows: int) -> dict[str, Any]:
-        """Per-release and composed (epsilon, delta) per client over ``windows`` exchanges."""
-        from fedcausal_flwr.privacy import GaussianRelease, composed
-
-        s = self.settings
-        msg = GaussianRelease(s.dp_epsilon, s.dp_delta, s.dp_clip_msg)
-        grad = GaussianRelease(s.dp_epsilon, s.dp_delta, s.dp_clip_grad)
-        eps, delta = composed([(s.dp_epsilon, s.dp_delta)] * (2 * windows))
-        return {"per_release_epsilon": s.dp_epsilon, "per_release_delta": s.dp_delta,
-                "sigma_msg": msg.sigma, "sigma_grad": grad.sigma, "clip_msg": s.dp_clip_msg,
-                "clip_grad": s.dp_clip_grad, "releases_per_client": 2 * windows,
-                "composed_epsilon": eps, "composed_delta": delta,
-                "composition": "basic sequential over the client's state and gradient releases"}
-
     def _finish(self, result: RunResult, t0: float) -> None:
         super()._finish(result, t0)  # resets metrics to the final evaluation
         if self.settings.dp:
-            result.metrics["privacy"] = self.privacy(len(result.history))
+            result.metrics["dp"] = ss.dp_report(self.settings, self.T, len(result.history),
+                                                self.dp_z)
         if self.missing:
             result.metrics["missing"] = {str(c): v for c, v in self.missing.items()}
         if self.server is not None and self.server.masks is not None:

@@ -175,21 +175,24 @@ def test_fedcf_client_rejects_a_bad_query():
 
 
 @pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
-def test_dp_run_equals_reference_and_reports_epsilon(algorithm):
+def test_dp_run_equals_reference_and_reports_the_total(algorithm):
     rc = {**RC, "algorithm": algorithm, "statespace.ss-window": 30, "statespace.ss-epochs": 2,
-          "statespace.ss-dp": True,
-          "statespace.ss-dp-epsilon": 0.8, "statespace.ss-dp-clip-msg": 0.5,
-          "statespace.ss-dp-clip-grad": 0.01}
+          "statespace.ss-dp": True, "statespace.ss-dp-epsilon": 4.0,
+          "statespace.ss-dp-clip-msg": 0.5}
     result, grid = run_inprocess(rc, 2)
     _, clients, ref = reference(rc)
     assert result.status == "completed"
     np.testing.assert_allclose(result.estimates["A_hat"], ref.server.A_hat, atol=1e-10)
     plain = reference({**rc, "statespace.ss-dp": False})[2]
     assert np.abs(plain.server.A_hat - ref.server.A_hat).max() > 1e-6  # noise was added
-    priv = result.metrics["privacy"]
+    dp = result.metrics["dp"]
     windows = len(result.history)
-    assert priv["releases_per_client"] == 2 * windows
-    assert priv["composed_epsilon"] == pytest.approx(2 * windows * 0.8)
+    per_epoch = windows // 2
+    # FedGC's innovation upload is fixed by the data: one release per window of an epoch
+    releases = 2 * per_epoch if algorithm == "fedgc" else 4 * windows
+    assert dp["releases_per_client"] == releases
+    assert dp["epsilon"] == pytest.approx(4.0, rel=1e-3)  # the total, not per release
+    assert dp == ref.dp
     # clipped rows plus noise: what the server saw is not the client's states
     up = [m for m in grid.received if m.metadata.message_type == "train.ss_window"]
     states = up[0].content["arrays"].to_numpy_ndarrays()[0]
@@ -198,6 +201,9 @@ def test_dp_run_equals_reference_and_reports_epsilon(algorithm):
                             ss.FedGCSettings().target)
     sent = full[1] if algorithm == "fedgc" else full[0]
     assert np.abs(states - sent).min() > 0
+    # the server's gradients travel unnoised (post-processing of the releases)
+    down = [m for m in grid.sent if m.metadata.message_type == "train.ss_window"]
+    assert down[1].content["config"]["dp-noise"] > 0
 
 
 def test_netsim_clients_through_the_app_equal_the_reference(shared_data):

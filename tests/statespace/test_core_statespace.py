@@ -300,13 +300,69 @@ def test_gaussian_release_clips_and_adds_calibrated_noise():
     assert np.linalg.norm(clip_rows(X, 2.0), axis=1).max() <= 2.0 + 1e-12
     small = 0.01 * X[:5]
     np.testing.assert_allclose(clip_rows(small, 2.0), small)
-    rel = GaussianRelease(0.5, 1e-5, 2.0)
-    assert rel.sigma == pytest.approx(4.0 * np.sqrt(2 * np.log(1.25e5)) / 0.5)
+    rel = GaussianRelease(1.5, 2.0)
+    assert rel.sigma == pytest.approx(1.5 * 4.0)  # z times the sensitivity 2 clip
     noise = rel(np.zeros((20000, 3)), rng)
     assert noise.std() == pytest.approx(rel.sigma, rel=0.02)
+    assert np.linalg.norm(GaussianRelease(np.inf, 2.0)(X, rng), axis=1).max() <= 2.0 + 1e-12
     assert composed([(0.5, 1e-5)] * 4) == pytest.approx((2.0, 4e-5))
     with pytest.raises(ValueError, match="epsilon"):
         gaussian_sigma(1.0, 0.0, 1e-5)
+
+
+def rdp_by_hand(z: float, k: int, delta: float, orders: np.ndarray) -> float:
+    """k Gaussians of multiplier z: RDP k alpha / (2 z^2) at each order (Mironov 2017,
+    Prop. 7 and 1), converted by Canonne, Kamath & Steinke (2020, Prop. 12), the conversion
+    dp-accounting uses; the best order."""
+    rdp = k * orders / (2 * z ** 2)
+    eps = rdp + np.log1p(-1 / orders) - (np.log(delta) + np.log(orders)) / (orders - 1)
+    return float(eps.min())
+
+
+def test_rdp_total_of_k_releases_matches_a_hand_composition():
+    from fedcausal_flwr.privacy import composed, gaussian_sigma, rdp_epsilon
+
+    orders = np.concatenate([np.linspace(1.01, 8, 700), np.arange(8, 257, 0.05)])
+    for z, k in ((1.0, 1), (2.0, 4), (5.0, 40)):
+        assert rdp_epsilon(z, k, 1e-5) == pytest.approx(rdp_by_hand(z, k, 1e-5, orders),
+                                                        rel=2e-3)
+    # k releases of z compose like one of z / sqrt(k)
+    assert rdp_epsilon(3.0, 9, 1e-5) == pytest.approx(rdp_epsilon(1.0, 1, 1e-5), rel=1e-9)
+    # far below basic composition of the classic bound for the same noise (epsilon 0.5 each)
+    z = gaussian_sigma(2.0, 0.5, 1e-6) / 2.0
+    assert rdp_epsilon(z, 40, 1e-5) < composed([(0.5, 1e-6)] * 40)[0] / 3
+    assert rdp_epsilon(2.0, 0, 1e-5) == 0.0
+
+
+@pytest.mark.parametrize("epsilon,releases", [(1.0, 2), (8.0, 40), (16.0, 6)])
+def test_derived_noise_multiplier_gives_back_the_total_budget(epsilon, releases):
+    from fedcausal_flwr.privacy import noise_multiplier_for, rdp_epsilon
+
+    z = noise_multiplier_for(epsilon, 1e-5, releases)
+    assert rdp_epsilon(z, releases, 1e-5) <= epsilon
+    assert rdp_epsilon(z * 0.999, releases, 1e-5) > epsilon * 0.999  # the smallest such z
+    assert noise_multiplier_for(np.inf, 1e-5, releases) == np.inf
+
+
+def test_dp_release_count_and_noise_from_the_settings():
+    s = ss.FedGCSettings(dp=True, window=100, epochs=3, dp_epsilon=2.0, dp_debias=True)
+    assert ss.dp_releases(s, 301, 9) == 2 * 3  # innovation: drawn once, repeated per epoch
+    assert [ss.dp_release_key(s, k, 301) for k in (1, 3, 4, 9)] == [1, 3, 1, 3]
+    p = ss.FedGCSettings(dp=True, window=100, epochs=3, target="predicted")
+    assert ss.dp_releases(p, 301, 9) == 2 * 9
+    assert ss.dp_releases(ss.FedCFSettings(dp=True, window=100, epochs=3), 301, 9) == 4 * 9
+    assert np.isnan(ss.dp_noise_multiplier(ss.FedGCSettings(), 301, 9))
+    rep = ss.dp_report(s, 301, 9, ss.dp_noise_multiplier(s, 301, 9))
+    assert rep["epsilon"] == pytest.approx(2.0, rel=1e-3)
+    assert rep["noise_ridge"] == pytest.approx(-2 * rep["sigma"] ** 2)  # differenced
+
+
+def test_dp_off_is_unchanged_by_the_dp_settings():
+    _, clients = all_clients(merged_config({"seed": 100, "statespace.ss-t": 500}, "fedgc"))
+    a = loop.reference(clients, ss.FedGCSettings(epochs=2))
+    b = loop.reference(clients, ss.FedGCSettings(epochs=2, dp_epsilon=1.0, dp_clip_msg=0.01))
+    np.testing.assert_array_equal(a.server.A_hat, b.server.A_hat)
+    assert a.dp is None
 
 
 def test_plant_csv_loader_groups_filters_and_identifies(tmp_path, shared_data):
