@@ -224,6 +224,7 @@ class VFedCD(CausalStrategy):
             ALIGNMENT[how[min(how)]], "; rows outside the intersection are not used: " +
             ", ".join(f"party {cid} drops {k}" for cid, k in dropped.items()) if dropped else "")
         self.dropped_rows = dropped
+        self.aligned_by = how[min(how)]  # "psi" or "ids" (ALIGNMENT)
         return shared_of
 
     def _psi(self, grid: Grid, sizes: Mapping[int, int]) -> dict[int, np.ndarray]:
@@ -335,7 +336,8 @@ class VFedCD(CausalStrategy):
     def run_rounds(self, grid: Grid, result: RunResult) -> None:
         """The secure dispatch (mode "vfedcd") or the plain framework (the ablations)."""
         result.metrics["samples"] = {"shared": self.n, "unused": {
-            f"party {cid}": k for cid, k in self.dropped_rows.items()}}
+            f"party {cid}": k for cid, k in self.dropped_rows.items()},
+            "aligned_by": getattr(self, "aligned_by", None)}
         if self.prior is not None:
             result.metrics["knowledge"] = {"forbidden": int(self.prior.forbid_W.sum()),
                                            "required": int(self.prior.require_W.sum())}

@@ -143,7 +143,8 @@ def test_example_runs(example, tmp_path):
         assert np.isnan(np.asarray(result.estimates["W_local"], dtype=float)[2][1]).all()
     if example == "vfedcd":  # 60 people per party, 54 shared (make_data.py)
         assert result.metrics["samples"] == {"shared": 54,
-                                             "unused": {"party 0": 6, "party 1": 6}}
+                                             "unused": {"party 0": 6, "party 1": 6},
+                                             "aligned_by": "psi"}
 
 
 def test_vfedcd_consent_is_spelled_as_the_app_reads_it(tmp_path):

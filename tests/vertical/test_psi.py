@@ -107,8 +107,9 @@ def test_psi_run_learns_the_keyed_hash_runs_graph(tmp_path, monkeypatch):
     got, grid = run(tmp_path / "a", own_csvs(tmp_path / "a", HELD))
     keyed, _ = run(tmp_path / "b", own_csvs(tmp_path / "b", HELD, dict.fromkeys(range(3), "k")))
     assert got.status == keyed.status == "completed", (got.status, keyed.status)
-    assert got.metrics["samples"] == keyed.metrics["samples"] == {
-        "shared": 25, "unused": {"party 0": 5, "party 1": 5}}
+    assert got.metrics["samples"] == {**keyed.metrics["samples"], "aligned_by": "psi"} == {
+        "shared": 25, "unused": {"party 0": 5, "party 1": 5}, "aligned_by": "psi"}
+    assert keyed.metrics["samples"]["aligned_by"] == "ids"
     sent = [m.metadata.message_type for m in grid.sent]
     assert sent[:7] == ["query.info"] * 3 + ["train.vfedcd_psi_blind"] * 3 + \
         ["train.vfedcd_psi_hop"] * 1
