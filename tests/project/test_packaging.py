@@ -193,3 +193,26 @@ print(json.dumps({{"got": got, "env": os.environ.get("OPENBLAS_NUM_THREADS"),
     else:
         assert out["env"] == str(expect)
         assert {n for _, n in out["after"]} == {expect}
+
+
+def test_sourcing_the_setup_leaves_the_callers_shell_options(tmp_path):
+    """The README tells users to source scripts/setup.sh; its strict options (errexit, nounset,
+    pipefail) stay inside the install's subshell, else the next failing command in the
+    user's interactive shell closes it. Run where the .venv is already set up (the stamp
+    matches), so nothing is installed."""
+    import hashlib
+    import subprocess
+
+    stamp = ROOT / ".venv" / ".fedcausal-installed"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if not stamp.exists() or stamp.read_text().strip() != want:
+        pytest.skip("no .venv set up by scripts/setup.sh for this pyproject.toml")
+    out = subprocess.run(
+        ["bash", "-c", f'set +euo pipefail; source "{ROOT}/scripts/setup.sh" >/dev/null; false; '
+         'set -o | grep -E "^(errexit|nounset|pipefail)"; echo "venv: $VIRTUAL_ENV"'],
+        cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    state = dict(ln.split() for ln in out.stdout.splitlines() if not ln.startswith("venv:"))
+    assert state == {"errexit": "off", "nounset": "off", "pipefail": "off"}, out.stdout
+    assert f"venv: {ROOT / '.venv'}" in out.stdout
