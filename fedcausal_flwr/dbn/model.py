@@ -406,15 +406,17 @@ def _lbfgs(d: int, p: int, restarts: int, alpha: float, rho: float, lambda_w: fl
            lambda_a: float, x0: np.ndarray | None = None, mom: Moments | None = None,
            V_W: np.ndarray | None = None, V_A: np.ndarray | None = None,
            weight: float | np.ndarray = 0.0, lam: np.ndarray | None = None,
-           fixed: np.ndarray | None = None, ftol: float | None = None) -> np.ndarray:
+           fixed: np.ndarray | None = None, ftol: float | None = None, maxiter: int = 0
+           ) -> np.ndarray:
     """Minimize :func:`penalized_objective` by ``restarts`` warm-started L-BFGS-B calls
     (``fixed``: entries held at exactly 0 by the bounds; ``ftol``: L-BFGS-B's relative
-    decrease test, None for scipy's default 2.2e-9)."""
+    decrease test, None for scipy's default 2.2e-9; ``maxiter`` > 0: at most that many
+    iterations per call)."""
     x = np.zeros(2 * (p + 1) * d * d) if x0 is None else x0
     args = (d, alpha, rho, lambda_w, lambda_a, mom, V_W, V_A, weight, lam)
     bounds = _split_bounds(d, p) if fixed is None else _fixed_bounds(d, p, fixed)
     x = np.clip(x, bounds.lb, bounds.ub) if fixed is not None else x
-    options = None if ftol is None else {"ftol": ftol}
+    options = {k: v for k, v in (("ftol", ftol), ("maxiter", maxiter)) if v} or None
     for _ in range(max(1, restarts)):
         x = sopt.minimize(penalized_objective, x, args=args, method="L-BFGS-B", jac=True,
                           bounds=bounds, options=options).x
@@ -640,14 +642,9 @@ def pfdbnl_local_step(mom: Moments, W_anchor: np.ndarray, A_anchor: np.ndarray, 
         free = np.concatenate([knowledge.require_W.ravel(), knowledge.require_A.ravel()])
         lam = np.where(free, 0.0, np.repeat([lambda_w] + [lambda_a] * p, d * d)
                        ).reshape(p + 1, d * d)
-    bounds = _split_bounds(d, p) if fixed is None else _fixed_bounds(d, p, fixed)
-    x = np.zeros(2 * (p + 1) * d * d) if init is None else split_from_dense(*init)
-    x = np.clip(x, bounds.lb, bounds.ub)
-    args = (d, alpha, rho1, lambda_w, lambda_a, mom, W_anchor, A_anchor, 2.0 * mu, lam)
-    options = {k: v for k, v in (("ftol", ftol), ("maxiter", maxiter)) if v}
-    for _ in range(max(1, restarts)):
-        x = sopt.minimize(penalized_objective, x, args=args, method="L-BFGS-B", jac=True,
-                          bounds=bounds, options=options or None).x
+    x = _lbfgs(d, p, restarts, alpha, rho1, lambda_w, lambda_a,
+               x0=None if init is None else split_from_dense(*init), mom=mom, V_W=W_anchor,
+               V_A=A_anchor, weight=2.0 * mu, lam=lam, fixed=fixed, ftol=ftol, maxiter=maxiter)
     return split_to_dense(x, d)
 
 
