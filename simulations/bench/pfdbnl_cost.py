@@ -41,7 +41,6 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import contextlib  # noqa: E402
 import io  # noqa: E402
-import subprocess  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 import warnings  # noqa: E402
@@ -50,7 +49,7 @@ from typing import Any  # noqa: E402
 
 import _sims  # noqa: E402, F401 - simulations/ on sys.path
 import numpy as np  # noqa: E402
-from fdbnl_solver_cost import OFFICIAL_DEFAULT, counting  # noqa: E402
+from fdbnl_solver_cost import OFFICIAL_DEFAULT, counting, official_source  # noqa: E402
 from harness import (  # noqa: E402
     Clock,
     check,
@@ -80,14 +79,6 @@ OURS: dict[str, dict[str, Any]] = {
     "lambda-0.1": {"lambda_w": OFFICIAL_LAMBDA, "lambda_a": OFFICIAL_LAMBDA},
 }
 KEYS = ("cpu_s", "rounds", "nfev_per_client_round", "shd_w", "shd_a")
-
-
-def official_source(where: Path, path: str) -> str:
-    """The text of ``path`` in the official repository (a checkout or its git directory)."""
-    if (where / path).is_file():
-        return (where / path).read_text()
-    return subprocess.run(["git", f"--git-dir={where}", "show", f"HEAD:{path}"], check=True,
-                          capture_output=True, text=True).stdout
 
 
 def load_official(where: Path | None) -> types.ModuleType | None:

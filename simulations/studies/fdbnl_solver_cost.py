@@ -112,17 +112,22 @@ def counting(*modules: Any):
             m.sopt = s
 
 
+def official_source(where: Path, path: str) -> str:
+    """The text of ``path`` in the official repository: ``where`` is a checkout, its bare git
+    directory (the fetch tool's mirror) or the file itself."""
+    if where.is_file():
+        return where.read_text()
+    if (where / path).is_file():
+        return (where / path).read_text()
+    return subprocess.run(["git", f"--git-dir={where}", "show", f"HEAD:{path}"], check=True,
+                          capture_output=True, text=True).stdout
+
+
 def load_official(where: Path | None) -> types.ModuleType | None:
     """The official FDBNL module from a git directory, a checkout or the file; None if absent."""
     if where is None or not where.exists():
         return None
-    if where.is_file():
-        source = where.read_text()
-    elif (where / OFFICIAL_FILE).is_file():
-        source = (where / OFFICIAL_FILE).read_text()
-    else:  # a bare git directory (the fetch tool's mirror)
-        source = subprocess.run(["git", f"--git-dir={where}", "show", f"HEAD:{OFFICIAL_FILE}"],
-                                check=True, capture_output=True, text=True).stdout
+    source = official_source(where, OFFICIAL_FILE)
     mod = types.ModuleType("fdbn_learning_official")
     mod.__file__ = str(where)
     exec(compile(source, f"{where}:{OFFICIAL_FILE}", "exec"), mod.__dict__)  # noqa: S102
