@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -239,21 +242,30 @@ def test_training_resumed_from_its_state_equals_one_run():
 
 
 
+SIMULATIONS = Path(__file__).parents[2] / "simulations"
+
+
+def _study(name: str):
+    """A script of simulations/studies, imported (its first import puts simulations/ on
+    sys.path)."""
+    import importlib
+
+    sys.path.insert(0, str(SIMULATIONS / "studies"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(SIMULATIONS / "studies"))
+
+
 def test_sachs_study_chose_by_its_criterion_from_its_runs():
     # The committed summary must be what the fixed criterion gives on the committed runs
     # (highest mean F1 over dev seeds 100-109, ties by SHD; only fully confirmed configs).
     import json
-    import sys
-    from pathlib import Path
 
-    sim = Path(__file__).parents[2] / "simulations"
-    sys.path.insert(0, str(sim / "studies"))
-    try:
-        import vfedcd_sachs_settings as study  # its first import puts simulations/ on sys.path
-        from harness import read_jsonl
-    finally:
-        sys.path.remove(str(sim / "studies"))
-    summary = json.loads((sim / "results" / "vfedcd_sachs_settings.json").read_text())
+    study = _study("vfedcd_sachs_settings")
+    from harness import read_jsonl
+
+    summary = json.loads((SIMULATIONS / "results" / "vfedcd_sachs_settings.json").read_text())
     rows = read_jsonl(study.RUNS)
     assert {r["seed"] for r in rows if r["stage"] == "eval"}.isdisjoint(study.DEV_SEEDS)
     best = study.chosen_config(rows)
@@ -267,17 +279,10 @@ def test_deployment_frontier_counts_packed_blocks_and_keeps_only_gains():
     # The 30-minute study (issue 23) projects each cell's deployment: its crypto scales with
     # the packed ciphertexts per row, which must be the backend's own count (2048-bit keys).
     import json
-    import sys
-    from pathlib import Path
 
     from fedcausal_flwr.secure import paillier
 
-    sim = Path(__file__).parents[2] / "simulations"
-    sys.path.insert(0, str(sim / "studies"))
-    try:
-        import vfedcd_fast_schedule as study
-    finally:
-        sys.path.remove(str(sim / "studies"))
+    study = _study("vfedcd_fast_schedule")
     pk = paillier.PublicKey(2 ** 2047 + 1)
     for h in (1, 3, 4, 7, 8, 10, 11, 12):
         assert study.packed_blocks(h) == paillier.blocks(pk, 5 * h)
@@ -287,7 +292,7 @@ def test_deployment_frontier_counts_packed_blocks_and_keeps_only_gains():
     cells = [{"deploy_min": m, "f1": (f, 0.0)} for m, f in
              ((30, 0.6), (10, 0.5), (20, 0.503), (40, 0.62), (50, 0.61))]
     assert [c["deploy_min"] for c in study.frontier(cells)] == [10, 30, 40]
-    front = json.loads((sim / "results" / "vfedcd_deploy30.json").read_text())["frontier"]
+    front = json.loads((SIMULATIONS / "results" / "vfedcd_deploy30.json").read_text())["frontier"]
     assert front == sorted(front, key=lambda c: c["deploy_min"])
     assert all(b["f1"][0] > a["f1"][0] for a, b in zip(front[:-1], front[1:], strict=True))
 
