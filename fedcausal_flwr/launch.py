@@ -11,7 +11,7 @@ package's source checkout). What it does around ``flwr run``:
   ``<algorithm>-<timestamp>``). Such an App's ``<outputs>/<run-name>/result.json`` is the run's
   verdict (0 only if ``"completed"``: ``flwr run`` exits 0 even when the ServerApp failed); an
   App that declares neither writes no result.json the launcher knows of, so its verdict is
-  ``flwr run``'s exit code.
+  ``flwr run``'s exit code and Flower's own run status (``flwr ls``: ``finished:completed``).
 * **Own CSVs.** ``--node-data a.csv --node-data b.csv`` gives node i its own ``data-path``:
   a deployed SuperNode by ``--node-config``, a simulated one by the environment variable
   ``FEDCAUSAL_NODE_CONFIGS`` set on the processes started here (Flower gives virtual nodes only
@@ -458,7 +458,12 @@ def stopping() -> Iterator[Started]:
     failed or interrupted) every process it started is stopped (:meth:`Started.stop`)."""
     started = Started(before={p for p, pp in _parents().items() if pp == os.getpid()})
     subreaper = _subreaper(True)
-    old = {sig: signal.signal(sig, started.on_signal) for sig in SIGNALS}
+    old = {}
+    for sig in SIGNALS:
+        try:
+            old[sig] = signal.signal(sig, started.on_signal)
+        except ValueError:  # not the main thread: no handlers, the cleanup at the end stays
+            break
     try:
         yield started
     finally:
@@ -542,8 +547,8 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
              app_dir: Path | str | None = None, flwr_home: Path | None = None,
              timeout: float = 3600, cpus: int = 1, ray_cpus: int | None = None,
              port: int | None = None,
-             node_configs: Mapping[int, Mapping[str, Any]] | None = None
-             ) -> subprocess.CompletedProcess:
+             node_configs: Mapping[int, Mapping[str, Any]] | None = None,
+             runs: list[dict[str, Any]] | None = None) -> subprocess.CompletedProcess:
     """``flwr run <app> local --stream`` with N SuperNodes; stops the SuperLink it started.
 
     The local simulation SuperLink listens on ``port`` (control API address ``port + 2``;
@@ -555,7 +560,8 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
     of one virtual client and ``ray_cpus`` the CPUs Ray may use (None: this machine's), so
     ``ray_cpus // cpus`` ClientApps run at once (Ray actors). ``node_configs``: extra node
     config per partition id, as :func:`deploy` takes it (e.g. ``{0: {"data-path": ...}}``),
-    handed to the virtual nodes by :func:`simulated_node_env`.
+    handed to the virtual nodes by :func:`simulated_node_env`. ``runs``, if given, gets
+    Flower's record of each run the SuperLink knows (:func:`flower_runs`) before it stops.
     """
     app_dir = find_app_dir(app_dir)
     port = free_port_block(SIMULATE_PORTS) if not port else port
@@ -570,9 +576,31 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
            f"num-supernodes={num_supernodes} client-resources-num-cpus={cpus}"
            + (f" init-args-num-cpus={int(ray_cpus)}" if ray_cpus else "")]
     try:
-        return subprocess.run(cmd, env=env, timeout=timeout, check=True)
+        done = subprocess.run(cmd, env=env, timeout=timeout, check=True)
+        if runs is not None:
+            runs.extend(flower_runs("local", env))
+        return done
     finally:
         _kill(_local_superlink_pids(port, home))
+
+
+def flower_runs(connection: str, env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Flower's record of every run the SuperLink of ``connection`` knows (``flwr ls
+    --format json``: ``run-id``, ``status`` such as ``finished:failed``, ``status-details``,
+    ``pending-at`` ...); empty when it cannot say."""
+    try:
+        r = subprocess.run([_flwr(), "ls", connection, "--format", "json"], env=dict(env),
+                           capture_output=True, text=True, timeout=120)
+        doc = json.loads(r.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return []
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    return [run for run in runs or [] if isinstance(run, dict)]
+
+
+def latest_run(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run submitted last (a persistent local SuperLink also lists earlier runs)."""
+    return max(runs, key=lambda r: str(r.get("pending-at", "")), default=None)
 
 
 def simulated_node_env(node_configs: Mapping[int, Mapping[str, Any]] | None) -> dict[str, str]:
@@ -661,8 +689,8 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
            app_dir: Path | str | None = None, workdir: Path | None = None,
            port: int | None = None, timeout: float = 3600, insecure: bool = False,
            on_start: Callable[[Deployment], None] | None = None,
-           node_configs: Mapping[int, Mapping[str, Any]] | None = None
-           ) -> subprocess.CompletedProcess:
+           node_configs: Mapping[int, Mapping[str, Any]] | None = None,
+           runs: list[dict[str, Any]] | None = None) -> subprocess.CompletedProcess:
     """A real deployment on loopback: one SuperLink, one SuperNode per client, ``flwr run``.
 
     SuperLink on ``port``, SuperNodes on ``port + 1 + i`` with ``partition-id = i``
@@ -678,7 +706,8 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
     ``on_start``, if given, gets the :class:`Deployment` just before ``flwr run`` starts
     (fault tests stop and restart SuperNodes from a thread it starts). ``node_configs``: extra
     ``--node-config`` entries per SuperNode index (e.g. ``{0: {"data-path": "/d/site0.csv"}}``,
-    each node's own data), after ``partition-id`` and ``num-partitions``.
+    each node's own data), after ``partition-id`` and ``num-partitions``. ``runs``: as
+    :func:`simulate`'s.
     """
     from fedcausal_flwr import tls
 
@@ -746,7 +775,10 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
                run_config_arg(deploy_run_config(run_config, app_dir, certs is not None))]
         if on_start is not None:
             on_start(Deployment(port, workdir, supernodes, supernode, certs is not None, certs))
-        return subprocess.run(cmd, env=cli_env, timeout=timeout, check=True)
+        done = subprocess.run(cmd, env=cli_env, timeout=timeout, check=True)
+        if runs is not None:
+            runs.extend(flower_runs("loopback", cli_env))
+        return done
     finally:
         _kill({p.pid for p in reversed(procs)})
         for p in procs:
@@ -835,12 +867,23 @@ def report(out: Path, since: float = 0.0, started: int | None = None,
     return code
 
 
-def exit_code_verdict(code: int, started: int) -> int:
+def exit_code_verdict(code: int, started: int, run: Mapping[str, Any] | None = None) -> int:
     """The verdict of a run of an App that writes no result.json: ``flwr run``'s exit
-    ``code``, said so, then the summary line."""
-    print(f"\nflwr run exited with code {code}. This App declares no outputs and run-name, "
-          "so no result.json tells how the run ended: the verdict is flwr run's exit code "
-          "(read the ServerApp's log above; flwr run can exit 0 when the ServerApp failed).")
+    ``code``, said so; as ``flwr run`` exits 0 also when the ServerApp failed, Flower's own
+    status of the ``run`` (:func:`flower_runs`), when known, must be ``finished:completed``.
+    Then the summary line."""
+    status = str((run or {}).get("status", "") or "")
+    print(f"\nflwr run exited with code {code}. This App declares no outputs and run-name, so "
+          "no result.json tells how the run ended: the verdict is flwr run's exit code"
+          + (f" and Flower's run status: {status}" if status else
+             " (Flower's run status unknown: read the ServerApp's log above, flwr run can "
+             "exit 0 when the ServerApp failed)") + ".")
+    if status and status != "finished:completed":
+        details = (run or {}).get("status-details")
+        print(f"run not completed: {status}" + (f" ({details})" if details else ""),
+              file=sys.stderr)
+        code = code or 1
+    sys.stderr.flush()
     print(summary_line(None, started), flush=True)
     return code
 
@@ -931,15 +974,17 @@ def run_config(args: argparse.Namespace, app_dir: Path) -> dict[str, Any]:
 
 
 def start(args: argparse.Namespace, cfg: Mapping[str, Any], app_dir: Path,
-          nodes: Mapping[int, Mapping[str, Any]]) -> int:
-    """Run ``flwr run`` (simulation or deployment); its exit code (0 when it succeeded)."""
+          nodes: Mapping[int, Mapping[str, Any]], runs: list[dict[str, Any]] | None) -> int:
+    """Run ``flwr run`` (simulation or deployment); its exit code (0 when it succeeded).
+    ``runs``: see :func:`simulate`."""
     try:
         if args.mode == "simulate":
             simulate(args.nodes, cfg, app_dir=app_dir, timeout=args.timeout, port=args.port,
-                     node_configs=nodes)
+                     node_configs=nodes, runs=runs)
         else:
             deploy(args.nodes, cfg, app_dir=app_dir, workdir=args.workdir, port=args.port,
-                   timeout=args.timeout, insecure=args.insecure, node_configs=nodes)
+                   timeout=args.timeout, insecure=args.insecure, node_configs=nodes,
+                   runs=runs)
     except subprocess.CalledProcessError as e:
         print(f"flwr run exited with code {e.returncode}", file=sys.stderr)
         return e.returncode
@@ -950,10 +995,11 @@ def main(argv: list[str] | None = None) -> int:
     """CLI: ``simulate`` or ``deploy`` with ``--nodes`` and ``--run-config``.
 
     Exits 0 only when the run's result.json says ``"completed"`` (an App that writes none:
-    when ``flwr run`` exits 0), and with ``--no-drops`` every client was used; a failed,
-    stopped or interrupted run, or none written, exits 1 (``flwr run``'s own non-zero code is
-    kept); no Flower App, a run-config key the App does not declare or a bad flag exits 2;
-    SIGINT / SIGTERM stop everything the run started and exit 130 / 143.
+    when ``flwr run`` exits 0 and Flower's run status is ``finished:completed``), and with
+    ``--no-drops`` every client was used; a failed, stopped or interrupted run, or none
+    written, exits 1 (``flwr run``'s own non-zero code is kept); no Flower App, a run-config
+    key the App does not declare or a bad flag exits 2; SIGINT / SIGTERM stop everything the
+    run started and exit 130 / 143.
     """
     ap = parser()
     args = ap.parse_args(argv)
@@ -975,15 +1021,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     since = time.time() - 1.0
+    runs: list[dict[str, Any]] | None = [] if out is None else None  # Flower's verdict
     try:
         with stopping() as started:
-            code = start(args, cfg, app_dir, nodes)
+            code = start(args, cfg, app_dir, nodes, runs)
     except Interrupted as e:
         print(f"\ninterrupted by {e}: stopped {started.report()}", file=sys.stderr, flush=True)
         return 128 + e.signum
     if started.stopped:
         print(f"at the end, stopped {started.report()}, still running", file=sys.stderr)
-    verdict = (exit_code_verdict(code, args.nodes) if out is None
+    verdict = (exit_code_verdict(code, args.nodes, latest_run(runs or [])) if out is None
                else report(out, since, args.nodes, args.no_drops))
     if started.signum is not None:  # arrived while the run's processes were being stopped
         return 128 + started.signum

@@ -1,7 +1,8 @@
 """End to end: the launcher as a tool (issue 25) under real ``flwr run`` simulations.
 
 A plain Flower App written here (a ServerApp and ClientApp of a few lines, no outputs or
-run-name declared) runs, and its verdict is ``flwr run``'s exit code; examples/fdbnl simulated
+run-name declared) runs, and its verdict is ``flwr run``'s exit code and Flower's run status
+(``flwr ls``); examples/fdbnl simulated
 on its own four CSVs (``--node-data``: each virtual node reads its own file) gives the
 estimates of the example's in-process run, which test_e2e_examples.py's deployment also
 equals, so simulation and deployment give one graph, named by the CSV headers; and SIGTERM
@@ -111,7 +112,7 @@ def test_a_plain_flower_app_runs_and_its_verdict_is_flwr_runs_exit_code(
     out = capfd.readouterr().out
     assert code == 0, out[-3000:]
     assert "round 1: ['hi from 0', 'hi from 1']" in out
-    assert "the verdict is flwr run's exit code" in out
+    assert "the verdict is flwr run's exit code and Flower's run status: finished:completed" in out
     assert out.rstrip().splitlines()[-1] == (
         "clients: ? used of 2 started (the App writes no result.json)")
     assert not [pid for pid, argv in launch._cmdlines().items()  # nothing left running

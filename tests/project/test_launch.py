@@ -355,3 +355,18 @@ def test_the_summary_names_a_dropped_client_and_no_drops_makes_it_an_error(tmp_p
     twice = launch.summary_line({"clients": 2, "dropped": ["client 1: late", "client 1: late"]},
                                 3)
     assert twice == "clients: 2 used of 3 started; dropped client 1: late (2 times)"
+
+
+def test_an_app_without_result_json_is_judged_by_flwr_runs_code_and_flowers_run_status(capsys):
+    runs = [{"run-id": "1", "status": "finished:completed", "pending-at": "2026-01-01 10:00:00Z"},
+            {"run-id": "2", "status": "finished:failed", "pending-at": "2026-01-02 09:00:00Z",
+             "status-details": "Simulation failed with exception: boom"}]
+    assert launch.latest_run(runs)["run-id"] == "2" and launch.latest_run([]) is None
+    assert launch.exit_code_verdict(0, 2, launch.latest_run(runs)) == 1  # flwr run said 0
+    out, err = capsys.readouterr()
+    assert "finished:failed" in out and "boom" in err
+    assert out.rstrip().splitlines()[-1].startswith("clients: ? used of 2 started")
+    assert launch.exit_code_verdict(0, 2, runs[0]) == 0
+    assert launch.exit_code_verdict(3, 2, runs[0]) == 3
+    assert launch.exit_code_verdict(0, 2, None) == 0  # status unknown: the exit code alone
+    assert "status unknown" in capsys.readouterr().out
