@@ -413,11 +413,11 @@ class Started:
     seen: dict[int, str] = field(default_factory=dict)  # pid -> name, at the signal
     stopped: dict[int, str] = field(default_factory=dict)
 
-    def pids(self) -> set[int]:
-        """The started processes alive now."""
+    def pids(self, alive: bool = True) -> set[int]:
+        """The started processes alive now (``alive=False``: also those exited, not reaped)."""
         parents = _parents()
         mine = {pid for pid, ppid in parents.items() if ppid == os.getpid()} - self.before
-        return {p for p in mine | descendants(mine, parents) if _alive(p)}
+        return {p for p in mine | descendants(mine, parents) if not alive or _alive(p)}
 
     def names(self, pids: set[int]) -> dict[int, str]:
         """``pids`` with their short names."""
@@ -435,11 +435,12 @@ class Started:
             raise Interrupted(signum)
 
     def stop(self) -> None:
-        """Stop every started process still alive (SIGTERM, SIGKILL after 5 s) and reap."""
+        """Stop every started process still alive (SIGTERM, SIGKILL after 5 s), then reap the
+        exited ones this process adopted."""
         alive = self.pids()
         self.stopped = {**self.seen, **self.names(alive)}
         _kill(alive, grace=5.0)
-        _reap(set(self.stopped))
+        _reap(self.pids(alive=False) | set(self.stopped))
 
     def report(self) -> str:
         """``N processes (flwr x1, flower-superlink x1, ...)`` of what was stopped."""

@@ -305,6 +305,7 @@ def test_sigterm_stops_every_process_the_run_started_and_only_those(capsys):
             time.sleep(5)  # not reached: the handler raises
         assert info.value.signum == signal.SIGTERM
         assert set(started.stopped) >= pids and not any(launch._alive(p) for p in pids)
+        assert all(launch._stat(p) is None for p in pids)  # reaped: no zombie stays behind
         assert "sleep x4" in started.report() and mine.poll() is None  # the caller's: alive
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
     finally:
