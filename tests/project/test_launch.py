@@ -313,18 +313,20 @@ def test_sigterm_stops_every_process_the_run_started_and_only_those(capsys):
         mine.wait()
 
 
-def test_main_exits_143_on_sigterm_naming_what_it_stopped(monkeypatch, capsys, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_main_exits_128_plus_the_signal_naming_what_it_stopped(monkeypatch, capsys, tmp_path,
+                                                               sig):
     import subprocess
 
     def run(n, cfg, **kw):
         subprocess.Popen(["sleep", "60"])
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), sig)
         time.sleep(5)
 
     monkeypatch.setattr(launch, "simulate", run)
-    assert launch.main(["simulate", "--run-config", f'outputs="{tmp_path}"']) == 143
-    assert re.search(r"interrupted by SIGTERM: stopped 1 processes it started \(sleep x1\)",
-                     capsys.readouterr().err)
+    assert launch.main(["simulate", "--run-config", f'outputs="{tmp_path}"']) == 128 + sig
+    assert re.search(rf"interrupted by {sig.name}: stopped 1 processes it started "
+                     r"\(sleep x1\)", capsys.readouterr().err)
 
 
 def result_with_a_bad_csv(tmp_path: Path) -> Path:
