@@ -166,8 +166,10 @@ def test_sigterm_mid_run_stops_every_process_the_launcher_started(tmp_path):
         names = {launch._name(a) for p, a in launch._cmdlines().items() if p in tree}
         assert {"flwr", "flower-superlink", "flower-superexec"} <= names, names
         assert any("ray" in n for n in names), names  # Ray's processes are in the run's tree
+        t0 = time.time()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=90) == 128 + signal.SIGTERM
+        print(f"{len(tree)} processes ({sorted(names)}) stopped in {time.time() - t0:.1f}s")
     finally:
         if proc.poll() is None:  # only the launcher this test started
             os.killpg(proc.pid, signal.SIGKILL)
