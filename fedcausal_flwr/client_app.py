@@ -12,7 +12,7 @@ from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
 from fedcausal_flwr.appconfig import glue
-from fedcausal_flwr.data.nodefiles import node_limits
+from fedcausal_flwr.data.nodefiles import adopt_node_config, node_limits
 from fedcausal_flwr.federation.client import reply
 from fedcausal_flwr.threads import limit_blas_threads
 
@@ -21,6 +21,7 @@ def handle(msg: Message, context: Context) -> Message:
     """Build this node's client for the run's ``algorithm`` and let it answer ``msg``."""
     limit_blas_threads()
     algorithm = str(context.run_config.get("algorithm", "fdbnl"))
+    adopt_node_config(context.node_config)  # a simulated node's own CSV (launch --node-data)
     with node_limits(context.node_config):  # the node's limits on the files it reads
         return reply(glue(algorithm).client(algorithm, context), msg, context)
 

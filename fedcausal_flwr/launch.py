@@ -1,20 +1,43 @@
-"""Start the App under real Flower: ``flwr run`` simulation, or a loopback deployment.
+"""Start any Flower App under real Flower: ``flwr run`` simulation, or a loopback deployment.
 
-Both stop everything they started, and only that (the simulation's detached local SuperLink,
-matched by its port and ``FLWR_HOME``; the deployment's SuperLink and SuperNodes, by the PIDs
-``Popen`` returned), also on failure. Ports are drawn free unless ``--port`` is given, so other
-Flower work on the machine (a SuperLink on a default port) is left alone. ``FLWR_HOME`` is
-respected; only when it is unset does ``./.flwr`` serve. The deployment uses TLS (a local CA
-and SuperLink certificate, created once per deployment directory) and SuperNode
-authentication (a registered key per SuperNode) unless ``--insecure`` is given. Run as
-``python -m fedcausal_flwr.launch simulate --nodes 5 --run-config 'algorithm="pfdbnl"'``
+Run as ``python -m fedcausal_flwr.launch simulate --nodes 5 --run-config 'algorithm="pfdbnl"'``
 (``--app DIR`` names the Flower App; default: the current directory if it is one, else this
-package's source checkout).
+package's source checkout). What it does around ``flwr run``:
+
+* **Any App.** Every run-config key must be one the App's pyproject declares: an undeclared
+  key is refused (exit 2) naming each key and the pyproject, before Flower starts (Flower
+  itself answers only "Invalid run configuration"). ``outputs`` and ``run-name`` are sent only
+  to an App that declares them; a declared non-empty ``run-name`` is kept (an empty one gets
+  ``<algorithm>-<timestamp>``). Such an App's ``<outputs>/<run-name>/result.json`` is the run's
+  verdict (0 only if ``"completed"``: ``flwr run`` exits 0 even when the ServerApp failed); an
+  App that declares neither writes no result.json the launcher knows of, so its verdict is
+  ``flwr run``'s exit code and Flower's own run status (``flwr ls``: ``finished:completed``).
+* **Own CSVs.** ``--node-data a.csv --node-data b.csv`` gives node i its own ``data-path``:
+  a deployed SuperNode by ``--node-config``, a simulated one by the environment variable
+  ``FEDCAUSAL_NODE_CONFIGS`` set on the processes started here (Flower gives virtual nodes only
+  their partition; :func:`fedcausal_flwr.data.nodefiles.own_node_config` reads it on the node).
+* **Secure by default.** The deployment uses TLS (a local CA and SuperLink certificate, created
+  once per deployment directory) and SuperNode authentication (a registered key per
+  SuperNode) unless ``--insecure`` is given; it prints where the CA, certificate, keys and logs
+  are.
+* **Stops what it started, and only that.** Ports are drawn free unless ``--port`` is given,
+  so other Flower work on the machine is left alone; ``FLWR_HOME`` is respected (only when it
+  is unset does ``./.flwr`` serve). At the end, on failure and on SIGINT/SIGTERM (exit 130 /
+  143, naming what was stopped) it stops every process it started: ``flwr run``, the detached
+  local SuperLink, the simulation process and Ray's processes (all descendants of this
+  process: it is their Linux child subreaper while it runs), the deployment's SuperLink and
+  SuperNodes.
+* **A summary line.** Every run ends with ``clients: U used of S started`` and each dropped
+  client with its reason (the result's ``metrics["dropped"]``); ``--no-drops`` makes any
+  drop an error (exit 1).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import difflib
+import json
 import os
 import random
 import shutil
@@ -24,8 +47,9 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +133,81 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _app_table(app_dir: Path | str) -> dict[str, Any]:
+    doc = tomllib.loads((Path(app_dir) / "pyproject.toml").read_text())
+    return doc.get("tool", {}).get("flwr", {}).get("app", {})
+
+
+def declared_config(app_dir: Path | str) -> dict[str, Any]:
+    """The run config the App's ``pyproject.toml`` declares (its defaults), flattened as
+    Flower does (``dbn.lambda-w``)."""
+    return _flat(_app_table(app_dir).get("config", {}))
+
+
 def declared_keys(app_dir: Path | str) -> set[str]:
     """The run-config keys the App's ``pyproject.toml`` declares, flattened as Flower does."""
-    doc = tomllib.loads((Path(app_dir) / "pyproject.toml").read_text())
-    return set(_flat(doc.get("tool", {}).get("flwr", {}).get("app", {}).get("config", {})))
+    return set(declared_config(app_dir))
+
+
+def is_package_app(app_dir: Path | str) -> bool:
+    """Whether the App's ServerApp is this package's (whose keys
+    :func:`fedcausal_flwr.appconfig.problems` knows)."""
+    comps = _app_table(app_dir).get("components", {})
+    return comps.get("serverapp") == "fedcausal_flwr.server_app:app"
+
+
+def undeclared_keys(cfg: Mapping[str, Any], app_dir: Path | str) -> list[str]:
+    """The keys of ``cfg`` the App does not declare: ``flwr run`` refuses them, naming none."""
+    return sorted(set(cfg) - declared_keys(app_dir))
+
+
+def undeclared_message(keys: list[str], app_dir: Path | str) -> str:
+    """One line naming every undeclared key (with the nearest declared key) and the App's
+    pyproject, where a user adds a key the App should take."""
+    declared = sorted(declared_keys(app_dir))
+    named = []
+    for key in keys:
+        near = difflib.get_close_matches(key, declared, n=1, cutoff=0.6)
+        named.append(repr(key) + (f" (did you mean {near[0]!r}?)" if near else ""))
+    where = Path(app_dir).resolve() / "pyproject.toml"
+    return (f"{', '.join(named)} not declared by the App: {where} [tool.flwr.app.config] "
+            + (f"declares {len(declared)} keys" if declared else "declares no key")
+            + "; flwr run refuses a key its App does not declare (Flower says only "
+            "'Invalid run configuration')")
+
+
+def config_problems(cfg: Mapping[str, Any], app_dir: Path | str) -> list[str]:
+    """Why ``flwr run`` would refuse ``cfg`` or this package's ServerApp misread it, one line
+    each (empty: none). This package's App: :func:`renamed_keys`; any App: the keys it does not
+    declare (:func:`undeclared_message`)."""
+    out = renamed_keys(cfg) if is_package_app(app_dir) else []
+    missing = undeclared_keys(cfg, app_dir)
+    return out + ([undeclared_message(missing, app_dir)] if missing else [])
+
+
+RESULT_KEYS = ("outputs", "run-name")  # an App declaring both writes <outputs>/<run-name>
+
+
+def writes_result(app_dir: Path | str) -> bool:
+    """Whether the App declares ``outputs`` and ``run-name``: it writes
+    ``<outputs>/<run-name>/result.json`` (this package's App and its examples do)."""
+    return set(RESULT_KEYS) <= declared_keys(app_dir)
+
+
+def app_run_config(cfg: Mapping[str, Any], app_dir: Path | str) -> dict[str, Any]:
+    """``cfg`` plus what the App declares of ``outputs`` and ``run-name`` (nothing for an App
+    that declares neither): the user's values, else the declared ones; a ``run-name`` given
+    or declared empty becomes ``<algorithm>-<timestamp>``, so the launcher knows where
+    result.json lands."""
+    from fedcausal_flwr.appconfig import default_run_name
+
+    defaults, out = declared_config(app_dir), dict(cfg)
+    if "outputs" in defaults:
+        out.setdefault("outputs", defaults["outputs"])
+    if "run-name" in defaults and not str(out.get("run-name", "") or ""):
+        out["run-name"] = (str(defaults["run-name"] or "") or default_run_name(
+            out.get("algorithm", defaults.get("algorithm", "run"))))
+    return out
 
 
 def deploy_run_config(run_config: Mapping[str, Any], app_dir: Path | str,
@@ -213,24 +308,174 @@ def _local_superlink_pids(port: int, flwr_home: Path) -> set[int]:
     return (links | execs) - {os.getpid()}
 
 
-def _kill(pids: set[int]) -> None:
+def _kill(pids: set[int], grace: float = 10.0) -> None:
+    """SIGTERM ``pids`` (a group leader with its group), SIGKILL those alive after ``grace``."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
                 os.killpg(pid, sig) if os.getpgid(pid) == pid else os.kill(pid, sig)
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):
                 pass
-        deadline = time.time() + 10
+        deadline = time.time() + grace
         while time.time() < deadline and any(_alive(p) for p in pids):
             time.sleep(0.2)
 
 
-def _alive(pid: int) -> bool:
+def _stat(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat`` after the command name (state, parent, ...), None when gone."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
+    st = _stat(pid)
+    return st is not None and st[0] != "Z"
+
+
+def _parents() -> dict[int, int]:
+    """The parent PID of every process we can read, by PID."""
+    out = {}
+    for proc in Path("/proc").iterdir():
+        st = _stat(int(proc.name)) if proc.name.isdigit() else None
+        if st is not None:
+            out[int(proc.name)] = int(st[1])
+    return out
+
+
+def descendants(roots: set[int], parents: Mapping[int, int] | None = None) -> set[int]:
+    """Every process below ``roots`` by parent chain (the roots themselves not included)."""
+    parents = _parents() if parents is None else parents
+    kids: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        kids.setdefault(ppid, []).append(pid)
+    out: set[int] = set()
+    todo = list(roots)
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
+
+
+def _name(argv: list[str]) -> str:
+    """A process's short name: ``flower-superlink`` for ``python .../flower-superlink ...``."""
+    names = [Path(a).name for a in argv[:2] if a]
+    if len(names) == 2 and names[0].startswith("python") and not names[1].startswith("-"):
+        return names[1]
+    return names[0] if names else "?"
+
+
+def _reap(pids: set[int]) -> None:
+    """Collect the exit status of our exited children among ``pids`` (orphans we adopted as
+    subreaper), so no zombie stays behind."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _subreaper(on: bool) -> bool:
+    """Make this process the subreaper of its descendants (Linux): an orphan below it (the
+    local SuperLink ``flwr run`` detaches, Ray's workers) becomes its child, not init's, so
+    it stays findable by parent chain. False where that is not available."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on),
+                                                       0, 0, 0) == 0
+    except (OSError, AttributeError):
         return False
-    return True
+
+
+class Interrupted(Exception):  # noqa: N818 - it is a signal, not an error
+    """SIGINT or SIGTERM arrived while the launcher ran Flower."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+@dataclass
+class Started:
+    """The processes one launcher call started: descendants of this process that were not
+    its children when the call began (so a caller's own processes are never touched)."""
+
+    before: set[int]
+    raising: bool = True
+    signum: int | None = None
+    seen: dict[int, str] = field(default_factory=dict)  # pid -> name, at the signal
+    stopped: dict[int, str] = field(default_factory=dict)
+
+    def pids(self, alive: bool = True) -> set[int]:
+        """The started processes alive now (``alive=False``: also those exited, not reaped)."""
+        parents = _parents()
+        mine = {pid for pid, ppid in parents.items() if ppid == os.getpid()} - self.before
+        return {p for p in mine | descendants(mine, parents) if not alive or _alive(p)}
+
+    def names(self, pids: set[int]) -> dict[int, str]:
+        """``pids`` with their short names."""
+        argv = _cmdlines()
+        return {pid: _name(argv.get(pid, [])) for pid in pids}
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        """Note the first signal and what runs then; raise :class:`Interrupted` while the run
+        goes on (not during the cleanup that follows)."""
+        if self.signum is None:
+            self.signum = signum
+            self.seen = self.names(self.pids())
+        if self.raising:
+            self.raising = False
+            raise Interrupted(signum)
+
+    def stop(self) -> None:
+        """Stop every started process still alive (SIGTERM, SIGKILL after 5 s), then reap the
+        exited ones this process adopted."""
+        alive = self.pids()
+        self.stopped = {**self.seen, **self.names(alive)}
+        _kill(alive, grace=5.0)
+        _reap(self.pids(alive=False) | set(self.stopped))
+
+    def report(self) -> str:
+        """``N processes (flwr x1, flower-superlink x1, ...)`` of what was stopped."""
+        counts: dict[str, int] = {}
+        for name in self.stopped.values():
+            counts[name] = counts.get(name, 0) + 1
+        left = sorted(p for p in self.stopped if _alive(p))
+        return (f"{len(self.stopped)} processes it started ("
+                + ", ".join(f"{n} x{c}" for n, c in sorted(counts.items())) + ")"
+                + (f"; still alive: {left}" if left else ""))
+
+
+@contextmanager
+def stopping() -> Iterator[Started]:
+    """Around a run: SIGINT/SIGTERM raise :class:`Interrupted` in it, and at its end (normal,
+    failed or interrupted) every process it started is stopped (:meth:`Started.stop`)."""
+    started = Started(before={p for p, pp in _parents().items() if pp == os.getpid()})
+    subreaper = _subreaper(True)
+    old = {}
+    for sig in SIGNALS:
+        try:
+            old[sig] = signal.signal(sig, started.on_signal)
+        except ValueError:  # not the main thread: no handlers, the cleanup at the end stays
+            break
+    try:
+        yield started
+    finally:
+        started.raising = False  # a signal now only counts: the cleanup goes on
+        try:
+            started.stop()
+        finally:
+            if subreaper:
+                _subreaper(False)
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
@@ -302,7 +547,9 @@ def _flwr() -> str:
 def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
              app_dir: Path | str | None = None, flwr_home: Path | None = None,
              timeout: float = 3600, cpus: int = 1, ray_cpus: int | None = None,
-             port: int | None = None) -> subprocess.CompletedProcess:
+             port: int | None = None,
+             node_configs: Mapping[int, Mapping[str, Any]] | None = None,
+             runs: list[dict[str, Any]] | None = None) -> subprocess.CompletedProcess:
     """``flwr run <app> local --stream`` with N SuperNodes; stops the SuperLink it started.
 
     The local simulation SuperLink listens on ``port`` (control API address ``port + 2``;
@@ -312,14 +559,17 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
     and ``flwr_home``) is stopped afterwards. ``flwr_home`` defaults to
     :func:`default_flwr_home`; ``app_dir`` to :func:`find_app_dir`. ``cpus`` are the CPUs
     of one virtual client and ``ray_cpus`` the CPUs Ray may use (None: this machine's), so
-    ``ray_cpus // cpus`` ClientApps run at once (Ray actors).
+    ``ray_cpus // cpus`` ClientApps run at once (Ray actors). ``node_configs``: extra node
+    config per partition id, as :func:`deploy` takes it (e.g. ``{0: {"data-path": ...}}``),
+    handed to the virtual nodes by :func:`simulated_node_env`. ``runs``, if given, gets
+    Flower's record of each run the SuperLink knows (:func:`flower_runs`) before it stops.
     """
     app_dir = find_app_dir(app_dir)
     port = free_port_block(SIMULATE_PORTS) if not port else port
     home = Path(flwr_home or default_flwr_home()).resolve()
     env = {**flwr_env(home),
            "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(port),
-           "FLWR_LOCAL_CONTROL_API_PORT": str(port + 2)}
+           "FLWR_LOCAL_CONTROL_API_PORT": str(port + 2), **simulated_node_env(node_configs)}
     _check_free(range(port, port + SIMULATE_PORTS), "simulate")
     cmd = [_flwr(), "run", str(app_dir), "local", "--stream",
            "--run-config", run_config_arg(run_config),
@@ -327,9 +577,44 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
            f"num-supernodes={num_supernodes} client-resources-num-cpus={cpus}"
            + (f" init-args-num-cpus={int(ray_cpus)}" if ray_cpus else "")]
     try:
-        return subprocess.run(cmd, env=env, timeout=timeout, check=True)
+        done = subprocess.run(cmd, env=env, timeout=timeout, check=True)
+        if runs is not None:
+            runs.extend(flower_runs("local", env))
+        return done
     finally:
         _kill(_local_superlink_pids(port, home))
+
+
+def flower_runs(connection: str, env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Flower's record of every run the SuperLink of ``connection`` knows (``flwr ls
+    --format json``: ``run-id``, ``status`` such as ``finished:failed``, ``status-details``,
+    ``pending-at`` ...); empty when it cannot say."""
+    try:
+        r = subprocess.run([_flwr(), "ls", connection, "--format", "json"], env=dict(env),
+                           capture_output=True, text=True, timeout=120)
+        doc = json.loads(r.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return []
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    return [run for run in runs or [] if isinstance(run, dict)]
+
+
+def latest_run(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run submitted last (a persistent local SuperLink also lists earlier runs)."""
+    return max(runs, key=lambda r: str(r.get("pending-at", "")), default=None)
+
+
+def simulated_node_env(node_configs: Mapping[int, Mapping[str, Any]] | None) -> dict[str, str]:
+    """``{FEDCAUSAL_NODE_CONFIGS: JSON}`` for the simulation's processes (empty without
+    ``node_configs``): Flower gives a virtual node only its partition, so each reads its own
+    entry there (:func:`fedcausal_flwr.data.nodefiles.own_node_config`). An environment
+    variable of the processes this machine's user starts, the operator of every simulated
+    node; never the run config, which the submitter controls."""
+    from fedcausal_flwr.data.nodefiles import NODE_CONFIGS_ENV
+
+    if not node_configs:
+        return {}
+    return {NODE_CONFIGS_ENV: json.dumps({str(i): dict(c) for i, c in node_configs.items()})}
 
 
 @dataclass
@@ -388,18 +673,32 @@ def connection_toml(name: str, address: str, ca: Path | None) -> str:
             f'[superlink.{name}]\naddress = "{address}"\n{sec}\n')
 
 
+def security_lines(workdir: Path, certs: Mapping[str, Path] | None,
+                   keys: Mapping[int, Path]) -> list[str]:
+    """Where a deployment's TLS files, SuperNode keys and logs are (printed before the run)."""
+    out = [f"deployment files in {workdir} (kept and reused; logs: superlink.log, "
+           "supernode<i>.log)"]
+    if certs is None:
+        return [*out, "insecure: no TLS, no SuperNode authentication"]
+    out += [f"  CA certificate: {certs['ca']} (its key: {certs['ca_key']})",
+            f"  SuperLink certificate: {certs['cert']} (its key: {certs['key']})"]
+    return out + [f"  SuperNode {i} key: {key} (public, registered: {key}.pub)"
+                  for i, key in sorted(keys.items())]
+
+
 def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
            app_dir: Path | str | None = None, workdir: Path | None = None,
            port: int | None = None, timeout: float = 3600, insecure: bool = False,
            on_start: Callable[[Deployment], None] | None = None,
-           node_configs: Mapping[int, Mapping[str, Any]] | None = None
-           ) -> subprocess.CompletedProcess:
+           node_configs: Mapping[int, Mapping[str, Any]] | None = None,
+           runs: list[dict[str, Any]] | None = None) -> subprocess.CompletedProcess:
     """A real deployment on loopback: one SuperLink, one SuperNode per client, ``flwr run``.
 
     SuperLink on ``port``, SuperNodes on ``port + 1 + i`` with ``partition-id = i``
     (:func:`deploy_ports` in all, which must be free; ``None``: a free block). Logs, per-process
     ``FLWR_HOME`` folders, ``certs/`` and ``keys/`` go to ``workdir`` (default
-    ``<FLWR_HOME or ./.flwr>/deployment``; certificates and keys are kept and reused). Unless
+    ``<FLWR_HOME or ./.flwr>/deployment``; certificates and keys are kept and reused; where
+    they are is printed before the run: :func:`security_lines`). Unless
     ``insecure``, the SuperLink serves TLS with a certificate from a local CA and admits only
     SuperNodes whose public key was registered (``flwr supernode register``) before they
     start; the run config then gets ``bind-partitions=true`` unless it sets the key
@@ -408,7 +707,8 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
     ``on_start``, if given, gets the :class:`Deployment` just before ``flwr run`` starts
     (fault tests stop and restart SuperNodes from a thread it starts). ``node_configs``: extra
     ``--node-config`` entries per SuperNode index (e.g. ``{0: {"data-path": "/d/site0.csv"}}``,
-    each node's own data), after ``partition-id`` and ``num-partitions``.
+    each node's own data), after ``partition-id`` and ``num-partitions``. ``runs``: as
+    :func:`simulate`'s.
     """
     from fedcausal_flwr import tls
 
@@ -471,11 +771,15 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
             connection_toml("loopback", f"127.0.0.1:{port}", ca))
         for i in range(num_supernodes):
             supernode(i)
+        print("\n".join(security_lines(workdir, certs, keys)), flush=True)
         cmd = [_flwr(), "run", str(app_dir), "loopback", "--stream", "--run-config",
                run_config_arg(deploy_run_config(run_config, app_dir, certs is not None))]
         if on_start is not None:
             on_start(Deployment(port, workdir, supernodes, supernode, certs is not None, certs))
-        return subprocess.run(cmd, env=cli_env, timeout=timeout, check=True)
+        done = subprocess.run(cmd, env=cli_env, timeout=timeout, check=True)
+        if runs is not None:
+            runs.extend(flower_runs("loopback", cli_env))
+        return done
     finally:
         _kill({p.pid for p in reversed(procs)})
         for p in procs:
@@ -492,17 +796,50 @@ def run_output(cfg: Mapping[str, Any]) -> Path:
     return run_dir(cfg)
 
 
-def report(out: Path, since: float = 0.0) -> int:
-    """Print the outcome of the run whose result.json is in ``out``; 0 only if "completed".
+def dropped_clients(metrics: Mapping[str, Any]) -> dict[str, tuple[str, int]]:
+    """``metrics["dropped"]`` (``"<who>: <why>"`` per drop) by who was dropped: its first
+    reason and how many drops (a client may be dropped in several rounds)."""
+    out: dict[str, tuple[str, int]] = {}
+    for entry in metrics.get("dropped") or []:
+        who, _, why = str(entry).partition(": ")
+        first, n = out.get(who, (why, 0))
+        out[who] = (first, n + 1)
+    return out
+
+
+def summary_line(metrics: Mapping[str, Any] | None, started: int) -> str:
+    """``clients: U used of S started`` and each dropped one with its reason (``metrics``:
+    the result's; None: an App that writes no result.json, so U is unknown)."""
+    used = "?" if not metrics or "clients" not in metrics else int(metrics["clients"])
+    line = f"clients: {used} used of {started} started"
+    drops = dropped_clients(metrics or {})
+    if drops:
+        line += "; dropped " + "; ".join(f"{who}: {why}" + (f" ({n} times)" if n > 1 else "")
+                                         for who, (why, n) in drops.items())
+    return line + ("" if metrics is not None else " (the App writes no result.json)")
+
+
+def all_used(metrics: Mapping[str, Any], started: int) -> bool:
+    """Every started client took part and nothing was dropped (``--no-drops``)."""
+    return not metrics.get("dropped") and metrics.get("clients") == started
+
+
+def report(out: Path, since: float = 0.0, started: int | None = None,
+           no_drops: bool = False) -> int:
+    """Print the outcome of the run whose result.json is in ``out``; 0 only if "completed"
+    (and, with ``no_drops``, every one of the ``started`` clients used, none dropped).
 
     ``flwr run`` exits 0 even when the ServerApp failed, so this file is the run's verdict. A
-    result.json older than ``since`` (a previous run's) counts as missing.
+    result.json older than ``since`` (a previous run's) counts as missing. With ``started``
+    (the clients started), the last line is :func:`summary_line`.
     """
     from fedcausal_flwr.results import is_completed, load_result
 
     path = out / "result.json"
     if not path.exists() or path.stat().st_mtime < since:
         print(f"\nno result.json written by this run in {out}", file=sys.stderr)
+        if started is not None:
+            print(summary_line({}, started))
         return 1
     r = load_result(path)
     m, status = r.get("metrics", {}), str(r.get("status"))
@@ -518,10 +855,38 @@ def report(out: Path, since: float = 0.0) -> int:
         print(r["status_detail"], file=sys.stderr)
     pngs = sorted(p.name for p in out.glob("*.png") if p.stat().st_mtime >= since)
     print(f"saved {path}" + (f" and {', '.join(pngs)}" if pngs else ""))
+    code = 0
     if not is_completed(status):
         print(f"run not completed: {status}", file=sys.stderr)
-        return 1
-    return 0
+        code = 1
+    if started is not None:
+        if no_drops and not all_used(m, started):
+            print("error: --no-drops: not every started client was used", file=sys.stderr)
+            code = 1
+        sys.stderr.flush()
+        print(summary_line(m, started), flush=True)
+    return code
+
+
+def exit_code_verdict(code: int, started: int, run: Mapping[str, Any] | None = None) -> int:
+    """The verdict of a run of an App that writes no result.json: ``flwr run``'s exit
+    ``code``, said so; as ``flwr run`` exits 0 also when the ServerApp failed, Flower's own
+    status of the ``run`` (:func:`flower_runs`), when known, must be ``finished:completed``.
+    Then the summary line."""
+    status = str((run or {}).get("status", "") or "")
+    print(f"\nflwr run exited with code {code}. This App declares no outputs and run-name, so "
+          "no result.json tells how the run ended: the verdict is flwr run's exit code"
+          + (f" and Flower's run status: {status}" if status else
+             " (Flower's run status unknown: read the ServerApp's log above, flwr run can "
+             "exit 0 when the ServerApp failed)") + ".")
+    if status and status != "finished:completed":
+        details = (run or {}).get("status-details")
+        print(f"run not completed: {status}" + (f" ({details})" if details else ""),
+              file=sys.stderr)
+        code = code or 1
+    sys.stderr.flush()
+    print(summary_line(None, started), flush=True)
+    return code
 
 
 def knowledge_config(path: Path, algorithm: str) -> dict[str, str]:
@@ -539,19 +904,15 @@ def knowledge_config(path: Path, algorithm: str) -> dict[str, str]:
             if v}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI: ``simulate`` or ``deploy`` with ``--nodes`` and ``--run-config``.
-
-    Exits 0 only when the run's result.json says ``"completed"``; a failed, stopped or
-    interrupted run, or none written, exits 1 (``flwr run``'s own non-zero code is kept); no
-    Flower App to run (see :func:`find_app_dir`) exits 2.
-    """
-    ap = argparse.ArgumentParser(prog="python -m fedcausal_flwr.launch", description=__doc__)
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m fedcausal_flwr.launch``."""
+    ap = argparse.ArgumentParser(prog="python -m fedcausal_flwr.launch", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["simulate", "deploy"])
     ap.add_argument("--nodes", type=int, default=5, help="number of SuperNodes (= clients)")
     ap.add_argument("--run-config", action="append", default=[],
                     help="overrides, flwr syntax: 'k=v k2=\"s\"'; repeat to add more (later "
-                    "ones win)")
+                    "ones win); every key must be declared by the App's pyproject")
     ap.add_argument("--port", type=int, default=None,
                     help="first port of the block the run takes (simulation: 3 from it; "
                     "deployment: SuperLink, then one per SuperNode); default or 0: a free block")
@@ -559,40 +920,45 @@ def main(argv: list[str] | None = None) -> int:
                     help="the Flower App directory (its pyproject.toml has [tool.flwr.app]); "
                     "default: the current directory if it is one, else the source checkout")
     ap.add_argument("--workdir", type=Path, default=None,
-                    help="deploy: logs, node homes, certs/ and keys/ (kept and reused); "
-                    "default <FLWR_HOME or ./.flwr>/deployment")
+                    help="deploy: logs, node homes, certs/ and keys/ (kept and reused; printed "
+                    "at the start); default <FLWR_HOME or ./.flwr>/deployment")
     ap.add_argument("--insecure", action="store_true",
                     help="deploy without TLS and without SuperNode authentication")
     ap.add_argument("--node-data", type=Path, action="append", default=[], metavar="CSV",
-                    help="deploy: the own CSV of SuperNode i (its node config data-path), "
-                    "given once per node in partition order; sets --nodes")
+                    help="the own CSV of node i (its node config data-path), given once per "
+                    "node in partition order; sets --nodes. deploy: SuperNode i's "
+                    "--node-config; simulate: virtual node i's, through FEDCAUSAL_NODE_CONFIGS")
     ap.add_argument("--node-config", action="append", default=[], metavar="'k=v ...'",
-                    help="deploy: more node config of SuperNode i (flwr syntax, e.g. "
+                    help="more node config of node i (flwr syntax, e.g. "
                     "'input-columns=\"valve\"'), given once per node in partition order")
     ap.add_argument("--knowledge", type=Path, default=None, metavar="CSV",
                     help="prior knowledge as CSV rows (forbid,cause,effect[,lag] | "
                     "require,cause,effect,lag | tier,name,level | exogenous,name), read here "
                     "and sent as the run config's <section>.forbid/require/tiers/exogenous")
+    ap.add_argument("--no-drops", action="store_true",
+                    help="exit 1 when any client was dropped or not used (the summary line "
+                    "names each with its reason); needs an App that writes result.json")
     ap.add_argument("--timeout", type=float, default=3600)
-    args = ap.parse_args(argv)
-    limit_blas_threads()  # this process and, through OPENBLAS_NUM_THREADS, the Flower processes
-    if (args.node_data or args.node_config) and args.mode != "deploy":
-        ap.error("--node-data and --node-config need deploy: a simulation's nodes share one "
-                 "node config")
+    return ap
+
+
+def node_configs(args: argparse.Namespace) -> dict[int, dict[str, Any]]:
+    """Node i's extra node config from ``--node-data`` and ``--node-config``; a ValueError
+    when their counts differ."""
     nodes: dict[int, dict[str, Any]] = {i: {"data-path": str(f.expanduser().resolve())}
                                         for i, f in enumerate(args.node_data)}
     if args.node_config and nodes and len(args.node_config) != len(nodes):
-        ap.error(f"{len(args.node_config)} --node-config for {len(nodes)} --node-data: give "
-                 "one per node")
+        raise ValueError(f"{len(args.node_config)} --node-config for {len(nodes)} --node-data: "
+                         "give one per node")
     for i, text in enumerate(args.node_config):
         nodes.setdefault(i, {}).update(parse_run_config(text))
-    if nodes:
-        args.nodes = len(nodes)
-    try:
-        app_dir = find_app_dir(args.app)
-    except AppDirError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return nodes
+
+
+def run_config(args: argparse.Namespace, app_dir: Path) -> dict[str, Any]:
+    """The run config the launcher sends: ``--run-config`` (``--knowledge`` under it), then
+    ``outputs``/``run-name`` where the App declares them (:func:`app_run_config`); a
+    ValueError naming every key ``flwr run`` would refuse (:func:`config_problems`)."""
     cfg: dict[str, Any] = {}
     for text in args.run_config:
         cfg.update(parse_run_config(text))
@@ -601,34 +967,74 @@ def main(argv: list[str] | None = None) -> int:
             cfg = {**knowledge_config(args.knowledge, str(cfg.get("algorithm", "fdbnl"))),
                    **cfg}
         except (OSError, ValueError) as e:
-            print(f"error: --knowledge: {e}", file=sys.stderr)
-            return 2
-    bad = renamed_keys(cfg)
+            raise ValueError(f"--knowledge: {e}") from None
+    bad = config_problems(cfg, app_dir)
     if bad:
-        print("error: run config: " + "; ".join(bad), file=sys.stderr)
-        return 2
-    cfg.setdefault("outputs", "outputs")
-    if not cfg.get("run-name"):  # named here, so the launcher knows where result.json lands
-        from fedcausal_flwr.appconfig import default_run_name
+        raise ValueError("run config: " + "\nerror: run config: ".join(bad))
+    return app_run_config(cfg, app_dir)
 
-        cfg["run-name"] = default_run_name(cfg.get("algorithm", "fdbnl"))
+
+def start(args: argparse.Namespace, cfg: Mapping[str, Any], app_dir: Path,
+          nodes: Mapping[int, Mapping[str, Any]], runs: list[dict[str, Any]] | None) -> int:
+    """Run ``flwr run`` (simulation or deployment); its exit code (0 when it succeeded).
+    ``runs``: see :func:`simulate`."""
     try:
-        run_output(cfg)  # a run-name that is no plain name under outputs: refused here
+        if args.mode == "simulate":
+            simulate(args.nodes, cfg, app_dir=app_dir, timeout=args.timeout, port=args.port,
+                     node_configs=nodes, runs=runs)
+        else:
+            deploy(args.nodes, cfg, app_dir=app_dir, workdir=args.workdir, port=args.port,
+                   timeout=args.timeout, insecure=args.insecure, node_configs=nodes,
+                   runs=runs)
+    except subprocess.CalledProcessError as e:
+        print(f"flwr run exited with code {e.returncode}", file=sys.stderr)
+        return e.returncode
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: ``simulate`` or ``deploy`` with ``--nodes`` and ``--run-config``.
+
+    Exits 0 only when the run's result.json says ``"completed"`` (an App that writes none:
+    when ``flwr run`` exits 0 and Flower's run status is ``finished:completed``), and with
+    ``--no-drops`` every client was used; a failed, stopped or interrupted run, or none
+    written, exits 1 (``flwr run``'s own non-zero code is kept); no Flower App, a run-config
+    key the App does not declare or a bad flag exits 2; SIGINT / SIGTERM stop everything the
+    run started and exit 130 / 143.
+    """
+    ap = parser()
+    args = ap.parse_args(argv)
+    limit_blas_threads()  # this process and, through OPENBLAS_NUM_THREADS, the Flower processes
+    try:
+        nodes = node_configs(args)
     except ValueError as e:
+        ap.error(str(e))
+    if nodes:
+        args.nodes = len(nodes)
+    try:
+        app_dir = find_app_dir(args.app)
+        cfg = run_config(args, app_dir)
+        out = run_output(cfg) if writes_result(app_dir) else None
+        if args.no_drops and out is None:
+            raise ValueError(f"--no-drops needs a result.json: {app_dir} declares no outputs "
+                             "and run-name")
+    except (AppDirError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     since = time.time() - 1.0
-    code = 0
+    runs: list[dict[str, Any]] | None = [] if out is None else None  # Flower's verdict
     try:
-        if args.mode == "simulate":
-            simulate(args.nodes, cfg, app_dir=app_dir, timeout=args.timeout, port=args.port)
-        else:
-            deploy(args.nodes, cfg, app_dir=app_dir, workdir=args.workdir, port=args.port,
-                   timeout=args.timeout, insecure=args.insecure, node_configs=nodes)
-    except subprocess.CalledProcessError as e:
-        print(f"flwr run exited with code {e.returncode}", file=sys.stderr)
-        code = e.returncode
-    verdict = report(run_output(cfg), since)
+        with stopping() as started:
+            code = start(args, cfg, app_dir, nodes, runs)
+    except Interrupted as e:
+        print(f"\ninterrupted by {e}: stopped {started.report()}", file=sys.stderr, flush=True)
+        return 128 + e.signum
+    if started.stopped:
+        print(f"at the end, stopped {started.report()}, still running", file=sys.stderr)
+    verdict = (exit_code_verdict(code, args.nodes, latest_run(runs or [])) if out is None
+               else report(out, since, args.nodes, args.no_drops))
+    if started.signum is not None:  # arrived while the run's processes were being stopped
+        return 128 + started.signum
     return code or verdict
 
 

@@ -2,7 +2,8 @@
 
 ``make(context)`` of :func:`fedcausal_flwr.clients.register` returns a node's data as the
 client's arguments; these functions build them from the CSV the SuperNode names with
-``--node-config data-path=...`` (layout and error messages: :mod:`fedcausal_flwr.data.csvdata`)::
+``--node-config data-path=...``, or that ``launch simulate --node-data`` gives a virtual node
+(layout and error messages: :mod:`fedcausal_flwr.data.csvdata`)::
 
     from fedcausal_flwr.data import node_data
     register(app, "fdbnl", lambda context: node_data("fdbnl", context))
@@ -23,7 +24,7 @@ import numpy as np
 from flwr.app import Context
 
 from fedcausal_flwr.data.csvdata import Table, node_data_path, read_csv, segments
-from fedcausal_flwr.data.nodefiles import node_limits
+from fedcausal_flwr.data.nodefiles import adopt_node_config, node_limits
 
 __all__ = ["Table", "read_csv", "node_csv", "lagged", "node_data"]
 
@@ -38,7 +39,10 @@ def node_csv(context: Context, *, min_rows: int = 2, segment_column: str | None 
     file, row and column on a bad file; also when the node config has no ``data-path``).
     ``segment_column`` defaults to the node config's ``segment-column``; ``allow_missing``:
     empty or NaN cells are missing values (NaN) for an algorithm that handles them (FDBNL,
-    PFDBNL) instead of an error."""
+    PFDBNL) instead of an error. A simulated node's own node config
+    (``$FEDCAUSAL_NODE_CONFIGS``, :func:`~fedcausal_flwr.data.nodefiles.own_node_config`)
+    counts as its node config."""
+    adopt_node_config(context.node_config)
     who = _who(context)
     path = node_data_path(context.node_config, who)
     if path is None:
@@ -72,6 +76,7 @@ def node_data(algorithm: str, context: Context) -> dict[str, Any]:
     from fedcausal_flwr.federation.client import section_context
 
     alg = registry.get(algorithm)
+    adopt_node_config(context.node_config)
     who = _who(context)
     path = node_data_path(context.node_config, who)
     if path is None:

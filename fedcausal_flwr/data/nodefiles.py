@@ -11,6 +11,15 @@ In-process runs (:class:`fedcausal_flwr.testing.InProcessGrid`) opt in by defaul
 submitter is the node's operator. The ServerApp (the submitter's side) reads run-config paths
 for the evaluation truth without these checks.
 
+A simulated node's own files: Flower's simulation gives every virtual node only
+``partition-id`` and ``num-partitions``. ``python -m fedcausal_flwr.launch simulate --node-data``
+therefore sets the environment variable ``FEDCAUSAL_NODE_CONFIGS`` (JSON ``{"<partition-id>":
+{"data-path": ...}, ...}``) on the processes it starts; :func:`own_node_config` adds the entry
+of the node's partition to its node config (keys the node config has win). Like
+``FEDCAUSAL_ALLOW_RUN_CONFIG_PATHS`` it is the node process's environment, set by the node's
+operator (in a simulation: the machine's user, who starts every virtual node), never the run
+config, which the submitter controls.
+
 Every file a node opens must be a regular file (no device, FIFO or directory) of at most
 ``max-file-mb`` MB (default 512), checked before it is opened for parsing; a table has at
 most ``max-columns`` columns (default 2000, checked on the header before any data row) and
@@ -24,6 +33,7 @@ detail is logged on the node only (:func:`logged`).
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterator, Mapping
@@ -36,6 +46,7 @@ from typing import Any
 
 ALLOW_RUN_CONFIG_PATHS = "allow-run-config-paths"
 ALLOW_ENV = "FEDCAUSAL_ALLOW_RUN_CONFIG_PATHS"
+NODE_CONFIGS_ENV = "FEDCAUSAL_NODE_CONFIGS"
 DATA_DIR = "data-dir"
 MAX_FILE_MB = "max-file-mb"
 MAX_COLUMNS = "max-columns"
@@ -87,6 +98,32 @@ def node_limits(node_config: Mapping[str, Any]) -> Iterator[Limits]:
         yield lim
     finally:
         _LIMITS.reset(token)
+
+
+def own_node_config(node_config: Mapping[str, Any]) -> dict[str, Any]:
+    """``node_config`` plus this node's entry of ``$FEDCAUSAL_NODE_CONFIGS`` (by its
+    ``partition-id``; the node config's own keys win); a ValueError names the variable when
+    it is not a JSON object of objects."""
+    raw = os.environ.get(NODE_CONFIGS_ENV, "").strip()
+    if not raw:
+        return dict(node_config)
+    try:
+        table = json.loads(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {NODE_CONFIGS_ENV} is not JSON") from None
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise ValueError(f"environment variable {NODE_CONFIGS_ENV} must be a JSON object "
+                         '{"<partition-id>": {"key": value, ...}, ...}')
+    mine = table.get(str(node_config.get("partition-id", "")), {})
+    return {**mine, **dict(node_config)}
+
+
+def adopt_node_config(node_config: dict[str, Any]) -> dict[str, Any]:
+    """Fill ``node_config`` in place with :func:`own_node_config` (a simulated node's own
+    entries; nothing changes without ``$FEDCAUSAL_NODE_CONFIGS``) and return it."""
+    node_config.update({k: v for k, v in own_node_config(node_config).items()
+                        if k not in node_config})
+    return node_config
 
 
 def logged(message: str, detail: str) -> str:

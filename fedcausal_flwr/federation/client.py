@@ -103,7 +103,10 @@ class _Served:
     def handle(self, msg: Message, context: Context) -> Message:
         """Build the picked algorithm's client for this node and let it answer ``msg``; the
         reply carries the node's :func:`incarnation`."""
+        from fedcausal_flwr.data.nodefiles import adopt_node_config
+
         cls, make = self.algorithms[self.pick(msg)]
+        adopt_node_config(context.node_config)  # a simulated node's own (launch --node-data)
         made = make(context)
         client = made if isinstance(made, NumPyClient) else cls.from_context(context, made)
         return reply(client, msg, context)
