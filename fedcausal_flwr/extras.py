@@ -1,8 +1,10 @@
 """Optional dependencies: which extra installs what an algorithm needs beyond the core.
 
-torch is FedIV's alone and phe + gmpy2 those of VFedCD's real Paillier keys alone (its
-plaintext ``mock`` backend needs neither), so ``pip install fedcausal-flwr[fdbnl]``
-(or ``[fedgc]``, ``[fedcf]``, ``[pfdbnl]``) installs neither. A module that needs one imports it as
+torch is FedIV's alone and phe + gmpy2 + pynacl those of VFedCD's real Paillier keys and PSI
+alone (its plaintext ``mock`` backend needs neither), so ``pip install fedcausal-flwr[fdbnl]``
+(or ``[fedgc]``, ``[fedcf]``, ``[pfdbnl]``) installs neither. Two capabilities are extras too:
+``simulation`` (Ray, for ``flwr run``'s simulation; a deployed node needs none) and ``dp``
+(dp-accounting, for FedGC/FedCF's differential privacy). A module that needs one imports it as
 
     try:
         import torch
@@ -14,15 +16,19 @@ and a user without it gets ``ImportError: FedIV needs torch: pip install 'fedcau
 
 from __future__ import annotations
 
+import importlib.util
+
 # extra -> the top-level modules it provides (pyproject.toml [project.optional-dependencies];
 # their distributions are named alike, but for nacl: DISTRIBUTIONS)
 EXTRAS = {
     "fediv": ("torch",),
     "vfedcd": ("phe", "gmpy2", "nacl"),
     "graphs": ("pandas", "networkx"),
+    "simulation": ("ray",),
+    "dp": ("dp_accounting",),
 }
 
-DISTRIBUTIONS = {"nacl": "pynacl"}
+DISTRIBUTIONS = {"nacl": "pynacl", "dp_accounting": "dp-accounting"}
 """The distribution of a module whose name differs from it."""
 
 
@@ -38,3 +44,12 @@ def missing_extra(
     return ImportError(
         f"{what} needs {needs}: pip install 'fedcausal-flwr[{extra}]'", name=missing
     )
+
+
+def require_extra(what: str, extra: str, *modules: str) -> None:
+    """Raise the ImportError naming ``extra`` unless every one of ``modules`` is installed
+    (for a dependency that its user imports late, as Flower's RdpAccountant does
+    dp-accounting)."""
+    for m in modules:
+        if importlib.util.find_spec(m) is None:
+            raise missing_extra(ModuleNotFoundError(name=m), what, extra, *modules)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedcausal_flwr.extras import require_extra
+
 ACCOUNTANT = "flwr RdpAccountant (dp-accounting RDP), Gaussian, no sampling amplification"
 
 
@@ -42,6 +44,7 @@ def rdp_epsilon(noise_multiplier: float, releases: int, delta: float) -> float:
     (Flower's RDP accountant; 0 releases: 0, ``z = inf``: 0)."""
     if releases <= 0 or math.isinf(noise_multiplier):
         return 0.0
+    require_extra("Differential privacy (ss-dp)", "dp", "dp_accounting")
     from flwr.supercore.privacy_accounting import (
         GaussianPrivacyEvent,
         NeighboringRelation,

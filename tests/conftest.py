@@ -1,7 +1,9 @@
 """Shared test helpers: the shared data sets beside the checkout, free ports for real Flower.
 
 Two tiers: ``pytest -m "not e2e"`` is the fast tier; plain ``pytest`` also runs the tests
-marked ``e2e`` (real ``flwr run`` simulations and loopback deployments).
+marked ``e2e`` (real ``flwr run`` simulations and loopback deployments), each named on its
+own line as it starts (:class:`SlowTestNames`), so a quiet run's minutes without dots
+say which test they belong to.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +23,28 @@ from fedcausal_flwr import launch
 from fedcausal_flwr.threads import limit_blas_threads
 
 limit_blas_threads()  # the suite computes as the App's processes do: one BLAS thread
+
+
+
+class SlowTestNames:
+    """Names each slow (``e2e``) test and its start time as it starts, in a quiet run too
+    (``pytest_runtest_logstart`` runs outside output capture)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config, self.slow = config, set()
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self.slow.update(item.nodeid for item in items if item.get_closest_marker("e2e"))
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if nodeid in self.slow and reporter and self.config.get_verbosity() <= 0:
+            reporter.write_line(f"[slow test {time.strftime('%H:%M:%S')}] {nodeid}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(SlowTestNames(config), "slow-test-names")
+
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

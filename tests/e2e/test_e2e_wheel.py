@@ -7,8 +7,9 @@ is tested) and, from a folder outside the checkout, runs FDBNL with the public A
 through the App's own ServerApp and ClientApp with the App's whole declared run config (every
 family's section, as ``flwr run`` hands it over). torch, phe and gmpy2 must not be installed
 (nor loaded by either run), and FedIV / VFedCD with real Paillier keys must fail with the
-ImportError naming their extra. 90 to 130 s on the shared 2-core machine, most of it
-``pip install`` (37 s alone against the local package mirror).
+ImportError naming their extra. Neither Ray (the ``simulation`` extra) nor dp-accounting
+(``dp``) may be installed: a deployed node needs neither. 90 to 130 s on the shared 2-core
+machine, most of it ``pip install`` (37 s alone against the local package mirror).
 """
 
 from __future__ import annotations
@@ -101,8 +102,9 @@ print(json.dumps({
     "W": np.asarray(result.estimates["W"]).tolist(),
     "app_status": app_result.status,
     "app_saved": json.loads((Path("outputs") / "app" / "result.json").read_text())["status"],
-    "loaded": [m for m in ("torch", "phe", "gmpy2") if m in sys.modules],
-    "installed": [m for m in ("torch", "phe", "gmpy2") if importlib.util.find_spec(m)],
+    "loaded": [m for m in ("torch", "phe", "gmpy2", "ray") if m in sys.modules],
+    "installed": [m for m in ("torch", "phe", "gmpy2", "ray", "dp_accounting")
+                  if importlib.util.find_spec(m)],
     "errors": errors,
 }))
 '''

@@ -8,6 +8,7 @@ built, installed and run in ``tests/e2e/test_e2e_wheel.py``.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -20,7 +21,7 @@ from fedcausal_flwr.extras import DISTRIBUTIONS, EXTRAS, missing_extra
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-HEAVY = ("torch", "phe", "gmpy2", "pynacl", "pandas", "networkx")
+HEAVY = ("torch", "phe", "gmpy2", "pynacl", "pandas", "networkx", "ray", "dp_accounting")
 
 
 def _python(code: str) -> str:
@@ -112,13 +113,35 @@ def test_pyproject_extras():
     # every algorithm has its extra, empty where the core dependencies suffice
     for algorithm in ("fdbnl", "pfdbnl", "fedgc", "fedcf"):
         assert extras[algorithm] == []
+    flower = {"simulation": "flwr[simulation]", "dp": "flwr[dp]"}  # Flower's own extras
     for extra, modules in EXTRAS.items():
-        assert _names(extras[extra]) == {DISTRIBUTIONS.get(m, m) for m in modules}, extra
-    assert not _names(project["dependencies"]) & set(HEAVY)  # none of them is a core one
-    assert extras["all"] == ["fedcausal-flwr[fediv,vfedcd,graphs]"]
+        if extra in flower:
+            assert [r.split(">")[0] for r in extras[extra]] == [flower[extra]], extra
+        else:
+            assert _names(extras[extra]) == {DISTRIBUTIONS.get(m, m) for m in modules}, extra
+    core = project["dependencies"]
+    assert not _names(core) & set(HEAVY)  # none of them is a core one
+    assert [r for r in core if r.startswith("flwr")] == ["flwr>=1.41.0,<1.43"]  # no Ray
+    # one Flower range everywhere
+    assert {r.partition(">")[2] for e in flower for r in extras[e]} == {"=1.41.0,<1.43"}
+    assert extras["all"] == ["fedcausal-flwr[simulation,dp,fediv,vfedcd,graphs]"]
     assert {"pytest", "ruff", "build"} <= _names(extras["dev"])
     # scripts/setup.sh installs what the tests need
     assert '".[all,dev]"' in (ROOT / "scripts" / "setup.sh").read_text()
+
+
+def test_a_late_import_names_its_extra(monkeypatch):
+    """dp-accounting is imported by Flower's accountant only when it is built: the
+    accountant's caller names the extra before that."""
+    import importlib.util
+
+    from fedcausal_flwr import privacy
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "dp_accounting" else real(name, *a))
+    with pytest.raises(ImportError, match=r"pip install 'fedcausal-flwr\[dp\]'"):
+        privacy.rdp_epsilon(1.0, 2, 1e-5)
 
 
 def test_metadata_sources():
@@ -216,3 +239,12 @@ def test_sourcing_the_setup_leaves_the_callers_shell_options(tmp_path):
     state = dict(ln.split() for ln in out.stdout.splitlines() if not ln.startswith("venv:"))
     assert state == {"errexit": "off", "nounset": "off", "pipefail": "off"}, out.stdout
     assert f"venv: {ROOT / '.venv'}" in out.stdout
+
+
+def test_a_quiet_run_names_each_slow_test_as_it_starts():
+    test = "tests/e2e/test_e2e_flower_versions.py::test_tested_releases_are_the_pinned_range"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert re.search(r"^\[slow test \d\d:\d\d:\d\d\] " + re.escape(test) + "$", proc.stdout,
+                     re.M), proc.stdout
