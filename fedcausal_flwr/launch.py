@@ -564,6 +564,7 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
     handed to the virtual nodes by :func:`simulated_node_env`. ``runs``, if given, gets
     Flower's record of each run the SuperLink knows (:func:`flower_runs`) before it stops.
     """
+    require_simulation()
     app_dir = find_app_dir(app_dir)
     port = free_port_block(SIMULATE_PORTS) if not port else port
     home = Path(flwr_home or default_flwr_home()).resolve()
@@ -602,6 +603,14 @@ def flower_runs(connection: str, env: Mapping[str, str]) -> list[dict[str, Any]]
 def latest_run(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The run submitted last (a persistent local SuperLink also lists earlier runs)."""
     return max(runs, key=lambda r: str(r.get("pending-at", "")), default=None)
+
+
+def require_simulation() -> None:
+    """An ImportError naming the ``simulation`` extra unless Ray is installed: Flower's
+    simulation runtime needs it, a deployment does not (so the base install has none)."""
+    from fedcausal_flwr.extras import require_extra
+
+    require_extra("launch simulate (Flower's simulation runtime)", "simulation", "ray")
 
 
 def simulated_node_env(node_configs: Mapping[int, Mapping[str, Any]] | None) -> dict[str, str]:
@@ -999,8 +1008,8 @@ def main(argv: list[str] | None = None) -> int:
     when ``flwr run`` exits 0 and Flower's run status is ``finished:completed``), and with
     ``--no-drops`` every client was used; a failed, stopped or interrupted run, or none
     written, exits 1 (``flwr run``'s own non-zero code is kept); no Flower App, a run-config
-    key the App does not declare or a bad flag exits 2; SIGINT / SIGTERM stop everything the
-    run started and exit 130 / 143.
+    key the App does not declare, a bad flag or ``simulate`` without Ray exits 2; SIGINT /
+    SIGTERM stop everything the run started and exit 130 / 143.
     """
     ap = parser()
     args = ap.parse_args(argv)
@@ -1012,13 +1021,15 @@ def main(argv: list[str] | None = None) -> int:
     if nodes:
         args.nodes = len(nodes)
     try:
+        if args.mode == "simulate":
+            require_simulation()
         app_dir = find_app_dir(args.app)
         cfg = run_config(args, app_dir)
         out = run_output(cfg) if writes_result(app_dir) else None
         if args.no_drops and out is None:
             raise ValueError(f"--no-drops needs a result.json: {app_dir} declares no outputs "
                              "and run-name")
-    except (AppDirError, ValueError) as e:
+    except (AppDirError, ValueError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     since = time.time() - 1.0

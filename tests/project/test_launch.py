@@ -373,3 +373,15 @@ def test_an_app_without_result_json_is_judged_by_flwr_runs_code_and_flowers_run_
     assert launch.exit_code_verdict(3, 2, runs[0]) == 3
     assert launch.exit_code_verdict(0, 2, None) == 0  # status unknown: the exit code alone
     assert "status unknown" in capsys.readouterr().out
+
+
+def test_simulate_without_ray_names_the_simulation_extra(monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "ray" else real(name, *a))
+    assert launch.main(["simulate", "--nodes", "2"]) == 2
+    assert "pip install 'fedcausal-flwr[simulation]'" in capsys.readouterr().err
+    with pytest.raises(ImportError, match=r"fedcausal-flwr\[simulation\]"):
+        launch.simulate(2, {})
