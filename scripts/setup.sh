@@ -21,10 +21,11 @@ cd "$ROOT" || return 1 2>/dev/null || exit 1
         python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
         # The CPU build of torch first, so no multi-GB CUDA build is pulled in.
         python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
-        # [all]: every algorithm's extra (torch for FedIV, phe + gmpy2 + pynacl for VFedCD,
-        # pandas + networkx for graph outputs), which the tests need; [dev]: pytest, ruff, build.
+        # [all]: every extra (Ray for simulations, dp-accounting, torch for FedIV, phe + gmpy2
+        # + pynacl for VFedCD, pandas + networkx for graph outputs), which the tests need;
+        # [dev]: pytest, ruff, build.
         python -m pip install -q -e ".[all,dev]" 2>&1 | grep -v "^WARNING: Location" || true
-        python -c "import fedcausal_flwr, flwr, torch, phe, gmpy2, nacl, sklearn, pandas, networkx"
+        python -c "import fedcausal_flwr, flwr, ray, dp_accounting, torch, phe, gmpy2, nacl, sklearn, pandas, networkx"
         echo "$want" > "$stamp"
     fi
 ) || { echo "[setup] failed (see above)" >&2; return 1 2>/dev/null || exit 1; }

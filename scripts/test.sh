@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Set up, then lint and run the whole test suite (unit tests, in-process App runs, one real
-# `flwr run` simulation and one real loopback deployment). Extra arguments go to pytest.
+# Set up, then lint and run the whole test suite: the fast tier (unit tests, in-process App
+# runs; dots) and the e2e tier (real `flwr run` simulations, loopback deployments, fresh venvs;
+# each test named on its own line with its start time, since one may print nothing for
+# minutes). Extra arguments go to pytest, e.g. -m "not e2e" for the fast tier alone.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ruff check .
