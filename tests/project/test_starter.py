@@ -110,6 +110,8 @@ def test_the_app_builds_a_hub_fab():
     wheel = doc["tool"]["hatch"]["build"]["targets"]["wheel"]
     assert "examples" in wheel["only-include"]
     assert wheel["sources"] == {"examples": "fedcausal_flwr/_examples"}
+    # pip install -e (scripts/setup.sh): hatchling's detecting editable refuses that rewrite
+    assert wheel["dev-mode-dirs"] == ["."]
 
 
 def _ctx(node_config: dict) -> Context:
