@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import re
 import shutil
 import tempfile
@@ -134,10 +135,11 @@ def made_csv(csv_files: Callable[[int], Mapping[str, str]], partition: int,
             "give this node its own CSV: --node-config 'data-path=\"/path/to/file.csv\"'")
     name, text = list(files.items())[partition]
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = Path(tempfile.gettempdir()) / "fedcausal-flwr-example-data" / digest / name
+    user = getattr(os, "getuid", lambda: "any")()  # one folder per user: no one else's files
+    path = Path(tempfile.gettempdir()) / f"fedcausal-flwr-example-data-{user}" / digest / name
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_suffix(f".{digest}.part")
+        part = path.with_name(f".{name}.{os.getpid()}.part")  # this process's own
         part.write_text(text)
         part.replace(path)  # atomic: nodes of one machine may make it at once
     _MADE[key] = path
