@@ -8,8 +8,10 @@ through the App's own ServerApp and ClientApp with the App's whole declared run 
 family's section, as ``flwr run`` hands it over). torch, phe and gmpy2 must not be installed
 (nor loaded by either run), and FedIV / VFedCD with real Paillier keys must fail with the
 ImportError naming their extra. Neither Ray (the ``simulation`` extra) nor dp-accounting
-(``dp``) may be installed: a deployed node needs neither. 90 to 130 s on the shared 2-core
-machine, most of it ``pip install`` (37 s alone against the local package mirror).
+(``dp``) may be installed: a deployed node needs neither. ``python -m fedcausal_flwr new`` then
+writes a starter App from the wheel's own templates (``fedcausal_flwr/_examples``). 90 to 150 s
+on the shared 2-core machine, most of it ``pip install`` (37 s alone against the local package
+mirror).
 """
 
 from __future__ import annotations
@@ -152,3 +154,18 @@ def test_wheel_with_fdbnl_extra_runs_fdbnl_and_the_apps_fdbnl_without_torch(tmp_
         "FedIV": "FedIV needs torch: pip install 'fedcausal-flwr[fediv]'",
         "VFedCD": "VFedCD needs phe and gmpy2: pip install 'fedcausal-flwr[vfedcd]'",
     }
+
+    # the wheel carries the examples as the starter Apps' templates (issue 25)
+    listing = _run([str(python), "-m", "fedcausal_flwr", "new", "--list"], work, 60)
+    assert listing.stdout.split() == ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"]
+    _run([str(python), "-m", "fedcausal_flwr", "new", "fedgc", "my-fedgc"], work, 60)
+    where = _run([str(python), "-c", "from fedcausal_flwr import starter; "
+                  "print(starter.templates_dir())"], work, 60).stdout.strip()
+    assert Path(where).is_relative_to(venv) and Path(where).name == "_examples", where
+    app = work / "my-fedgc"
+    assert tomllib.loads((app / "pyproject.toml").read_text())["project"]["name"] == "my-fedgc"
+    assert {p.name for p in app.iterdir()} >= {"pyproject.toml", "LICENSE", "README.md",
+                                               "client_app.py", "server_app.py",
+                                               "make_data.py", "data"}
+    assert (app / "make_data.py").read_text() == (ROOT / "examples" / "fedgc" /
+                                                  "make_data.py").read_text()

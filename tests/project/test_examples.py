@@ -27,11 +27,22 @@ ALGORITHMS = ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"]
 
 def load(example: str, module: str):
     """``examples/<example>/<module>.py`` as a fresh module (examples share file names)."""
-    path = EXAMPLES / example / f"{module}.py"
-    spec = importlib.util.spec_from_file_location(f"example_{example}_{module}", path)
+    return load_from(EXAMPLES / example, module, f"example_{example}_{module}")
+
+
+def load_from(folder: Path, module: str, name: str):
+    """``folder/<module>.py`` as module ``name``, importing its sibling modules
+    (``make_data``) from ``folder``, as Flower does with the App's folder on ``sys.path``."""
+    spec = importlib.util.spec_from_file_location(name, folder / f"{module}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+    sys.modules.pop("make_data", None)  # each example has its own
+    sys.path.insert(0, str(folder))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("make_data", None)
     return mod
 
 

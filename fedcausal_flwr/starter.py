@@ -1,0 +1,179 @@
+"""Starter Apps: one per algorithm, written from the package's own examples.
+
+``python -m fedcausal_flwr new fdbnl my-app`` copies ``examples/fdbnl`` (shipped in the wheel as
+``fedcausal_flwr/_examples``; read from the checkout's ``examples/`` in a source tree) into
+``my-app`` and names the project after the folder, since ``flwr new`` needs the network. The
+examples are the one source of every template.
+
+An example's ClientApp reads the CSV its node config names (``data-path``); a node given none
+makes the example's own data for its ``partition-id`` instead (:func:`node_context`), so the App
+runs unchanged in a simulation and from a FAB, which carries code and config, not CSV files.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from logging import WARNING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flwr.app import Context
+
+PACKAGE = Path(__file__).resolve().parent
+SKIP = {"outputs", ".flwr", "__pycache__", ".venv", ".ruff_cache", ".pytest_cache"}
+"""Folder names never copied from an example (results, Flower homes, caches)."""
+NAME_RULE = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,31}")
+"""Flower's rule for an App (and its folder) name: ``flwr build`` refuses other names."""
+_MADE: dict[tuple[Callable, int, int], Path] = {}
+
+
+def templates_dir() -> Path:
+    """The examples folder: the wheel's ``fedcausal_flwr/_examples``, else the checkout's
+    ``examples/``."""
+    for folder in (PACKAGE / "_examples", PACKAGE.parent / "examples"):
+        if (folder / "fdbnl" / "pyproject.toml").is_file():
+            return folder
+    raise FileNotFoundError(f"no examples beside {PACKAGE}: a broken install?")
+
+
+def algorithms() -> list[str]:
+    """The algorithms with a starter App (every registered one)."""
+    from fedcausal_flwr.registry import ALGORITHMS
+
+    return list(ALGORITHMS)
+
+
+def template(algorithm: str) -> Path:
+    """The example folder that is ``algorithm``'s template (a ValueError lists them)."""
+    key = str(algorithm).strip().lower()
+    if key not in algorithms():
+        raise ValueError(f"no starter App for {algorithm!r}; one of {', '.join(algorithms())}")
+    return templates_dir() / key
+
+
+def app_name(target: Path) -> str:
+    """The App's project name: ``target``'s folder name, which must follow Flower's rule (a
+    letter, then letters, digits and hyphens, 32 at most), else ``flwr build`` refuses it."""
+    name = Path(target).resolve().name
+    if not NAME_RULE.fullmatch(name):
+        raise ValueError(f"folder name {name!r} is no Flower App name: start with a letter, "
+                         "then letters, digits and hyphens only, 32 characters at most "
+                         f"(e.g. {re.sub('[^A-Za-z0-9-]', '-', name).strip('-') or 'my-app'!r})")
+    return name
+
+
+def template_files(folder: Path) -> list[Path]:
+    """An example's files, relative to it, without results, Flower homes and caches."""
+    return sorted(p.relative_to(folder) for p in folder.rglob("*")
+                  if p.is_file() and not SKIP & set(p.relative_to(folder).parts)
+                  and p.suffix != ".pyc")
+
+
+def renamed_pyproject(text: str, name: str) -> str:
+    """``text`` (an example's pyproject.toml) with ``[project] name = name``."""
+    out, count = re.subn(r'(?m)^name = "[^"]*"$', f'name = "{name}"', text, count=1)
+    if count != 1 or tomllib.loads(out)["project"]["name"] != name:
+        raise ValueError("template pyproject.toml has no [project] name line to set")
+    return out
+
+
+def write_app(algorithm: str, target: Path | str, *, force: bool = False) -> list[Path]:
+    """Write ``algorithm``'s starter App into ``target``; returns the files written.
+
+    ``target`` must be empty or absent unless ``force`` (files are then overwritten, others
+    kept). The project takes the folder's name; the README's ``examples/<algorithm>`` paths
+    become the folder's.
+    """
+    source = template(algorithm)
+    target = Path(target)
+    name = app_name(target)
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"{target} is a file, not a folder")
+    if target.is_dir() and any(target.iterdir()) and not force:
+        raise ValueError(f"{target} is not empty: pick a new folder, or pass --force to "
+                         "overwrite the starter's files in it")
+    written = []
+    for rel in template_files(source):
+        dest = target / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if rel.name == "pyproject.toml" and len(rel.parts) == 1:
+            dest.write_text(renamed_pyproject((source / rel).read_text(), name))
+        elif rel.name == "README.md" and len(rel.parts) == 1:
+            dest.write_text((source / rel).read_text()
+                            .replace(f"examples/{source.name}", str(target)))
+        else:
+            shutil.copyfile(source / rel, dest)
+        written.append(dest)
+    return written
+
+
+def _who(context: Context) -> str:
+    return f"client {context.node_config.get('partition-id', '?')}"
+
+
+def made_csv(csv_files: Callable[[int], Mapping[str, str]], partition: int,
+             partitions: int, who: str) -> Path:
+    """The example's CSV of ``partition``, made here once per process into the temp folder
+    (``csv_files(partitions)``: file name -> CSV text, partitions take them in name order)."""
+    key = (csv_files, partition, partitions)
+    if key in _MADE:
+        return _MADE[key]
+    files = dict(sorted(csv_files(partitions).items()))
+    if not 0 <= partition < len(files):
+        raise ValueError(
+            f"{who}: no node config data-path, and the example makes {len(files)} CSVs "
+            f"({', '.join(files)}) for partitions 0-{len(files) - 1}: run it with "
+            f"{len(files)} SuperNodes (--federation-config num-supernodes={len(files)}), or "
+            "give this node its own CSV: --node-config 'data-path=\"/path/to/file.csv\"'")
+    name, text = list(files.items())[partition]
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    user = getattr(os, "getuid", lambda: "any")()  # one folder per user: no one else's files
+    path = Path(tempfile.gettempdir()) / f"fedcausal-flwr-example-data-{user}" / digest / name
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f".{name}.{os.getpid()}.part")  # this process's own
+        part.write_text(text)
+        part.replace(path)  # atomic: nodes of one machine may make it at once
+    _MADE[key] = path
+    return path
+
+
+def node_context(context: Context, csv_files: Callable[[int], Mapping[str, str]],
+                 node_configs: Sequence[Mapping[str, Any]] = ()) -> Context:
+    """``context`` whose node config names a CSV: its own ``data-path`` if set; else the
+    example's data for its ``partition-id`` (made here by ``csv_files``, with
+    ``node_configs[partition]`` for the keys the node config lacks) and a WARNING naming how
+    to give one's own CSV; else a ValueError. The returned Context is for reading data only
+    (``context.state`` is the same object)."""
+    config = context.node_config
+    if str(config.get("data-path", "") or "").strip():
+        return context
+    who = _who(context)
+    if "partition-id" not in config:
+        raise ValueError(f"{who}: this SuperNode has no node config data-path (its own CSV) "
+                         "and no partition-id (the example's data): start it with "
+                         "--node-config 'data-path=\"/path/to/file.csv\"'")
+    partition = int(config["partition-id"])
+    partitions = int(config.get("num-partitions", partition + 1))
+    first = (csv_files, partition, partitions) not in _MADE
+    path = made_csv(csv_files, partition, partitions, who)
+    if first:
+        from flwr.common.logger import log
+
+        log(WARNING, "%s: no node config data-path: using the example's own data %s, made on "
+            "this node. For your own CSV start the SuperNode with --node-config "
+            "'data-path=\"/path/to/file.csv\"' (python make_data.py writes the example's "
+            "files to data/)", who, path.name)
+    extra = dict(node_configs[partition]) if partition < len(node_configs) else {}
+    merged = {**extra, **dict(config), "data-path": str(path)}
+    made = copy.copy(context)
+    made.node_config = merged
+    return made
