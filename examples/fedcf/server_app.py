@@ -17,5 +17,5 @@ def main(grid: Grid, context: Context) -> None:
     # statespace.ss-window, statespace.ss-cf-*, ...: the run config keys of FedCFSettings
     settings = FedCFSettings.from_run_config(rc, min_nodes=2)
     result = FedCF(settings).start(grid=grid)
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))
+    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     print(f"FedCF {result.status}: {out}; counterfactual {result.metrics.get('counterfactual')}")

@@ -16,5 +16,5 @@ def main(grid: Grid, context: Context) -> None:
     # statespace.ss-window, statespace.ss-epochs: the run config keys of FedGCSettings
     settings = FedGCSettings.from_run_config(rc, min_nodes=2)
     result = FedGC(settings).start(grid=grid)
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))
+    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     print(f"FedGC {result.status}: {out}")

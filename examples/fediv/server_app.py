@@ -16,6 +16,6 @@ def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
     settings = FedIVSettings(device=str(rc["iv.iv-device"]), local_epochs=2, min_nodes=2)
     result = FedIV(settings).start(grid=grid, num_rounds=int(rc["iv.iv-rounds"]))
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))
+    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     doses = np.linspace(-2, 2, 5)[:, None]
     print(f"FedIV {result.status}: {out}; g({doses.ravel()}) = {result.predict(doses).ravel()}")

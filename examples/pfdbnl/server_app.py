@@ -17,5 +17,5 @@ def main(grid: Grid, context: Context) -> None:
                               lambda_a=float(rc["dbn.lambda-a"]),
                               mu=float(rc["dbn.mu"]), min_nodes=2)
     result = PFDBNL(settings).start(grid=grid, num_rounds=int(rc["dbn.num-rounds"]))
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))
+    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     print(f"PFDBNL {result.status}: {out}")

@@ -15,5 +15,5 @@ def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
     settings = VFedCDSettings.from_run_config(rc)  # vertical.num-epochs, vertical.he-backend ...
     result = VFedCD(settings).start(grid=grid)
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]))
+    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     print(f"VFedCD {result.status}: {out}")

@@ -61,6 +61,11 @@ def incarnation_of(reply: Message) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+PARTITION_HINT = ("give each SuperNode its own partition-id in its node config "
+                  "(--node-config 'partition-id=<i> ...'); a node config without one claims 0")
+"""How to fix a repeated partition id: a deployment's SuperNodes declare none by default."""
+
+
 def parse_info(node: int, reply: Message | None, timeout: float) -> NodeInfo | str:
     """A node's ``query.info`` reply as :class:`NodeInfo`, or why it is unusable.
 
@@ -258,7 +263,7 @@ class Roster:
                 drop(who, why)
             elif info.cid in nodes:
                 drop(who, f"duplicate partition-id {info.cid} (client {info.cid} is "
-                          f"node {nodes[info.cid].node_id})")
+                          f"node {nodes[info.cid].node_id}); {PARTITION_HINT}")
             else:
                 nodes[info.cid] = info
         if len(nodes) < s.min_nodes:
