@@ -361,6 +361,12 @@ def descendants(roots: set[int], parents: Mapping[int, int] | None = None) -> se
     return out
 
 
+def with_descendants(pids: set[int]) -> set[int]:
+    """``pids`` and every process below them, found before any is stopped: a SuperLink's
+    SuperExec and ServerApp run in groups of their own and may outlive it for a moment."""
+    return set(pids) | descendants(set(pids))
+
+
 def _name(argv: list[str]) -> str:
     """A process's short name: ``flower-superlink`` for ``python .../flower-superlink ...``."""
     names = [Path(a).name for a in argv[:2] if a]
@@ -583,7 +589,7 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
             runs.extend(flower_runs("local", env))
         return done
     finally:
-        _kill(_local_superlink_pids(port, home))
+        _kill(with_descendants(_local_superlink_pids(port, home)))
 
 
 def flower_runs(connection: str, env: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -790,7 +796,7 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
             runs.extend(flower_runs("loopback", cli_env))
         return done
     finally:
-        _kill({p.pid for p in reversed(procs)})
+        _kill(with_descendants({p.pid for p in procs}))
         for p in procs:
             p.wait(timeout=10)
 
