@@ -185,10 +185,12 @@ class PFDBNLSettings(FDBNLSettings):
     ``local_ftol`` (its relative decrease test; 0: scipy's default)
     (``docs/algorithms/pfdbnl.md``, "Local-step cost")."""
 
-    lambda_w: float = setting(0.05, "pfdbnl-lambda-w", ge=0, wire=True,
-                              doc="L1 weight of W (PFDBNL's own; FDBNL's is 'lambda-w')")
-    lambda_a: float = setting(0.05, "pfdbnl-lambda-a", ge=0, wire=True,
-                              doc="L1 weight of A (PFDBNL's own; FDBNL's is 'lambda-a')")
+    lambda_w: float = setting(0.1, "pfdbnl-lambda-w", ge=0, wire=True,
+                              doc="L1 weight of W (PFDBNL's own, chosen on heterogeneous "
+                                  "clients; FDBNL's is 'lambda-w')")
+    lambda_a: float = setting(0.075, "pfdbnl-lambda-a", ge=0, wire=True,
+                              doc="L1 weight of A (PFDBNL's own, chosen on heterogeneous "
+                                  "clients; FDBNL's is 'lambda-a')")
     mu: float = setting(0.1, "mu", ge=0, wire=True)
     local_start: str = setting("previous", choices=LOCAL_STARTS, wire=True,
                                doc="where L-BFGS-B starts in PFDBNL's local step (10): the "

@@ -128,7 +128,7 @@ def main() -> None:
         jobs = [(10, 32, args.seeds[0], *pt)
                 for pt in (BEFORE, (pick["lambda_w"], pick["lambda_a"]))]
     else:
-        grid = [(0.05, 0.05)] if args.quick else itertools.product(LAMBDA_W, LAMBDA_A)
+        grid = [(0.05, 0.05)] if args.quick else list(itertools.product(LAMBDA_W, LAMBDA_A))
         jobs = [(d, K, s, lw, la) for d, K in CELLS for lw, la in grid for s in args.seeds]
     total = Clock()
     log(f"{NAME}: {len(jobs)} runs, seeds {seed_range(args.seeds)}")
