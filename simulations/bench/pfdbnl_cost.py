@@ -33,8 +33,10 @@ against its own truth, all thresholded at the official demo's 0.3.
     python simulations/bench/pfdbnl_cost.py --seeds 100..103       # development seeds
 
 ``--merge`` keeps the rows of an earlier run (other cells, runs or seeds) in the results
-file, so the cells can be run one at a time. Rows are summarized per block of a hundred seeds
-(one evaluation set: 10100-10104 before PFDBNL had its own lambdas, 10400-10404 after).
+file, so the cells can be run one at a time; ``--merge-from`` adds the rows of runs made apart
+(``--out``), and ``--cells`` alone (no cell) only merges and summarizes. Rows are summarized
+per block of a hundred seeds (one evaluation set: 10100-10104 before PFDBNL had its own
+lambdas, 10400-10404 after).
 """
 
 from __future__ import annotations
@@ -46,9 +48,11 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import contextlib  # noqa: E402
 import io  # noqa: E402
+import json  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 import warnings  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -159,12 +163,17 @@ def run_official(mod: types.ModuleType, clients, truths) -> dict[str, float]:
             **client_scores(W_k, A_k, truths)}
 
 
-def merged(per_seed: list[dict]) -> list[dict]:
-    """The earlier results' rows (other cells, runs or seeds) followed by this run's."""
+def merged(per_seed: list[dict], more: Sequence[Path] = ()) -> list[dict]:
+    """The earlier results' rows (other cells, runs or seeds), then those of the results files
+    ``more`` (runs made apart with ``--out``), followed by this run's."""
     try:
         old = read_results(NAME)["per_seed"]
     except FileNotFoundError:
         old = []
+    for path in more:
+        rows = json.loads(Path(path).read_text())["per_seed"]
+        keys = {(r["d"], r["K"], r["seed"], r["run"]) for r in rows}
+        old = [r for r in old if (r["d"], r["K"], r["seed"], r["run"]) not in keys] + rows
     new = {(r["d"], r["K"], r["seed"], r["run"]) for r in per_seed}
     return [r for r in old if (r["d"], r["K"], r["seed"], r["run"]) not in new] + per_seed
 
@@ -210,8 +219,8 @@ HEADERS = ["d", "K", "run", "seeds", "CPU s", "rounds", "evals / client / round"
 
 def main() -> None:
     ap = parser(__doc__.splitlines()[0], seeds=[10400, 10401, 10402, 10403, 10404])
-    ap.add_argument("--cells", nargs="+", default=["10x6", "10x32", "20x6", "20x32"],
-                    help="d x K cells, e.g. 10x6")
+    ap.add_argument("--cells", nargs="*", default=["10x6", "10x32", "20x6", "20x32"],
+                    help="d x K cells, e.g. 10x6 (none: only merge and summarize)")
     ap.add_argument("--runs", nargs="+", choices=(*OURS, "official"),
                     default=[*OURS, "official"])
     ap.add_argument("--seeds-big", type=int, default=1,
@@ -221,6 +230,9 @@ def main() -> None:
                          "costs ~6x the official code)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the earlier results' rows of other cells, runs or seeds")
+    ap.add_argument("--merge-from", type=Path, nargs="+", default=[],
+                    help="with --merge: also the rows of these results files (runs made apart "
+                         "with --out)")
     ap.add_argument("--official", type=Path, default=OFFICIAL_DEFAULT,
                     help="the official FDBN_Learning repository: git dir or checkout")
     args = ap.parse_args()
@@ -254,7 +266,7 @@ def main() -> None:
                     f"{r['rounds']} rounds, {r['nfev_per_client_round']:.0f} evals/client/round"
                     f", SHD W_k/A_k {r['shd_w']:.2f}/{r['shd_a']:.2f}")
     if args.merge:
-        per_seed = merged(per_seed)
+        per_seed = merged(per_seed, args.merge_from)
     summary = summarize(per_seed)
     log("\n" + table(HEADERS, rows_of(summary)))
     checks: dict[str, str] = {}
