@@ -190,12 +190,29 @@ class Settings:
         return key if key in SHARED_KEYS or not cls.section else f"{cls.section}.{key}"
 
     @classmethod
+    def rekeyed(cls) -> dict[str, tuple[str, Any]]:
+        """``{base key: (own key, base default)}`` of the fields this class reads under another
+        run-config key than a settings class it derives from (PFDBNL's own lambdas)."""
+        own = {f.name: _meta(f).get("key") for f in fields(cls)}
+        out: dict[str, tuple[str, Any]] = {}
+        for base in cls.__mro__[1:]:
+            if not (dataclasses.is_dataclass(base) and issubclass(base, Settings)):
+                continue
+            for f in fields(base):
+                key = _meta(f).get("key")
+                if key and own.get(f.name) and own[f.name] != key:
+                    out.setdefault(key, (own[f.name], f.default))
+        return out
+
+    @classmethod
     def from_run_config(cls, config: Mapping[str, Any], **overrides: Any) -> Self:
         """Settings from a run config: its keys over the defaults, then ``overrides``.
 
         ``config`` is sectioned (``dbn.lambda-w``) or one section's view (``lambda-w``). Keys of
         other sections are ignored; a key of this class with a wrong type or value, or given
-        without its section beside sectioned keys, raises a ValueError naming it.
+        without its section beside sectioned keys, raises a ValueError naming it; so does a
+        base class's key of a field this class reads under its own key (:meth:`rekeyed`) set
+        to other than the base's default, which this class would otherwise ignore.
         """
         if cls.section and any(str(k).startswith(cls.section + ".") for k in config):
             stale = [k for k in cls.keys() if k in config and k not in SHARED_KEYS]
@@ -203,6 +220,12 @@ class Settings:
                 raise ValueError("run config: " + "; ".join(
                     f"{k!r} is now {cls.app_key(k)!r}" for k in stale))
         config = section_view(cls.section, config)
+        ignored = [(k, mine) for k, (mine, default) in cls.rekeyed().items()
+                   if k in config and k not in cls.keys() and config[k] != default]
+        if ignored:
+            raise ValueError("run config: " + "; ".join(
+                f"{cls.app_key(k)!r} = {config[k]!r} is not read by {cls.__name__}: set "
+                f"{cls.app_key(mine)!r} instead" for k, mine in ignored))
         values = {name: config[key] for key, name in cls.keys().items() if key in config}
         values.update(overrides)
         return cls(**values)

@@ -175,13 +175,22 @@ class FDBNLSettings(ScreenedRunSettings, KnowledgeSettings):
 
 @dataclass(frozen=True)
 class PFDBNLSettings(FDBNLSettings):
-    """FDBNL's settings plus ``mu``, the weight of the proximal term of Algorithm 2, and the
-    solver of its local step (10): ``local_start`` (where L-BFGS-B starts: ``"previous"``,
+    """FDBNL's settings with PFDBNL's own L1 weights ``lambda_w``, ``lambda_a`` (run-config
+    keys ``pfdbnl-lambda-w``, ``pfdbnl-lambda-a``; FDBNL's ``lambda-w``, ``lambda-a`` set to
+    other than FDBNL's defaults are refused, :meth:`~fedcausal_flwr.settings.Settings.rekeyed`),
+    plus ``mu``, the weight of the proximal term of Algorithm 2, and the solver of its local
+    step (10): ``local_start`` (where L-BFGS-B starts: ``"previous"``,
     the client's own last W_k, A_k, which the server sends back; ``"copies"``, the copies
     W~_k, A~_k; ``"zero"``), ``local_maxiter`` (L-BFGS-B iterations per call; 0: no cap) and
     ``local_ftol`` (its relative decrease test; 0: scipy's default)
     (``docs/algorithms/pfdbnl.md``, "Local-step cost")."""
 
+    lambda_w: float = setting(0.1, "pfdbnl-lambda-w", ge=0, wire=True,
+                              doc="L1 weight of W (PFDBNL's own, chosen on heterogeneous "
+                                  "clients; FDBNL's is 'lambda-w')")
+    lambda_a: float = setting(0.075, "pfdbnl-lambda-a", ge=0, wire=True,
+                              doc="L1 weight of A (PFDBNL's own, chosen on heterogeneous "
+                                  "clients; FDBNL's is 'lambda-a')")
     mu: float = setting(0.1, "mu", ge=0, wire=True)
     local_start: str = setting("previous", choices=LOCAL_STARTS, wire=True,
                                doc="where L-BFGS-B starts in PFDBNL's local step (10): the "

@@ -11,10 +11,14 @@ Runs (``--runs``):
 
 - ``before``: our ``pfdbnl_reference`` with the App defaults before issue 23 (five chained
   L-BFGS-B calls per local step (10), each round from zero, no iteration cap:
-  ``restarts=5, local_start="zero", local_maxiter=0``);
+  ``restarts=5, local_start="zero", local_maxiter=0``; FDBNL's lambda 0.05);
 - ``defaults``: the App defaults now (one L-BFGS-B call started at the client's own last
-  W_k, A_k, which the server sends back, at most ``local_maxiter`` iterations);
-- ``uncapped``: the same start without the iteration cap (``local_maxiter=0``);
+  W_k, A_k, which the server sends back, at most ``local_maxiter`` iterations; PFDBNL's own
+  lambdas, ``dbn.pfdbnl-lambda-w`` / ``dbn.pfdbnl-lambda-a``, chosen by
+  ``../studies/pfdbnl_lambda.py``);
+- ``lambda-0.05``: the defaults with FDBNL's lambda_W = lambda_A = 0.05, PFDBNL's own until
+  that study (the ``defaults`` of the runs on seeds 10100-10104);
+- ``uncapped``: the same start without the iteration cap (``local_maxiter=0``), at 0.05;
 - ``lambda-0.1``: the defaults with the official demo's lambda_W = lambda_A = 0.1;
 - ``official``: ``PF_DBN`` of ``package/PFDBNL.py`` (PeChen123/FDBN_Learning), loaded from
   ``--official`` (git directory or checkout) and run in this process on the same arrays with
@@ -25,11 +29,14 @@ objective evaluations (``nfev`` of every L-BFGS-B call) per client and round. Ac
 mean over clients of SHD(W_k) and SHD(A_k) (FP + FN) of each client's personalized graph
 against its own truth, all thresholded at the official demo's 0.3.
 
-    python simulations/bench/pfdbnl_cost.py                    # evaluation seeds 10100-10104
-    python simulations/bench/pfdbnl_cost.py --seeds 100..103   # development seeds
+    python simulations/bench/pfdbnl_cost.py --seeds 10400..10404   # evaluation seeds
+    python simulations/bench/pfdbnl_cost.py --seeds 100..103       # development seeds
 
 ``--merge`` keeps the rows of an earlier run (other cells, runs or seeds) in the results
-file, so the cells can be run one at a time.
+file, so the cells can be run one at a time; ``--merge-from`` adds the rows of runs made apart
+(``--out``), and ``--cells`` alone (no cell) only merges and summarizes. Rows are summarized
+per block of a hundred seeds (one evaluation set: 10100-10104 before PFDBNL had its own
+lambdas, 10400-10404 after).
 """
 
 from __future__ import annotations
@@ -41,9 +48,11 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import contextlib  # noqa: E402
 import io  # noqa: E402
+import json  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
 import warnings  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -61,6 +70,7 @@ from harness import (  # noqa: E402
     parser,
     read_results,
     script_name,
+    seed_range,
     table,
 )
 
@@ -71,11 +81,14 @@ from fedcausal_flwr.dbn.synthetic import federated_dbn  # noqa: E402
 NAME = script_name(__file__)
 N_K, TAU, OFFICIAL_MU, OFFICIAL_LAMBDA = 200, 0.3, 0.1, 0.1
 OFFICIAL_FILES = ("package/FDBNL.py", "package/PFDBNL.py")  # opt_boundary, PF_DBN
+#: FDBNL's lambdas, PFDBNL's until it had its own (``../studies/pfdbnl_lambda.py``)
+LAMBDA_0_05 = {"lambda_w": 0.05, "lambda_a": 0.05}
 #: our settings of each run (App defaults plus these)
 OURS: dict[str, dict[str, Any]] = {
-    "before": {"restarts": 5, "local_start": "zero", "local_maxiter": 0},
+    "before": {"restarts": 5, "local_start": "zero", "local_maxiter": 0, **LAMBDA_0_05},
     "defaults": {},
-    "uncapped": {"local_maxiter": 0},
+    "lambda-0.05": LAMBDA_0_05,
+    "uncapped": {"local_maxiter": 0, **LAMBDA_0_05},
     "lambda-0.1": {"lambda_w": OFFICIAL_LAMBDA, "lambda_a": OFFICIAL_LAMBDA},
 }
 KEYS = ("cpu_s", "rounds", "nfev_per_client_round", "shd_w", "shd_a")
@@ -150,33 +163,38 @@ def run_official(mod: types.ModuleType, clients, truths) -> dict[str, float]:
             **client_scores(W_k, A_k, truths)}
 
 
-def merged(per_seed: list[dict]) -> list[dict]:
-    """The earlier results' rows (other cells, runs or seeds) followed by this run's."""
+def merged(per_seed: list[dict], more: Sequence[Path] = ()) -> list[dict]:
+    """The earlier results' rows (other cells, runs or seeds), then those of the results files
+    ``more`` (runs made apart with ``--out``), followed by this run's."""
     try:
         old = read_results(NAME)["per_seed"]
     except FileNotFoundError:
         old = []
+    for path in more:
+        rows = json.loads(Path(path).read_text())["per_seed"]
+        keys = {(r["d"], r["K"], r["seed"], r["run"]) for r in rows}
+        old = [r for r in old if (r["d"], r["K"], r["seed"], r["run"]) not in keys] + rows
     new = {(r["d"], r["K"], r["seed"], r["run"]) for r in per_seed}
     return [r for r in old if (r["d"], r["K"], r["seed"], r["run"]) not in new] + per_seed
 
 
 def summarize(per_seed: list[dict]) -> dict[str, dict]:
-    """Mean ± sd per (d, K, run), and ours / official per seed where both ran."""
+    """Mean ± sd per (seed block, d, K, run), and ours / official per seed where both ran."""
     groups: dict[tuple, list[dict]] = {}
-    for row in per_seed:
-        groups.setdefault((row["d"], row["K"], row["run"]), []).append(row)
+    for row in sorted(per_seed, key=lambda r: (r["seed"] // 100, r["d"], r["K"], r["seed"])):
+        groups.setdefault((row["seed"] // 100, row["d"], row["K"], row["run"]), []).append(row)
     out = {}
-    for (d, K, run), rows in groups.items():
+    for (block, d, K, run), rows in groups.items():
         s: dict[str, Any] = {"d": d, "K": K, "run": run, "seeds": [r["seed"] for r in rows]}
         s.update({k: mean_sd(r[k] for r in rows) for k in KEYS})
-        off = {r["seed"]: r for r in groups.get((d, K, "official"), [])}
+        off = {r["seed"]: r for r in groups.get((block, d, K, "official"), [])}
         paired = [r for r in rows if r["seed"] in off]
         if run != "official" and paired:
             s["cpu_ratio_official"] = mean_sd(r["cpu_s"] / off[r["seed"]]["cpu_s"]
                                               for r in paired)
             for k in ("shd_w", "shd_a"):
                 s[f"{k}_minus_official"] = mean_sd(r[k] - off[r["seed"]][k] for r in paired)
-        out[f"d={d} K={K} {run}"] = s
+        out[f"seeds={seed_range(s['seeds'])} d={d} K={K} {run}"] = s
     return out
 
 
@@ -186,7 +204,7 @@ def rows_of(summary: dict[str, dict]) -> list[list[str]]:
     for v in summary.values():
         paired = [v.get(k) for k in ("cpu_ratio_official", "shd_w_minus_official",
                                      "shd_a_minus_official")]
-        rows.append([v["d"], v["K"], v["run"], len(v["seeds"]), fmt(*v["cpu_s"], 1),
+        rows.append([v["d"], v["K"], v["run"], seed_range(v["seeds"]), fmt(*v["cpu_s"], 1),
                      fmt(v["rounds"][0], digits=1), fmt(v["nfev_per_client_round"][0], digits=0),
                      fmt(*v["shd_w"], 2), fmt(*v["shd_a"], 2),
                      *("-" if x is None else fmt(*x, 3 if i == 0 else 2)
@@ -200,9 +218,9 @@ HEADERS = ["d", "K", "run", "seeds", "CPU s", "rounds", "evals / client / round"
 
 
 def main() -> None:
-    ap = parser(__doc__.splitlines()[0], seeds=[10100, 10101, 10102, 10103, 10104])
-    ap.add_argument("--cells", nargs="+", default=["10x6", "10x32", "20x6", "20x32"],
-                    help="d x K cells, e.g. 10x6")
+    ap = parser(__doc__.splitlines()[0], seeds=[10400, 10401, 10402, 10403, 10404])
+    ap.add_argument("--cells", nargs="*", default=["10x6", "10x32", "20x6", "20x32"],
+                    help="d x K cells, e.g. 10x6 (none: only merge and summarize)")
     ap.add_argument("--runs", nargs="+", choices=(*OURS, "official"),
                     default=[*OURS, "official"])
     ap.add_argument("--seeds-big", type=int, default=1,
@@ -212,6 +230,9 @@ def main() -> None:
                          "costs ~6x the official code)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the earlier results' rows of other cells, runs or seeds")
+    ap.add_argument("--merge-from", type=Path, nargs="+", default=[],
+                    help="with --merge: also the rows of these results files (runs made apart "
+                         "with --out)")
     ap.add_argument("--official", type=Path, default=OFFICIAL_DEFAULT,
                     help="the official FDBN_Learning repository: git dir or checkout")
     args = ap.parse_args()
@@ -245,13 +266,13 @@ def main() -> None:
                     f"{r['rounds']} rounds, {r['nfev_per_client_round']:.0f} evals/client/round"
                     f", SHD W_k/A_k {r['shd_w']:.2f}/{r['shd_a']:.2f}")
     if args.merge:
-        per_seed = merged(per_seed)
+        per_seed = merged(per_seed, args.merge_from)
     summary = summarize(per_seed)
     log("\n" + table(HEADERS, rows_of(summary)))
     checks: dict[str, str] = {}
     for v in summary.values():
         if v["run"] != "official" and "cpu_ratio_official" in v:
-            cell = f"d={v['d']} K={v['K']} {v['run']}"
+            cell = f"seeds {seed_range(v['seeds'])} d={v['d']} K={v['K']} {v['run']}"
             checks[f"{cell}: CPU <= 0.3 x official (mean of per-seed ratios)"] = check(
                 v["cpu_ratio_official"][0] <= 0.3)
             for k, name in (("shd_w", "SHD(W_k)"), ("shd_a", "SHD(A_k)")):

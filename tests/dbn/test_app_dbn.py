@@ -32,9 +32,10 @@ def run_inprocess(rc: dict, k: int, app=client_app):
 
 
 def reference(rc: dict, k: int, ids=None):
-    s = PFDBNLSettings.from_run_config(rc)
+    pf = rc["algorithm"] == "pfdbnl"
+    s = (PFDBNLSettings if pf else FDBNLSettings).from_run_config(rc)
     moms = [dbn.moments(*client_data(rc, i, k)) for i in (ids if ids is not None else range(k))]
-    ref = dbn.pfdbnl_reference if rc["algorithm"] == "pfdbnl" else dbn.fdbnl_reference
+    ref = dbn.pfdbnl_reference if pf else dbn.fdbnl_reference
     return ref(moms, s)
 
 

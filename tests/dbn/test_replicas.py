@@ -22,8 +22,9 @@ K = 4
 
 def replica_reference(rc: dict, table: list[rep.Replica], rounds: int):
     """Every replica by the reference loop on its own rows (at most ``rounds`` rounds)."""
-    s = PFDBNLSettings.from_run_config(rc)
-    ref = dbn.pfdbnl_reference if rc["algorithm"] == "pfdbnl" else dbn.fdbnl_reference
+    pf = rc["algorithm"] == "pfdbnl"
+    s = (PFDBNLSettings if pf else FDBNLSettings).from_run_config(rc)
+    ref = dbn.pfdbnl_reference if pf else dbn.fdbnl_reference
     data = [client_data(rc, i, K) for i in range(K)]
     out = []
     for r in table:
@@ -47,7 +48,8 @@ def test_replicas_are_ordinary_runs_in_one_message(algorithm, rounds):
     assert len(result.history) == len(plain.history)
     assert len(g1.sent) == len(g0.sent)
     # each half-sample replica is the reference loop on its half of every client's rows
-    strat_table = rep.replicas_of(FDBNLSettings.from_run_config({**rc, "dbn.replicas": 4}))
+    cls = PFDBNLSettings if algorithm == "pfdbnl" else FDBNLSettings
+    strat_table = rep.replicas_of(cls.from_run_config({**rc, "dbn.replicas": 4}))
     refs = replica_reference(rc, strat_table, len(plain.history))
     tau = PFDBNLSettings.from_run_config(rc).tau_w
     W_f = selection_frequency([st.W for st in refs[1:]], tau)

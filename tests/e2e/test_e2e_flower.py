@@ -16,7 +16,7 @@ from fedcausal_flwr.appconfig import view
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result
-from fedcausal_flwr.strategies import PFDBNLSettings
+from fedcausal_flwr.strategies import FDBNLSettings, PFDBNLSettings
 
 pytestmark = pytest.mark.e2e
 
@@ -27,8 +27,9 @@ RC = {"seed": 7, "dbn.d": 5, "dbn.samples-per-client": 40, "dbn.lambda-w": 0.05,
 def reference(rc: dict, k: int) -> dbn.ServerState:
     rc = view(str(rc["algorithm"]), rc)  # the dbn section's keys, as the App reads them
     moms = [dbn.moments(*client_data(rc, i, k)) for i in range(k)]
-    run = dbn.pfdbnl_reference if rc.get("algorithm") == "pfdbnl" else dbn.fdbnl_reference
-    return run(moms, PFDBNLSettings.from_run_config(rc))[0]
+    pf = rc.get("algorithm") == "pfdbnl"
+    run = dbn.pfdbnl_reference if pf else dbn.fdbnl_reference
+    return run(moms, (PFDBNLSettings if pf else FDBNLSettings).from_run_config(rc))[0]
 
 
 def check_against_reference(result: dict, k: int) -> None:

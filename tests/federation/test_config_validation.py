@@ -27,7 +27,8 @@ SS = ("fedgc", "fedcf")
 # (algorithms that read the key, key, bad value, what the message must say is allowed)
 CASES = [
     # tracebacks without the key name in the probe
-    (DBN, "lambda-w", "abc", "float >= 0"),
+    (("fdbnl",), "lambda-w", "abc", "float >= 0"),
+    (("pfdbnl",), "pfdbnl-lambda-w", "abc", "float >= 0"),
     (("fediv",), "iv-lr-g", "x", "float > 0"),
     (DBN, "lags", 0, "int >= 1"),
     ((*DBN, "vfedcd"), "d", 0, "int >= 1"),
@@ -50,8 +51,10 @@ CASES = [
     (DBN, "tau-a", -0.1, "float >= 0"),
     (("vfedcd",), "tau", -0.1, "float >= 0"),
     (("vfedcd",), "dag-tol", -0.1, "float >= 0"),
-    (DBN, "lambda-w", -0.5, "float >= 0"),
-    (DBN, "lambda-a", -0.5, "float >= 0"),
+    (("fdbnl",), "lambda-w", -0.5, "float >= 0"),
+    (("fdbnl",), "lambda-a", -0.5, "float >= 0"),
+    (("pfdbnl",), "pfdbnl-lambda-w", -0.5, "float >= 0"),
+    (("pfdbnl",), "pfdbnl-lambda-a", -0.5, "float >= 0"),
     (("pfdbnl",), "mu", -0.5, "float >= 0"),
     (SS, "ss-lambda-g", -1.0, "float >= 0"),
     (SS, "ss-lambda-l", -1.0, "float >= 0"),

@@ -54,8 +54,8 @@ def test_its_section_is_checked_and_its_classes_are_exported(toy, tmp_path):
     assert "toymean" in registry.sections()
     assert problems("toymean", {"algorithm": "toymean", "rounds": 2}) == [
         "'rounds' is now 'toymean.rounds' (keys sit in their family's section)"]
-    assert any("'dbn.lambda-w' = 0.5 is read by fdbnl, pfdbnl" in p for p in problems(
-        "toymean", {"algorithm": "toymean", "dbn.lambda-w": 0.5}))
+    assert any("'dbn.rho1' = 0.5 is read by fdbnl, pfdbnl" in p for p in problems(
+        "toymean", {"algorithm": "toymean", "dbn.rho1": 0.5}))
     rc = {"algorithm": "toymean", "toymean.step": 2.0, "outputs": str(tmp_path),
           "run-name": "bad"}
     with pytest.raises(ValueError, match="'toymean.step' = 2.0: must be <= 1"):
