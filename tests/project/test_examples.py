@@ -64,6 +64,17 @@ def run_example(example: str, tmp_path: Path, **changes) -> RunResult:
     return RunResult.load(tmp_path / str(rc["run-name"]))
 
 
+def assert_same_as_in_process(result: RunResult, example: str, tmp_path: Path,
+                              **changes) -> None:
+    """``result`` (a run under real Flower on the example's CSVs) has the rounds and, to 1e-8,
+    the W and A of the example's in-process run on the same CSVs."""
+    reference = run_example(example, tmp_path / "in-process", **changes)
+    assert len(result.history) == len(reference.history)
+    for key in ("W", "A"):
+        np.testing.assert_allclose(result.estimates[key], reference.estimates[key], rtol=0,
+                                   atol=1e-8)
+
+
 def node_extra(example: str, i: int) -> dict:
     if example == "fedcf":  # each plant names its own valve column (README)
         return {"input-columns": ["boiler_valve", "turbine_valve"][i]}
