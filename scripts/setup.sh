@@ -14,17 +14,23 @@ cd "$ROOT" || return 1 2>/dev/null || exit 1
     fi
     # shellcheck disable=SC1091
     source .venv/bin/activate
+    # constraints.txt pins every distribution to the versions the suite last ran on (refresh
+    # it on purpose: bash scripts/constraints.sh); FEDCAUSAL_CONSTRAINTS=none installs what
+    # pyproject.toml's ranges resolve to today, another path another pin set.
+    constraints="${FEDCAUSAL_CONSTRAINTS:-constraints.txt}"
+    pin=()
+    [ "$constraints" = none ] || pin=(-c "$constraints")
     stamp=".venv/.fedcausal-installed"
-    want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+    want="$(cat pyproject.toml "${pin[@]:1}" | sha256sum | cut -d' ' -f1)"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        echo "[setup] installing dependencies into .venv (about a minute)"
+        echo "[setup] installing dependencies into .venv (about a minute; constraints: $constraints)"
         python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
         # The CPU build of torch first, so no multi-GB CUDA build is pulled in.
-        python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+        python -m pip install -q "${pin[@]}" "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
         # [all]: every extra (Ray for simulations, dp-accounting, torch for FedIV, phe + gmpy2
         # + pynacl for VFedCD, pandas + networkx for graph outputs), which the tests need;
         # [dev]: pytest, ruff, build.
-        python -m pip install -q -e ".[all,dev]" 2>&1 | grep -v "^WARNING: Location" || true
+        python -m pip install -q "${pin[@]}" -e ".[all,dev]" 2>&1 | grep -v "^WARNING: Location" || true
         python -c "import fedcausal_flwr, flwr, ray, dp_accounting, torch, phe, gmpy2, nacl, sklearn, pandas, networkx"
         echo "$want" > "$stamp"
     fi

@@ -127,7 +127,29 @@ def test_pyproject_extras():
     assert extras["all"] == ["fedcausal-flwr[simulation,dp,fediv,vfedcd,graphs]"]
     assert {"pytest", "ruff", "build"} <= _names(extras["dev"])
     # scripts/setup.sh installs what the tests need
-    assert '".[all,dev]"' in (ROOT / "scripts" / "setup.sh").read_text()
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert '".[all,dev]"' in setup and "constraints.txt" in setup
+
+
+def test_the_constraints_pin_every_installed_distribution_within_pyprojects_ranges():
+    """constraints.txt names one version of each distribution, among them every direct
+    dependency, each inside pyproject.toml's range (a stale pin would fail the install)."""
+    from packaging.requirements import Requirement
+
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version and name.lower() not in pins, line
+            pins[name.lower().replace("_", "-")] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    direct = [Requirement(r) for r in project["dependencies"]] + [
+        Requirement(r) for e, rs in project["optional-dependencies"].items() for r in rs
+        if not r.startswith("fedcausal-flwr")]
+    for req in direct:
+        name = req.name.lower().replace("_", "-")
+        assert name in pins, f"{name} is not pinned"
+        assert req.specifier.contains(pins[name]), f"{name}=={pins[name]} outside {req}"
 
 
 def test_a_late_import_names_its_extra(monkeypatch):
@@ -229,8 +251,10 @@ def test_sourcing_the_setup_leaves_the_callers_shell_options(tmp_path):
     import subprocess
 
     stamp = ROOT / ".venv" / ".fedcausal-installed"
-    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if not stamp.exists() or stamp.read_text().strip() != want:
+    project = (ROOT / "pyproject.toml").read_bytes()
+    wants = {hashlib.sha256(project + pins).hexdigest()  # constrained, FEDCAUSAL_CONSTRAINTS=none
+             for pins in ((ROOT / "constraints.txt").read_bytes(), b"")}
+    if not stamp.exists() or stamp.read_text().strip() not in wants:
         pytest.skip("no .venv set up by scripts/setup.sh for this pyproject.toml")
     out = subprocess.run(
         ["bash", "-c", f'set +euo pipefail; source "{ROOT}/scripts/setup.sh" >/dev/null; false; '
