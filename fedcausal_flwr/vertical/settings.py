@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from fedcausal_flwr.knowledge import KnowledgeSettings
+from fedcausal_flwr.secure.shares import BACKENDS, SECURE_BACKENDS, described
 from fedcausal_flwr.settings import (
     MAX_KEY_BITS,
     MAX_ROUNDS,
@@ -99,8 +100,7 @@ class VFedCDSettings(KnowledgeSettings, RunSettings):
     unfreeze: bool = setting(False, "unfreeze")
     loss: str = setting("nll", "loss", choices=("mse", "nll"), wire=True)
     mode: str = setting("vfedcd", "mode", choices=MODES, wire=True)
-    he_backend: str = setting("paillier-packed", "he-backend",
-                              choices=("paillier", "paillier-packed", "mock"), wire=True)
+    he_backend: str = setting("paillier-packed", "he-backend", choices=BACKENDS, wire=True)
     key_bits: int = setting(2048, "key-bits", ge=256, le=MAX_KEY_BITS, wire=True)
     insecure_test_keys: bool = setting(False, "insecure-test-keys", wire=True)
     seed: int = setting(0, "seed", ge=0, wire=True)
@@ -168,9 +168,8 @@ class VFedCDSettings(KnowledgeSettings, RunSettings):
             out.append(f"mode {self.mode!r} runs the plain framework: every party's features "
                        "H_kt = x^k W_kt and their gradients travel in the clear through the "
                        "relay (the ServerApp)")
-        elif self.he_backend == "mock":
-            out.append("he-backend 'mock' encrypts nothing: the relay (the ServerApp) reads "
-                       "the parties' fixed-point plaintext fragments and feature gradients")
+        elif not (backend := described(self.he_backend)).encrypts:
+            out.append(f"he-backend {backend.name!r} {backend.exposure}")
         elif self.key_bits < MIN_KEY_BITS:
             out.append(f"key-bits {self.key_bits} < {MIN_KEY_BITS}: test-only Paillier keys "
                        "that can be factored; treat every ciphertext as readable")
@@ -179,10 +178,6 @@ class VFedCDSettings(KnowledgeSettings, RunSettings):
 
 MIN_KEY_BITS = 2048
 """Smallest Paillier modulus accepted outside tests (``insecure-test-keys``)."""
-
-SECURE_BACKENDS: tuple[str, ...] = ("paillier", "paillier-packed")
-BACKENDS: tuple[str, ...] = (*SECURE_BACKENDS, "mock")
-
 
 @dataclass(frozen=True)
 class PartyConsent(Settings):
@@ -241,7 +236,7 @@ class PartyConsent(Settings):
         if s.secure and s.he_backend not in self.accepted_backends:
             out.append(f"he-backend {s.he_backend!r} is not among the accepted backends "
                        f"{self.backends!r} ('vfedcd-accept-backends')")
-        if s.secure and s.he_backend != "mock" and s.key_bits < self.min_key_bits:
+        if s.secure and described(s.he_backend).encrypts and s.key_bits < self.min_key_bits:
             out.append(f"key-bits {s.key_bits} is below the accepted minimum "
                        f"{self.min_key_bits} ('vfedcd-min-key-bits')")
         return out
