@@ -2,11 +2,12 @@
 
 Our protocols are iterative multi-party algorithms, not FedAvg rounds, so each strategy drives
 the Grid from :meth:`CausalStrategy.start`: discover the nodes (phase ``query.info``), then
-validated :meth:`CausalStrategy.exchange` calls inside :meth:`CausalStrategy.rounds`. A
+validated ``self.channel.run(phase, ...)`` exchanges (:meth:`Exchange.run`) inside
+:meth:`CausalStrategy.rounds`. A
 protocol with one exchange per round only fills in the round hooks of
 :class:`~fedcausal_flwr.federation.protocol.ProtocolHooks` (``setup``, ``payload``,
 ``reply_shapes``, ``aggregate``, ``record``, ``estimates``, ``done``); a multi-phase protocol
-overrides :meth:`~CausalStrategy.run_rounds` and calls ``exchange`` once per phase inside
+overrides :meth:`~CausalStrategy.run_rounds` and calls ``channel.run`` once per phase inside
 ``rounds()``. The machinery is composed from three pieces, each built from the values it
 needs (none holds the strategy): the node roster (discovery, node health, rejoin:
 :mod:`~fedcausal_flwr.federation.roster`), the exchange (transport on the Grid, reply

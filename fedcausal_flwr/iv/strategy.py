@@ -214,7 +214,8 @@ class FedIV(CausalStrategy):
 
     def _exchange_or_stop(self, grid: Any, phase: str, payloads: Mapping[int, Any],
                           shapes: list[tuple[int, ...]]) -> dict[int, list[np.ndarray]]:
-        """:meth:`exchange`; when every client diverged, stop saying so."""
+        """``channel.run`` (:meth:`Exchange.run`); when every client diverged, stop saying
+        so."""
         n = len(self.recorder.dropped)
         try:
             return self.channel.run(phase, payloads, shapes)
