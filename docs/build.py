@@ -38,7 +38,9 @@ from fedcausal_flwr.registry import ALGORITHMS  # noqa: E402 - after the sys.pat
 API_MODULES = {
     "strategies": ["fedcausal_flwr.strategies", "fedcausal_flwr.federation.strategy",
                    "fedcausal_flwr.federation.protocol", "fedcausal_flwr.federation.roster",
-                   "fedcausal_flwr.federation.exchange", "fedcausal_flwr.federation.recorder",
+                   "fedcausal_flwr.federation.nodes", "fedcausal_flwr.federation.limits",
+                   "fedcausal_flwr.federation.exchange", "fedcausal_flwr.federation.replies",
+                   "fedcausal_flwr.federation.robust", "fedcausal_flwr.federation.recorder",
                    "fedcausal_flwr.federation.flower"],
     "clients": ["fedcausal_flwr.clients", "fedcausal_flwr.federation.client"],
     "settings": ["fedcausal_flwr.settings"],

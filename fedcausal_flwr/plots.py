@@ -12,12 +12,13 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from logging import ERROR
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from fedcausal_flwr.results import RunResult
+#: What these functions draw: a :class:`fedcausal_flwr.results.RunResult` (not imported:
+#: ``results`` imports this module to save plots).
+RunResult = Any
 
 HISTORY_KEYS = ("h", "primal_residual", "shd_w", "shd_a", "auroc", "loss")
 """The per-round numbers ``history.png`` draws (those the last round has)."""

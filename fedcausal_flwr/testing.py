@@ -568,7 +568,7 @@ def honest_margin(algorithm: str, rc: Mapping[str, Any] | None = None,
     k = k or SMALL[algorithm][1]
     strategy = glue(algorithm).strategy(algorithm, view(algorithm, rc))
     seen = {"max_ratio": 0.0, "max_peak": 0.0, "screened": []}
-    screen = strategy.screen
+    screen = strategy.reply_filters[0]  # the magnitude screen
 
     def watched(phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
         peaks = {c: [peak(np.asarray(a)) for a in arrays] for c, arrays in replies.items()}
@@ -586,7 +586,7 @@ def honest_margin(algorithm: str, rc: Mapping[str, Any] | None = None,
         seen["screened"] += [f"client {c}: {why}" for c, why in out.items()]
         return out
 
-    strategy.screen = watched  # type: ignore[method-assign]
+    strategy.reply_filters[0] = watched
     result = strategy.start(grid=InProcessGrid(client_app, k, rc))
     return {**seen, "status": result.status, "rounds": len(result.history),
             "screen_factor": strategy.screen_factor, "screen_floor": strategy.screen_floor}

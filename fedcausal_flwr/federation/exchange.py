@@ -2,11 +2,11 @@
 
 One :meth:`Exchange.run` sends ``train.<phase>`` to some clients, drops (named, with the
 reason) every error reply, missing reply and reply whose arrays break the declared shapes
-(:func:`~fedcausal_flwr.federation.replies.reply_problem`), screens the rest for magnitude
-outliers and, where the protocol has one, with the Byzantine screen
-(:mod:`~fedcausal_flwr.federation.robust`), and counts bytes and round trips;
-:meth:`Exchange.send` is the transport under it (also used by discovery), which knows the
-roster's node health.
+(:func:`~fedcausal_flwr.federation.replies.reply_problem`), runs the rest through its reply
+filters (:class:`~fedcausal_flwr.federation.replies.ReplyFilter`: the magnitude screen, the
+Byzantine screen where the protocol has one, a user's own), and counts bytes and round trips;
+:meth:`Exchange.send` is the transport under it (also used by discovery): pushes and pulls on
+Flower's ``Grid``, as the roster's node health says.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from logging import INFO, WARNING
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Error, Message, RecordDict
@@ -23,12 +23,12 @@ from flwr.common.logger import log
 from flwr.serverapp import Grid
 
 from fedcausal_flwr.federation.errors import ProtocolStopped, TooFewReplies
-from fedcausal_flwr.federation.replies import Expected, array_bytes, reply_problem
-from fedcausal_flwr.federation.roster import Roster, last_line
-
-if TYPE_CHECKING:
-    from fedcausal_flwr.federation.recorder import Recorder
-    from fedcausal_flwr.federation.strategy import CausalStrategy
+from fedcausal_flwr.federation.limits import Limits
+from fedcausal_flwr.federation.nodes import last_line
+from fedcausal_flwr.federation.recorder import Recorder
+from fedcausal_flwr.federation.replies import Expected, ReplyFilter, array_bytes, reply_problem
+from fedcausal_flwr.federation.roster import Roster
+from fedcausal_flwr.federation.wire import WireLog
 
 Payload = tuple[list[np.ndarray], dict[str, Any]]
 
@@ -38,23 +38,34 @@ class Exchange:
 
     Parameters
     ----------
-    strategy : CausalStrategy
-        Whose settings and hooks it reads (``timeout_s``, ``grace_s``, ``min_nodes``,
-        ``screen``, ``wire_log``).
+    grid : Grid
+        Flower's Grid the messages go through (``push_messages``, ``pull_messages``).
     roster : Roster
         The clients' nodes and their health (what is sent, and how long it is waited for).
     recorder : Recorder
         Where rounds, bytes, round trips, drops and participation are counted.
+    limits : Limits
+        ``min_nodes`` (the default ``need``), ``timeout_s`` and ``grace_s``.
+    filters : sequence of ReplyFilter
+        Run in order on the well-formed replies of each exchange (:attr:`filters`).
+    algorithm : str
+        Sent in every message's config.
+    wire_log : WireLog, optional
+        Where every message is counted (default: a new one).
     """
 
-    def __init__(self, strategy: CausalStrategy, roster: Roster, recorder: Recorder) -> None:
-        self.strategy = strategy
-        self.roster = roster
-        self.recorder = recorder
+    def __init__(self, grid: Grid, roster: Roster, recorder: Recorder,
+                 limits: Limits | None = None, filters: Sequence[ReplyFilter] = (), *,
+                 algorithm: str = "base", wire_log: WireLog | None = None) -> None:
+        self.grid, self.roster, self.recorder = grid, roster, recorder
+        self.limits = limits or roster.limits
+        self.filters: list[ReplyFilter] = list(filters)
+        self.algorithm = algorithm
+        self.wire_log = WireLog() if wire_log is None else wire_log
         self.reply_metrics: dict[int, dict[str, Any]] = {}
         self.timed_out: dict[str, Message] = {}  # the last send's messages not answered in time
 
-    def run(self, grid: Grid, phase: str, payloads: Mapping[int, Payload],
+    def run(self, phase: str, payloads: Mapping[int, Payload],
             expected: Expected | Mapping[int, Expected], *, need: int | None = None,
             every: bool = False, metrics: Sequence[str] = ()) -> dict[int, list[np.ndarray]]:
         """Send ``train.<phase>`` to each client id; return the valid replies by client id.
@@ -62,10 +73,9 @@ class Exchange:
         Error replies, missing replies and replies with the wrong count, shapes or dtypes
         (floats must be float64) or with non-finite floats are dropped and logged
         (``expected``: one list for all, or one per client id; see :func:`reply_problem`);
-        then the well-formed replies are screened for magnitude (``strategy.screen``) and
-        for updates far from the others' (``strategy.flag``, the Byzantine screen; a flagged
-        client is counted in the round's ``flagged``) before any is returned, so nothing a
-        protocol aggregates or sends on holds an outlier. Fewer
+        then the well-formed replies go through :attr:`filters` in order (the magnitude
+        screen, the Byzantine screen, whose drops are counted in the round's ``flagged``) before
+        any is returned, so nothing a protocol aggregates or sends on holds an outlier. Fewer
         than ``need`` valid replies (default: ``min_nodes``; 1 for a query to one client)
         raise :class:`TooFewReplies`; with ``every``, any dropped reply raises
         :class:`ProtocolStopped` naming that client. A reply without a finite number for each
@@ -83,7 +93,7 @@ class Exchange:
         exchange whose replies all arrive in time sends and waits exactly as without it.
         """
         rec, nodes = self.recorder, self.roster.nodes
-        need = self.strategy.min_nodes if need is None else int(need)
+        need = self.limits.min_nodes if need is None else int(need)
         rec.exchanges["round"] += 1
         rec.exchanges["total"] += 1
         contents = {}
@@ -91,11 +101,11 @@ class Exchange:
             rec.bytes["down"] += array_bytes(arrays)
             contents[nodes[cid].node_id] = RecordDict({
                 "arrays": ArrayRecord([np.asarray(a) for a in arrays]),
-                "config": ConfigRecord({"algorithm": self.strategy.algorithm, **cfg,
+                "config": ConfigRecord({"algorithm": self.algorithm, **cfg,
                                         "server-round": rec.round}),
             })
-        replies = self.send(grid, contents, f"train.{phase}")
-        retried = self._retry(grid, phase, payloads, replies, expected, need, every)
+        replies = self.send(contents, f"train.{phase}")
+        retried = self._retry(phase, payloads, replies, expected, need, every)
         ok: dict[int, list[np.ndarray]] = {}
         self.reply_metrics = {}
         for cid in payloads:
@@ -104,7 +114,7 @@ class Exchange:
             want = expected[cid] if isinstance(expected, Mapping) else expected
             problem, arrays = None, []
             if r is None:
-                problem = f"no reply to train.{phase} in {self.strategy.timeout_s:.3g} s"
+                problem = f"no reply to train.{phase} in {self.limits.timeout_s:.3g} s"
                 if node in retried:
                     problem += ", nor in the retry"
             elif r.has_error():
@@ -114,7 +124,7 @@ class Exchange:
             else:
                 arrays = r.content["arrays"].to_numpy_ndarrays()
                 rec.bytes["up"] += array_bytes(arrays)
-                self.strategy.wire_log.add(rec.round, f"train.{phase}", "up", node, arrays)
+                self.wire_log.add(rec.round, f"train.{phase}", "up", node, arrays)
                 problem = reply_problem(arrays, want) or metrics_problem(r, metrics)
             if problem:
                 rec.drop(f"client {cid}", f"{phase}: {problem}")
@@ -125,9 +135,9 @@ class Exchange:
             ok[cid] = arrays
             self.reply_metrics[cid] = (dict(r.content["metrics"])
                                        if "metrics" in r.content.metric_records else {})
-        for screen in (self.strategy.screen, self.strategy.flag):
+        for screen in self.filters:
             for cid, why in sorted(screen(phase, ok).items()):
-                if screen == self.strategy.flag:
+                if getattr(screen, "flags", False):
                     rec.flag(cid)
                 rec.drop(f"client {cid}", f"{phase}: {why}")
                 del ok[cid]
@@ -145,7 +155,7 @@ class Exchange:
                                     if late else ""))
         return ok
 
-    def _retry(self, grid: Grid, phase: str, payloads: Mapping[int, Payload],
+    def _retry(self, phase: str, payloads: Mapping[int, Payload],
                replies: dict[int, Message], expected: Expected | Mapping[int, Expected],
                need: int, every: bool) -> set[int]:
         """Wait once more (at most ``timeout_s``) for the replies missing after the timeout,
@@ -168,18 +178,18 @@ class Exchange:
             if good >= need:
                 return set()
         waited = {m.metadata.dst_node_id for m in pending.values()}
-        timeout_s = self.strategy.timeout_s
+        timeout_s = self.limits.timeout_s
         self.recorder.retries += 1
         log(WARNING, "round %d: %s did not answer train.%s within %.3gs; retrying once: "
             "waiting at most %.3gs more for their replies", self.recorder.round,
             ", ".join(roster.who(n) for n in sorted(waited)), phase, timeout_s, timeout_s)
         deadline, wait = time.time() + timeout_s, 0.002
         while pending:
-            for r in grid.pull_messages(list(pending)):
+            for r in self.grid.pull_messages(list(pending)):
                 mid = r.metadata.reply_to_message_id
                 if mid in pending:
                     msg = pending.pop(mid)
-                    roster.late.pop(mid, None)
+                    roster.late_taken(mid)
                     replies[msg.metadata.dst_node_id] = self._take_reply(msg, r)
             now = time.time()
             if not pending or now >= deadline:
@@ -189,11 +199,11 @@ class Exchange:
         return waited
 
     # ---- transport -------------------------------------------------------------------
-    def send(self, grid: Grid, node_cfg: Mapping[int, RecordDict], message_type: str
+    def send(self, node_cfg: Mapping[int, RecordDict], message_type: str
              ) -> dict[int, Message]:
         """Send each node its content as ``message_type``; the replies by node id."""
         messages = []
-        rnd, wire_log = self.recorder.round, self.strategy.wire_log
+        rnd, wire_log = self.recorder.round, self.wire_log
         for node, content in node_cfg.items():
             messages.append(Message(content, dst_node_id=node, message_type=message_type,
                                     group_id=str(rnd)))
@@ -201,9 +211,9 @@ class Exchange:
             wire_log.add(rnd, message_type, "down", node,
                          list(arrays.values()) if arrays else [],
                          content.config_records.get("config", {}).keys())
-        return {r.metadata.src_node_id: r for r in self.send_and_receive(grid, messages)}
+        return {r.metadata.src_node_id: r for r in self.send_and_receive(messages)}
 
-    def send_and_receive(self, grid: Grid, messages: list[Message]) -> list[Message]:
+    def send_and_receive(self, messages: list[Message]) -> list[Message]:
         """Push, then pull with a short, growing interval (Flower's own loop sleeps 3 s).
 
         Node health (see :mod:`~fedcausal_flwr.federation.roster`): a message to an
@@ -214,14 +224,13 @@ class Exchange:
         error replies (node unavailable) come back as replies of the node they were meant
         for.
         """
-        roster = self.roster
+        roster, grid = self.roster, self.grid
         self.timed_out = {}  # message id -> message, no reply in time (see _retry)
         out: list[Message] = []
         send: list[Message] = []
         for m in messages:
-            node = m.metadata.dst_node_id
-            if node in roster.unresponsive and node not in roster.probation:
-                out.append(_error_reply(m, f"not sent: {roster.unresponsive[node]}; "
+            if (why := roster.skipped(m.metadata.dst_node_id)) is not None:
+                out.append(_error_reply(m, f"not sent: {why}; "
                                            "waiting for it to answer or rejoin"))
                 arrays = m.content.array_records.get("arrays")
                 self.recorder.bytes["down"] -= array_bytes(arrays.to_numpy_ndarrays()
@@ -236,7 +245,6 @@ class Exchange:
         t0 = time.time()
         sent: dict[str, Message] = {}
         deadline: dict[str, float] = {}
-        grace_s, timeout_s = self.strategy.grace_s, self.strategy.timeout_s
         for m, mid in zip(send, ids, strict=True):
             node = m.metadata.dst_node_id
             if not mid:  # a node that left is noticed by Roster.refresh; retried otherwise
@@ -244,7 +252,7 @@ class Exchange:
                                            f"(node {node} not registered?)"))
                 continue
             sent[mid] = m
-            deadline[mid] = t0 + (grace_s if node in roster.probation else timeout_s)
+            deadline[mid] = t0 + roster.wait_s(node)
         wait = 0.002
         while deadline:
             for r in grid.pull_messages(list(deadline)):
@@ -266,28 +274,22 @@ class Exchange:
         """A reply to ``msg``: the node is live again, or the SuperLink says it is gone."""
         roster, node = self.roster, msg.metadata.dst_node_id
         if r.metadata.src_node_id == node:  # the node itself answered (content or error)
-            if node in roster.unresponsive:
+            if roster.answered(node):
                 log(INFO, "%s answers again", roster.who(node))
-            roster.unresponsive.pop(node, None)
-            roster.probation.discard(node)
             return r
         reason = last_line(r.error.reason) if r.has_error() else "reply from another node"
-        roster.unresponsive[node] = (f"unavailable since round {self.recorder.round} "
-                                     f"({reason.rstrip('.')})")
-        roster.probation.discard(node)
+        roster.mark_unavailable(node, reason)
         return _error_reply(msg, f"node {node}: {reason}")
 
     def _timed_out(self, msg: Message, waited: float) -> None:
         """No reply to ``msg`` in time: its node is unresponsive; the reply may come late."""
         roster = self.roster
         node, kind = msg.metadata.dst_node_id, msg.metadata.message_type
-        roster.late[msg.metadata.message_id] = (node, kind)
-        roster.probation.discard(node)
-        if node not in roster.unresponsive:
-            roster.unresponsive[node] = f"no reply to {kind} since round {self.recorder.round}"
+        roster.expect_late(msg.metadata.message_id, node, kind)
+        if roster.mark_unresponsive(node, kind):
             log(WARNING, "%s did not answer %s within %.3gs: later exchanges go on without "
                 "it until it answers or rejoins (then it is waited for %.3gs)",
-                roster.who(node), kind, waited, self.strategy.grace_s)
+                roster.who(node), kind, waited, self.limits.grace_s)
 
 
 def metrics_problem(reply: Message, names: Sequence[str]) -> str | None:

@@ -14,9 +14,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fedcausal_flwr.federation.exchange import Payload
-from fedcausal_flwr.federation.replies import SCREEN_FACTOR, SCREEN_FLOOR, Shape, outliers
-from fedcausal_flwr.federation.robust import byzantine_outliers
-from fedcausal_flwr.federation.roster import NodeInfo, Roster, agreed_props
+from fedcausal_flwr.federation.nodes import NodeInfo, agreed_props
+from fedcausal_flwr.federation.replies import (
+    SCREEN_FACTOR,
+    SCREEN_FLOOR,
+    MagnitudeScreen,
+    ReplyFilter,
+    Shape,
+)
+from fedcausal_flwr.federation.robust import ByzantineScreen
+from fedcausal_flwr.federation.roster import Roster
 from fedcausal_flwr.settings import ScreenedRunSettings
 
 
@@ -27,7 +34,8 @@ class ProtocolHooks:
     :attr:`nodes` and :attr:`roster` and calls the hooks from its run: ``setup`` once the
     nodes are known, then per round ``select``, ``payload``, ``reply_shapes``,
     ``aggregate``, ``record`` and ``done`` (``run_rounds``); ``expected_props`` and
-    ``info_config`` at discovery; ``reply_bound``, ``screen`` and ``flag`` on every exchange.
+    ``info_config`` at discovery; ``screens`` (with ``reply_bound``, ``robust_view`` and
+    ``robust_cohort``) for the reply filters of every exchange.
     ``setup``, ``payload``, ``reply_shapes`` and ``aggregate`` raise ``NotImplementedError``
     until a protocol defines them.
     """
@@ -128,13 +136,6 @@ class ProtocolHooks:
         is what protects an exchange with a single reply, where there is nothing to compare."""
         return None
 
-    def screen(self, phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
-        """Magnitude outliers among the well-formed replies of one exchange, {cid: why}
-        (:func:`outliers` with :meth:`reply_bound`, :attr:`screen_factor` and
-        :attr:`screen_floor`)."""
-        return outliers(replies, bound=self.reply_bound(phase), factor=self.screen_factor,
-                        floor=self.screen_floor)
-
     def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
                     ) -> list[np.ndarray] | None:
         """What the Byzantine screen compares of client ``cid``'s reply to ``train.<phase>``:
@@ -148,15 +149,16 @@ class ProtocolHooks:
         by default."""
         return None
 
-    def flag(self, phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
-        """Clients the Byzantine screen flags among the screened replies of one exchange,
-        {cid: why} (:func:`~fedcausal_flwr.federation.robust.byzantine_outliers` on
-        :meth:`robust_view`, with the settings' ``byzantine_*``; nothing for settings
-        without a screen, or with ``byzantine_screen`` off)."""
+    def screens(self) -> list[ReplyFilter]:
+        """The protocol's reply filters, run in order on every exchange before a user's
+        (``reply_filters``): the magnitude screen (:class:`MagnitudeScreen` with
+        :meth:`reply_bound`, :attr:`screen_factor` and :attr:`screen_floor`) and, for settings
+        with ``byzantine_screen`` on, the Byzantine screen (:class:`ByzantineScreen` on
+        :meth:`robust_view` and :meth:`robust_cohort`, with the settings' ``byzantine_*``)."""
+        out: list[ReplyFilter] = [MagnitudeScreen(self.reply_bound, self.screen_factor,
+                                                  self.screen_floor)]
         s = self.settings
-        if not isinstance(s, ScreenedRunSettings) or not s.byzantine_screen:
-            return {}
-        views = {c: v for c, a in replies.items()
-                 if (v := self.robust_view(phase, c, a)) is not None}
-        return byzantine_outliers(views, factor=s.byzantine_factor, floor=s.byzantine_floor,
-                                  cohorts={c: self.robust_cohort(phase, c) for c in views})
+        if isinstance(s, ScreenedRunSettings) and s.byzantine_screen:
+            out.append(ByzantineScreen(self.robust_view, self.robust_cohort,
+                                       factor=s.byzantine_factor, floor=s.byzantine_floor))
+        return out

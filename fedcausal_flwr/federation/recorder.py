@@ -12,26 +12,30 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from logging import ERROR, INFO, WARNING
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flwr.common.logger import log
 
 from fedcausal_flwr.federation.errors import TooFewReplies
 from fedcausal_flwr.results import RunResult
 
-if TYPE_CHECKING:
-    from fedcausal_flwr.federation.strategy import CausalStrategy
-
 
 class Recorder:
-    """The bookkeeping of one run, with the strategy's hooks for what it records.
+    """The bookkeeping of one run.
 
     Parameters
     ----------
-    strategy : CausalStrategy
-        Whose hooks fill the records (``estimates``, ``round_estimates``, ``result_names``,
-        ``show``, ``evaluate_fn``), name the progress line (``algorithm``, ``round_label``,
-        ``progress_keys``) and keep them (``checkpoint``).
+    algorithm : str
+        The name its log lines give.
+    label : str
+        The progress line's round key (``ProtocolHooks.round_label``).
+    progress_keys : sequence of str
+        The record keys the progress line shows.
+    checkpoint : callable, optional
+        ``checkpoint(result)`` at the start, after each recorded round and at the end.
+    snapshot : callable, optional
+        ``snapshot(result)`` fills ``result``'s estimates and names before each round's
+        checkpoint.
 
     Attributes
     ----------
@@ -43,8 +47,12 @@ class Recorder:
         ``start(num_rounds=...)``: most rounds recorded.
     """
 
-    def __init__(self, strategy: CausalStrategy) -> None:
-        self.strategy = strategy
+    def __init__(self, algorithm: str = "base", *, label: str = "round",
+                 progress_keys: Sequence[str] = (),
+                 checkpoint: Callable[[RunResult], None] | None = None,
+                 snapshot: Callable[[RunResult], None] | None = None) -> None:
+        self.algorithm, self.label, self.progress_keys = algorithm, label, tuple(progress_keys)
+        self.save, self.snapshot = checkpoint, snapshot
         self.reset()
 
     def reset(self) -> None:
@@ -86,9 +94,11 @@ class Recorder:
         self._t_round, self._n_dropped = time.time(), len(self.dropped)
         return {"round": self.round}
 
-    def close_round(self, result: RunResult, rec: dict[str, Any]) -> None:
-        """Finish a round's record (clients, drops, bytes, evaluation, seconds) and keep it."""
-        s = self.strategy
+    def close_round(self, result: RunResult, rec: dict[str, Any], *,
+                    evaluate: Callable[[], Mapping[str, Any]] | None = None,
+                    show: Callable[[Mapping[str, Any]], bool] | None = None) -> None:
+        """Finish a round's record (clients, drops, bytes, ``evaluate()``, seconds) and keep
+        it (with a progress line where ``show(rec)``, default always)."""
         rec.setdefault("round", self.round)
         rec.update({"n_clients": self.accepted,
                     "dropped": len(self.dropped) - self._n_dropped,
@@ -98,49 +108,37 @@ class Recorder:
             rec["retries"] = self.retries
         if self._round_flagged:  # likewise: a round with a flagged client says which
             rec["flagged"] = sorted(self._round_flagged)
-        if s.evaluate_fn is not None:
-            ev = s.evaluate_fn(s.round_estimates(), sorted(s.nodes))
+        if evaluate is not None:
+            ev = evaluate()
             rec.update(ev)
             result.evaluations[int(rec["round"])] = dict(ev)
         rec["seconds"] = time.time() - self._t_round
-        self.record_round(result, rec, show=s.show(rec))
+        self.record_round(result, rec, show=True if show is None else show(rec))
 
     def record_round(self, result: RunResult, rec: dict[str, Any], *,
                      show: bool = True, label: str | None = None) -> None:
         """Append a finished round to the history, log its progress line, checkpoint."""
-        s = self.strategy
         result.history.append(rec)
         if show:
-            label = label or s.round_label
-            log(INFO, "[%s %s %s] %s", s.algorithm, label, rec.get(label, self.round),
-                progress(rec, s.progress_keys))
-        if s.checkpoint is not None:
-            result.estimates = s.estimates()
-            result.names = s.result_names()
+            label = label or self.label
+            log(INFO, "[%s %s %s] %s", self.algorithm, label, rec.get(label, self.round),
+                progress(rec, self.progress_keys))
+        if self.save is not None:
+            if self.snapshot is not None:
+                self.snapshot(result)
             result.status = "running"
-            s.checkpoint(result)
+            self.save(result)
 
-    def finish(self, result: RunResult, t0: float) -> None:
-        """Final estimates and metrics.
+    def finish(self, result: RunResult, t0: float, discovered: int) -> None:
+        """The run's metrics and timing (after its final estimates).
 
         ``metrics["clients"]`` counts the clients that took part (a valid reply at least
-        once), ``metrics["clients_discovered"]`` those discovery kept, ``metrics["flagged"]``
-        (only when the Byzantine screen flagged someone) ``{"client k": replies flagged}``.
-        An error while scoring the final estimates is recorded in ``result.errors``, never
-        replaces the status.
+        once), ``metrics["clients_discovered"]`` those discovery kept (``discovered``),
+        ``metrics["flagged"]`` (only when the Byzantine screen flagged someone)
+        ``{"client k": replies flagged}``.
         """
-        s = self.strategy
-        try:
-            if s.nodes and self.round:
-                result.estimates = s.estimates()
-                result.names = s.result_names()
-                if s.evaluate_fn is not None:
-                    result.metrics.update(s.evaluate_fn(result.estimates, sorted(s.nodes)))
-        except Exception as e:  # noqa: BLE001 - the run's outcome stands; say what failed
-            result.errors.append(f"final evaluation: {type(e).__name__}: {e}")
-            log(ERROR, "%s: final evaluation failed: %s", s.algorithm, traceback.format_exc())
         result.metrics.update({"rounds": self.round, "clients": len(self.took_part),
-                               "clients_discovered": len(s.nodes),
+                               "clients_discovered": discovered,
                                "dropped": list(self.dropped)})
         if self.flagged:
             result.metrics["flagged"] = {f"client {c}": n
@@ -154,16 +152,16 @@ class Recorder:
         return Outcome(self, result, finish)
 
     def checkpoint(self, result: RunResult) -> None:
-        """Hand ``result`` to the strategy's ``checkpoint``, if it has one."""
-        if self.strategy.checkpoint is not None:
-            self.strategy.checkpoint(result)
+        """Hand ``result`` to ``checkpoint``, if there is one."""
+        if self.save is not None:
+            self.save(result)
 
     def final_checkpoint(self, result: RunResult) -> None:
         """Checkpoint the final status (a failing checkpoint never masks the outcome)."""
         try:
             self.checkpoint(result)
         except Exception:  # noqa: BLE001
-            log(ERROR, "%s: final checkpoint failed: %s", self.strategy.algorithm,
+            log(ERROR, "%s: final checkpoint failed: %s", self.algorithm,
                 traceback.format_exc())
 
 
@@ -187,7 +185,7 @@ class Outcome:
 
     def __exit__(self, kind: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> bool:
-        algorithm, result = self.recorder.strategy.algorithm, self.result
+        algorithm, result = self.recorder.algorithm, self.result
         if isinstance(e, TooFewReplies):
             result.status = f"stopped: {e}"
             log(ERROR, "%s stopped early: %s", algorithm, e)

@@ -1,9 +1,16 @@
 """What a reply must be: its arrays' count, shapes, dtypes and finiteness, and a magnitude
-screen against the other replies of the same exchange. Pure numpy, no Flower."""
+screen against the other replies of the same exchange. Pure numpy, no Flower.
+
+A :class:`ReplyFilter` is what an exchange runs on its well-formed replies, in order, before
+any is returned: :class:`MagnitudeScreen` here, the Byzantine screen
+(:class:`~fedcausal_flwr.federation.robust.ByzantineScreen`), or a user's own.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -113,3 +120,33 @@ def outliers(replies: Mapping[int, Sequence[np.ndarray]], *, bound: float | None
                           f"{ref:.3g} of the other {len(others)} replies (magnitude outlier)")
                 break
     return out
+
+
+class ReplyFilter(Protocol):
+    """Drops replies of one exchange: ``filter(phase, replies) -> {client id: why}``
+    (``replies``: the arrays by client id that passed the filters before it). A filter whose
+    ``flags`` attribute is true has its drops counted as flagged (the round's ``flagged``,
+    ``metrics["flagged"]``); a plain function may be a filter."""
+
+    def __call__(self, phase: str, replies: Mapping[int, Sequence[np.ndarray]]
+                 ) -> dict[int, str]: ...
+
+
+def _no_bound(phase: str) -> float | None:
+    return None
+
+
+@dataclass(frozen=True)
+class MagnitudeScreen:
+    """The magnitude screen as a reply filter: :func:`outliers` with the protocol's bound for
+    the phase (``bound(phase)``, see ``ProtocolHooks.reply_bound``), ``factor`` and
+    ``floor``."""
+
+    bound: Callable[[str], float | None] = _no_bound
+    factor: float = SCREEN_FACTOR
+    floor: float = SCREEN_FLOOR
+
+    def __call__(self, phase: str, replies: Mapping[int, Sequence[np.ndarray]]
+                 ) -> dict[int, str]:
+        return outliers(replies, bound=self.bound(phase), factor=self.factor,
+                        floor=self.floor)

@@ -21,7 +21,9 @@ alone informs is not screened. Pure numpy; cost O(K P log K) for P numbers per c
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -82,3 +84,22 @@ def byzantine_outliers(views: Mapping[int, Sequence[np.ndarray]], *, factor: flo
                       f"{len(ratios)} replies (over {factor:g}): flagged by the Byzantine "
                       "screen")
     return dict(sorted(out.items()))
+
+
+@dataclass(frozen=True)
+class ByzantineScreen:
+    """The Byzantine screen as a reply filter (see
+    :class:`~fedcausal_flwr.federation.replies.ReplyFilter`): :func:`byzantine_outliers` on
+    what ``view(phase, cid, arrays)`` gives of each reply (None: not screened), within the
+    cohorts ``cohort(phase, cid)``; its drops are counted as flagged."""
+
+    view: Callable[[str, int, list[np.ndarray]], list[np.ndarray] | None]
+    cohort: Callable[[str, int], Hashable]
+    factor: float
+    floor: float
+    flags: ClassVar[bool] = True
+
+    def __call__(self, phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
+        views = {c: v for c, a in replies.items() if (v := self.view(phase, c, a)) is not None}
+        return byzantine_outliers(views, factor=self.factor, floor=self.floor,
+                                  cohorts={c: self.cohort(phase, c) for c in views})

@@ -5,7 +5,11 @@ federation's properties (:meth:`Roster.discover`). Nodes come and go. A node tha
 answer within the reply timeout is *unresponsive*: that costs the timeout once, and later
 messages to it are not sent (each exchange drops it, named) until it answers a message the
 server stopped waiting for, or comes back to the SuperLink; then its next message is waited for
-only ``grace_s`` (``node-grace-s``, *probation*), and an answer makes it live again. Between
+only ``grace_s`` (``node-grace-s``, *probation*), and an answer makes it live again. Each
+node's health is one :class:`NodeHealth` (a :class:`Health` with its reason, in words), which
+only the roster changes, through its verbs (:meth:`Roster.answered`,
+:meth:`Roster.mark_unresponsive`, :meth:`Roster.mark_unavailable`, :meth:`Roster.leave`,
+:meth:`Roster.retry`, :meth:`Roster.rejoin`). Between
 rounds (:meth:`Roster.refresh`) a client whose node left the SuperLink or stopped answering is
 looked for among new node ids: a restarted SuperNode (new node id, same ``partition-id`` and
 properties) takes the client's place, and the server-held state (kept by partition id) carries
@@ -22,123 +26,67 @@ node id claiming the partition is refused, named (:meth:`Roster.claim_refused`).
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 from logging import INFO, WARNING
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from flwr.app import ConfigRecord, Message, RecordDict
 from flwr.common.logger import log
 from flwr.serverapp import Grid
 
 from fedcausal_flwr.federation.errors import ProtocolStopped, TooFewReplies
-from fedcausal_flwr.federation.wire import NODE_RECORD
+from fedcausal_flwr.federation.limits import Limits
+from fedcausal_flwr.federation.nodes import (
+    PARTITION_HINT,
+    NodeInfo,
+    agreed_props,
+    incarnation_of,
+    node_named,
+    parse_info,
+)
+from fedcausal_flwr.federation.recorder import Recorder
 from fedcausal_flwr.names import default_names, split
 
-if TYPE_CHECKING:
-    from fedcausal_flwr.federation.exchange import Exchange
-    from fedcausal_flwr.federation.recorder import Recorder
-    from fedcausal_flwr.federation.strategy import CausalStrategy
+
+class Health(Enum):
+    """Where a node stands: it answers (``LIVE``), it did not answer in time
+    (``UNRESPONSIVE``), the SuperLink answered for it (``UNAVAILABLE``), or it is gone from
+    the SuperLink (``LEFT``). A node that is not live is not sent to, unless on probation."""
+
+    LIVE = "live"
+    UNRESPONSIVE = "unresponsive"
+    UNAVAILABLE = "unavailable"
+    LEFT = "left"
 
 
 @dataclass(frozen=True)
-class NodeInfo:
-    """What a node said of itself in the ``query.info`` phase."""
+class NodeHealth:
+    """A node's :class:`Health`, since when and why (``reason``, the words its drops quote),
+    and whether it is on probation (its next message is waited for only ``grace_s``: a node
+    retried after it was down, or a new SuperNode asked ``query.info``)."""
 
-    node_id: int
-    cid: int
-    num_partitions: int
-    props: dict[str, Any]
-    #: which life of the node answered (``federation.client.incarnation``; None: not said)
-    incarnation: int | None = None
+    state: Health = Health.LIVE
+    reason: str = ""
+    probation: bool = False
 
-
-def incarnation_of(reply: Message) -> int | None:
-    """The incarnation a reply carries (its ``node`` record), or None."""
-    rec = reply.content.config_records.get(NODE_RECORD) if reply.has_content() else None
-    value = rec.get("incarnation") if rec is not None else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    @property
+    def down(self) -> bool:
+        """Not live (unresponsive, unavailable or left)."""
+        return self.state is not Health.LIVE
 
 
-PARTITION_HINT = ("give each SuperNode its own partition-id in its node config "
-                  "(--node-config 'partition-id=<i> ...'); a node config without one claims 0")
-"""How to fix a repeated partition id: a deployment's SuperNodes declare none by default."""
+class Transport(Protocol):
+    """What the roster sends ``query.info`` through (an
+    :class:`~fedcausal_flwr.federation.exchange.Exchange`)."""
 
+    grid: Grid
 
-def parse_info(node: int, reply: Message | None, timeout: float) -> NodeInfo | str:
-    """A node's ``query.info`` reply as :class:`NodeInfo`, or why it is unusable.
-
-    The reply must carry a ``properties`` record with an integer ``partition-id`` >= 0 (and,
-    if present, an integer ``num-partitions`` >= 0).
-    """
-    if reply is None:
-        return f"no reply to query.info in {timeout:g}s"
-    if reply.has_error():
-        return f"error reply to query.info: {last_line(reply.error.reason)}"
-    if "properties" not in reply.content.config_records:
-        return ("query.info reply without a 'properties' record (has "
-                f"{sorted(reply.content.keys()) or 'nothing'})")
-    props = dict(reply.content["properties"])
-    for key, needed in (("partition-id", True), ("num-partitions", False)):
-        v = props.get(key)
-        if v is None and not needed:
-            continue
-        if v is None:
-            return "query.info reply without 'partition-id'"
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            return f"query.info reply has {key} = {v!r}, not an integer >= 0"
-    return NodeInfo(node, int(props["partition-id"]), int(props.get("num-partitions", 0)),
-                    props, incarnation_of(reply))
-
-
-def majority_props(infos: Sequence[NodeInfo], keys: Sequence[str]) -> dict[str, Any]:
-    """The most common value of each of ``keys`` among the nodes that report it (ties: the
-    lowest partition id's), for optional properties such as the variable names."""
-    out = {}
-    for k in keys:
-        have = sorted((i for i in infos if k in i.props), key=lambda i: (i.cid, i.node_id))
-        if have:
-            out[k] = Counter(i.props[k] for i in have).most_common(1)[0][0]
-    return out
-
-
-def agreed_props(infos: Sequence[NodeInfo]) -> dict[str, Any]:
-    """The majority of d and p, then the majority of the variable names among the nodes with
-    that d and p (the default of ``CausalStrategy.expected_props``)."""
-    keys = [k for k in ("d", "p") if all(k in i.props for i in infos)]
-    if not keys:
-        return majority_props(infos, ("names",))
-    common = Counter(tuple(i.props[k] for k in keys) for i in infos).most_common(1)[0][0]
-    want = dict(zip(keys, common, strict=True))
-    agree = [i for i in infos if all(i.props[k] == v for k, v in want.items())]
-    return {**want, **majority_props(agree, ("names",))}
-
-
-def last_line(text: str) -> str:
-    """The last non-empty line of an error reason (a client's traceback ends with it)."""
-    lines = [ln for ln in str(text).strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else "error reply"
-
-
-def node_named(node: int, reply: Message | None) -> str:
-    """``node <id>``, with the partition id its reply claims when there is one."""
-    try:
-        pid = reply.content["properties"]["partition-id"]  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001 - no reply, error reply, no properties, no partition-id
-        return f"node {node}"
-    return f"node {node} (partition-id {pid!r})"
-
-
-def _short(value: object, limit: int = 200) -> object:
-    """``value``, or its text cut to ``limit`` characters with the rest counted (a log line
-    of a d = 1,000 federation's variable names is 6,000 characters)."""
-    text = str(value)
-    return value if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more)"
-
-
-def _dropped_so_far(dropped: Sequence[str]) -> str:
-    return f"; dropped: {'; '.join(dropped)}" if dropped else ""
+    def send(self, node_cfg: Mapping[int, RecordDict], message_type: str
+             ) -> dict[int, Message]:
+        """Send each node its content; the replies by node id."""
+        ...
 
 
 class Roster:
@@ -146,27 +94,99 @@ class Roster:
 
     Parameters
     ----------
-    strategy : CausalStrategy
-        Whose settings and hooks it reads (``min_nodes``, ``node_wait_s``, ``timeout_s``,
-        ``grace_s``, ``info_config``, ``expected_props``, ``optional_props``,
-        ``rejoinable``).
     recorder : Recorder
         Where drops are counted and the round number is kept.
+    limits : Limits
+        The quorum and the waits (``min_nodes``, ``node_wait_s``, ``timeout_s``, ``grace_s``).
+    name : str
+        The strategy's name, for log lines and the errors that stop a run.
+    rejoinable : bool
+        Whether a restarted SuperNode may take its client's place (see
+        ``ProtocolHooks.rejoinable``).
+    bind_partitions : bool
+        Whether only the node id that held a partition at discovery may hold it later.
+    nodes : mapping, optional
+        The clients so far (discovery replaces them).
     """
 
-    def __init__(self, strategy: CausalStrategy, recorder: Recorder) -> None:
-        self.strategy = strategy
-        self.recorder = recorder
-        self.nodes: dict[int, NodeInfo] = {}  # by client id (partition id)
-        self.reset()
-
-    def reset(self) -> None:
-        """Forget node health (a new run); the clients stay until discovery replaces them."""
-        self.unresponsive: dict[int, str] = {}  # node id -> since when and why, in words
-        self.probation: set[int] = set()  # node ids waited for only grace_s
+    def __init__(self, recorder: Recorder, limits: Limits | None = None, *,
+                 name: str = "strategy", rejoinable: bool = True, bind_partitions: bool = False,
+                 nodes: Mapping[int, NodeInfo] | None = None) -> None:
+        self.recorder, self.limits, self.name = recorder, limits or Limits(), name
+        self.rejoinable, self.bind_partitions = rejoinable, bind_partitions
+        self.nodes: dict[int, NodeInfo] = dict(nodes or {})  # by client id (partition id)
+        self.info: dict[str, Any] = {}  # the query.info config (set by discover)
+        self._health: dict[int, NodeHealth] = {}  # node id -> health, for nodes not plainly live
         self.late: dict[str, tuple[int, str]] = {}  # message id -> (node id, message type)
         self.known: set[int] = set()  # node ids asked query.info (never asked twice)
 
+    # ---- node health: read ------------------------------------------------------------
+    def health(self, node: int) -> NodeHealth:
+        """Node ``node``'s health (live if never said otherwise)."""
+        return self._health.get(node, NodeHealth())
+
+    def skipped(self, node: int) -> str | None:
+        """Why a message to ``node`` is not sent (down and not on probation), or None."""
+        h = self.health(node)
+        return h.reason if h.down and not h.probation else None
+
+    def wait_s(self, node: int) -> float:
+        """How long a message to ``node`` is waited for: ``grace_s`` on probation, else
+        ``timeout_s``."""
+        return self.limits.grace_s if self.health(node).probation else self.limits.timeout_s
+
+    # ---- node health: the verbs that change it ------------------------------------------
+    def answered(self, node: int) -> bool:
+        """``node`` answered: live, off probation. Whether it was down before."""
+        return self._health.pop(node, NodeHealth()).down
+
+    def mark_unresponsive(self, node: int, kind: str) -> bool:
+        """No reply to a ``kind`` message in time: off probation, and unresponsive unless it
+        was down already (its first reason stays). Whether it is newly down."""
+        h = self.health(node)
+        if h.down:
+            self._health[node] = replace(h, probation=False)
+            return False
+        self._health[node] = NodeHealth(Health.UNRESPONSIVE,
+                                        f"no reply to {kind} since round {self.recorder.round}")
+        return True
+
+    def mark_unavailable(self, node: int, why: str) -> None:
+        """The SuperLink answered for ``node`` (``why``: its error): unavailable."""
+        self._health[node] = NodeHealth(
+            Health.UNAVAILABLE, f"unavailable since round {self.recorder.round} "
+                                f"({why.rstrip('.')})")
+
+    def leave(self, node: int) -> bool:
+        """``node`` is gone from the SuperLink: left, off probation. Whether it is newly
+        left."""
+        h = self.health(node)
+        if h.state is Health.LEFT:
+            self._health[node] = replace(h, probation=False)
+            return False
+        self._health[node] = NodeHealth(Health.LEFT,
+                                        f"left the SuperLink before round {self.recorder.round}")
+        return True
+
+    def retry(self, node: int) -> None:
+        """Put ``node`` on probation: its next message is sent and waited for ``grace_s``."""
+        self._health[node] = replace(self.health(node), probation=True)
+
+    def rejoin(self, cid: int, info: NodeInfo) -> None:
+        """Client ``cid`` is on ``info``'s node now; its old node's health is forgotten."""
+        self._health.pop(self.nodes[cid].node_id, None)
+        self.nodes[cid] = info
+
+    # ---- messages the server stopped waiting for --------------------------------------
+    def expect_late(self, message_id: str, node: int, kind: str) -> None:
+        """A ``kind`` message to ``node`` not answered in time: its answer may come later."""
+        self.late[message_id] = (node, kind)
+
+    def late_taken(self, message_id: str) -> None:
+        """A late answer to ``message_id`` was taken (no longer looked for)."""
+        self.late.pop(message_id, None)
+
+    # ---- the clients -------------------------------------------------------------------
     def who(self, node: int) -> str:
         """``client <partition id> (node <node id>)``, or ``node <node id>`` if unknown."""
         cid = next((c for c, i in self.nodes.items() if i.node_id == node), None)
@@ -180,13 +200,14 @@ class Roster:
                 return names
         return default_names(d, prefix)
 
-    def _ask_info(self, grid: Grid, channel: Exchange, nodes: Sequence[int]
-                  ) -> dict[int, Message]:
-        cfg = {"algorithm": self.strategy.algorithm, **self.strategy.info_config()}
-        return channel.send(grid, {n: RecordDict({"config": ConfigRecord(cfg)})
-                                   for n in nodes}, "query.info")
+    def _ask_info(self, channel: Transport, nodes: Sequence[int]) -> dict[int, Message]:
+        return channel.send({n: RecordDict({"config": ConfigRecord(self.info)})
+                             for n in nodes}, "query.info")
 
-    def discover(self, grid: Grid, channel: Exchange) -> dict[int, NodeInfo]:
+    def discover(self, channel: Transport, info: Mapping[str, Any], *,
+                 expected_props: Callable[[list[NodeInfo]], dict[str, Any]] = agreed_props,
+                 refused: Callable[[NodeInfo], str | None] = lambda info: None,
+                 optional_props: Sequence[str] = ()) -> dict[int, NodeInfo]:
         """Wait for the SuperNodes, ask each who it is, keep the consistent ones.
 
         Discovery waits up to ``node_wait_s`` for ``min_nodes`` usable nodes, whatever the
@@ -196,8 +217,13 @@ class Roster:
         node whose ``query.info`` reply is missing then, an error or malformed (see
         :func:`parse_info`), disagrees with the majority's properties or repeats a partition
         id is dropped, named; the run goes on with the others.
+
+        ``info``: the ``query.info`` config (the algorithm and what every client must share);
+        ``expected_props(infos)``: the properties every node must report (a node may leave
+        out ``optional_props``); ``refused(info)``: why an agreeing node is still dropped.
         """
-        s, drop = self.strategy, self.recorder.drop
+        s, drop, grid = self.limits, self.recorder.drop, channel.grid
+        self.info = dict(info)
         t0 = time.time()
         infos: dict[int, NodeInfo] = {}
         asked: set[int] = set()
@@ -219,7 +245,7 @@ class Roster:
             if ids:
                 asked |= set(ids)
                 before = set(self.late)
-                replies = self._ask_info(grid, channel, ids)
+                replies = self._ask_info(channel, ids)
                 for mid in set(self.late) - before:  # kept waiting for below
                     late[mid] = self.late.pop(mid)[0]
                 for node in ids:
@@ -231,7 +257,7 @@ class Roster:
                     if node is None:
                         continue
                     if r.metadata.src_node_id == node:
-                        self.unresponsive.pop(node, None)
+                        self.answered(node)
                         log(INFO, "node %d answered query.info after %.3gs", node,
                             time.time() - t0)
                     take(node, r)
@@ -251,15 +277,15 @@ class Roster:
         if len(infos) < s.min_nodes:
             raise TooFewReplies(f"{len(infos)} usable SuperNodes after {time.time() - t0:.0f}s,"
                                 f" min-nodes={s.min_nodes}{_dropped_so_far(dropped)}")
-        want = s.expected_props(list(infos.values()))
+        want = expected_props(list(infos.values()))
         nodes: dict[int, NodeInfo] = {}
         for info in sorted(infos.values(), key=lambda i: (i.cid, i.node_id)):
             bad = {k: info.props.get(k) for k, v in want.items() if info.props.get(k) != v
-                   and not (k in s.optional_props and k not in info.props)}
+                   and not (k in optional_props and k not in info.props)}
             who = f"client {info.cid} (node {info.node_id})"
             if bad:
                 drop(who, f"reports {bad}, the federation has {want}")
-            elif why := s.refused(info):
+            elif why := refused(info):
                 drop(who, why)
             elif info.cid in nodes:
                 drop(who, f"duplicate partition-id {info.cid} (client {info.cid} is "
@@ -269,15 +295,15 @@ class Roster:
         if len(nodes) < s.min_nodes:
             raise TooFewReplies(f"{len(nodes)} consistent clients, min-nodes={s.min_nodes}"
                                 f"{_dropped_so_far(dropped)}")
-        log(INFO, "%s: %d clients %s", type(s).__name__, len(nodes),
+        log(INFO, "%s: %d clients %s", self.name, len(nodes),
             {k: _short(v) for k, v in want.items()})
         log(INFO, "%s", "partitions are bound to these node ids (bind-partitions=true): another "
-            "node claiming one is refused" if s.bind_partitions else "partition ids are "
+            "node claiming one is refused" if self.bind_partitions else "partition ids are "
             "self-declared (bind-partitions=false): a new node id may take a missing client's "
             "place")
         return nodes
 
-    def refresh(self, grid: Grid, channel: Exchange) -> None:
+    def refresh(self, channel: Transport) -> None:
         """Between rounds: notice late answers, clients whose node left, and rejoins.
 
         Cheap by design: one ``grid.get_node_ids()`` (local to the SuperLink), one pull of
@@ -285,33 +311,31 @@ class Roster:
         asked before, only while a client is missing, waited for at most ``grace_s`` (a
         later answer is taken at the next round).
         """
-        self._poll_late(grid)
-        present = set(grid.get_node_ids())
+        self._poll_late(channel.grid)
+        present = set(channel.grid.get_node_ids())
         rnd = self.recorder.round
         for cid, info in sorted(self.nodes.items()):
             node = info.node_id
             if node not in present:
-                if not self.strategy.rejoinable:
+                if not self.rejoinable:
                     raise ProtocolStopped(
                         f"client {cid} (node {node}) left the federation before round "
-                        f"{rnd}; {type(self.strategy).__name__} keeps protocol state on the "
+                        f"{rnd}; {self.name} keeps protocol state on the "
                         "node (context.state), which a restarted SuperNode has lost, so the "
                         "client cannot rejoin")
-                if not self.unresponsive.get(node, "").startswith("left"):
+                if self.leave(node):
                     log(WARNING, "client %d (node %d) left the federation before round %d; "
                         "waiting for it to rejoin", cid, node, rnd)
-                    self.unresponsive[node] = f"left the SuperLink before round {rnd}"
-                self.probation.discard(node)
-            elif self.unresponsive.get(node, "").startswith(("left", "unavailable")):
-                self.probation.add(node)  # online again under the same node id: retry it
-        missing = [c for c, i in self.nodes.items()
-                   if i.node_id in self.unresponsive and i.node_id not in self.probation]
+            elif self.health(node).state in (Health.LEFT, Health.UNAVAILABLE):
+                self.retry(node)  # online again under the same node id: retry it
+        missing = [c for c, i in self.nodes.items() if self.skipped(i.node_id) is not None]
         new = sorted(present - self.known)
         if not missing or not new:
             return
         self.known |= set(new)
-        self.probation |= set(new)
-        replies = self._ask_info(grid, channel, new)
+        for node in new:
+            self.retry(node)
+        replies = self._ask_info(channel, new)
         for node in new:
             if node in replies:
                 self._take_info(node, replies[node])
@@ -328,11 +352,11 @@ class Roster:
             node, kind = self.late.pop(mid)
             if kind == "query.info" and r.metadata.src_node_id == node:
                 self._take_info(node, r)
-            elif node in self.unresponsive:  # answered, or the SuperLink's word (message
+            elif self.health(node).down:  # answered, or the SuperLink's word (message
                 # expired, node unavailable): retry it; refresh() sets apart nodes gone
-                self.probation.add(node)
+                self.retry(node)
                 log(INFO, "%s: late reply to %s; its next message is waited for %.3gs",
-                    self.who(node), kind, self.strategy.grace_s)
+                    self.who(node), kind, self.limits.grace_s)
 
     def claim_refused(self, node: int, cid: int) -> str | None:
         """Why ``node`` may not hold client ``cid``'s partition, or None if it may.
@@ -342,7 +366,7 @@ class Roster:
         answers.
         """
         held = self.nodes.get(cid)
-        if not self.strategy.bind_partitions or held is None or held.node_id == node:
+        if not self.bind_partitions or held is None or held.node_id == node:
             return None
         return (f"claims client {cid}, whose partition is bound to node {held.node_id} "
                 "(bind-partitions=true: only that node may rejoin); refused")
@@ -355,10 +379,10 @@ class Roster:
         info, now = self.nodes[cid], incarnation_of(reply)
         if info.incarnation is None or now is None or now == info.incarnation:
             return
-        if not self.strategy.rejoinable:
+        if not self.rejoinable:
             raise ProtocolStopped(
                 f"client {cid} (node {info.node_id}) restarted under the same node id and has "
-                f"lost the protocol state {type(self.strategy).__name__} keeps on the node "
+                f"lost the protocol state {self.name} keeps on the node "
                 "(context.state); the run cannot go on without it")
         log(INFO, "client %d (node %d) restarted under the same node id; its server-held "
             "state carries on", cid, info.node_id)
@@ -367,9 +391,8 @@ class Roster:
     def _take_info(self, node: int, reply: Message) -> None:
         """A ``query.info`` answer between rounds: a restarted node takes its client's place
         (under ``bind-partitions`` only its own node id may, see :meth:`claim_refused`)."""
-        self.probation.discard(node)
-        self.unresponsive.pop(node, None)  # it answered
-        info = parse_info(node, reply, self.strategy.grace_s)
+        self.answered(node)
+        info = parse_info(node, reply, self.limits.grace_s)
         drop = self.recorder.drop
         if isinstance(info, str):
             drop(node_named(node, reply), info)
@@ -379,13 +402,13 @@ class Roster:
             drop(who, "joined after discovery; this run's clients were fixed then")
         elif refused := self.claim_refused(node, info.cid):
             drop(f"node {node} (partition-id {info.cid})", refused)
-        elif old.node_id not in self.unresponsive:
+        elif not self.health(old.node_id).down:
             drop(who, f"duplicate partition-id {info.cid} (client {info.cid} is node "
                       f"{old.node_id}, which still answers)")
-        elif not self.strategy.rejoinable:
+        elif not self.rejoinable:
             raise ProtocolStopped(
                 f"client {info.cid} came back as node {node} (was node {old.node_id}) and has "
-                f"lost the protocol state {type(self.strategy).__name__} keeps on the node "
+                f"lost the protocol state {self.name} keeps on the node "
                 "(context.state); the run cannot go on without it")
         elif info.props != old.props:
             diff = {k: (old.props.get(k), info.props.get(k))
@@ -393,8 +416,19 @@ class Roster:
                     if old.props.get(k) != info.props.get(k)}
             drop(who, f"came back with other properties {{key: (was, now)}} = {diff}")
         else:
-            self.unresponsive.pop(old.node_id, None)
-            self.probation.discard(old.node_id)
-            self.nodes[info.cid] = info
+            self.rejoin(info.cid, info)
             log(INFO, "client %d rejoined as node %d (was node %d); its server-held state "
                 "carries on", info.cid, node, old.node_id)
+
+
+def _short(value: object, limit: int = 200) -> object:
+    """``value``, or its text cut to ``limit`` characters with the rest counted (a log line
+    of a d = 1,000 federation's variable names is 6,000 characters)."""
+    text = str(value)
+    return value if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more)"
+
+
+def _dropped_so_far(dropped: Sequence[str]) -> str:
+    return f"; dropped: {'; '.join(dropped)}" if dropped else ""
+
+

@@ -2,30 +2,40 @@
 
 Our protocols are iterative multi-party algorithms, not FedAvg rounds, so each strategy drives
 the Grid from :meth:`CausalStrategy.start`: discover the nodes (phase ``query.info``), then
-validated :meth:`CausalStrategy.exchange` calls inside :meth:`CausalStrategy.rounds`. A
+validated ``self.channel.run(phase, ...)`` exchanges (:meth:`Exchange.run`) inside
+:meth:`CausalStrategy.rounds`. A
 protocol with one exchange per round only fills in the round hooks of
 :class:`~fedcausal_flwr.federation.protocol.ProtocolHooks` (``setup``, ``payload``,
 ``reply_shapes``, ``aggregate``, ``record``, ``estimates``, ``done``); a multi-phase protocol
-overrides :meth:`~CausalStrategy.run_rounds` and calls ``exchange`` once per phase inside
-``rounds()``. The machinery is composed from three pieces: the node roster (discovery, node
-health, rejoin: :mod:`~fedcausal_flwr.federation.roster`), the exchange (transport, reply
-validation and screening: :mod:`~fedcausal_flwr.federation.exchange`) and the run recorder
-(rounds, bytes, history, checkpoints, the result: :mod:`~fedcausal_flwr.federation.recorder`).
+overrides :meth:`~CausalStrategy.run_rounds` and calls ``channel.run`` once per phase inside
+``rounds()``. The machinery is composed from three pieces, each built from the values it
+needs (none holds the strategy): the node roster (discovery, node health, rejoin:
+:mod:`~fedcausal_flwr.federation.roster`), the exchange (transport on the Grid, reply
+validation and reply filters: :mod:`~fedcausal_flwr.federation.exchange`) and the run
+recorder (rounds, bytes, history, checkpoints, the result:
+:mod:`~fedcausal_flwr.federation.recorder`).
 """
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from logging import INFO
+from logging import ERROR, INFO
 from typing import Any, ClassVar
 
-import numpy as np
 from flwr.common.logger import log
 from flwr.serverapp import Grid
 
 from fedcausal_flwr.federation.errors import Diverged, ProtocolStopped, TooFewReplies  # noqa: F401
-from fedcausal_flwr.federation.exchange import Exchange, Payload
+from fedcausal_flwr.federation.exchange import Exchange, Payload  # noqa: F401
 from fedcausal_flwr.federation.flower import GridStrategy, as_arrays, check_start
+from fedcausal_flwr.federation.limits import Limits
+from fedcausal_flwr.federation.nodes import (  # noqa: F401 - re-exported for strategies
+    NodeInfo,
+    agreed_props,
+    majority_props,
+    parse_info,
+)
 from fedcausal_flwr.federation.protocol import ProtocolHooks
 from fedcausal_flwr.federation.recorder import Recorder
 from fedcausal_flwr.federation.replies import (  # noqa: F401 - re-exported for strategies
@@ -33,17 +43,12 @@ from fedcausal_flwr.federation.replies import (  # noqa: F401 - re-exported for 
     SCREEN_FACTOR,
     SCREEN_FLOOR,
     Expected,
+    ReplyFilter,
     Shape,
     Spec,
     outliers,
 )
-from fedcausal_flwr.federation.roster import (  # noqa: F401 - re-exported for strategies
-    NodeInfo,
-    Roster,
-    agreed_props,
-    majority_props,
-    parse_info,
-)
+from fedcausal_flwr.federation.roster import Roster
 from fedcausal_flwr.federation.wire import WireLog
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.settings import RunSettings
@@ -83,6 +88,10 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
         Keep every message's shapes, dtypes and config keys in :attr:`wire_log` (for tests
         that audit the wire). Default False: :attr:`wire_log` keeps bounded per-phase
         summaries only (counts, bytes, shapes seen).
+    reply_filters : sequence of ReplyFilter
+        Filters every exchange runs after the protocol's own screens (:meth:`screens`):
+        ``filter(phase, replies) -> {client id: why}`` drops those replies, named (see
+        :class:`~fedcausal_flwr.federation.replies.ReplyFilter`).
     **changes
         Settings fields to change, e.g. ``FDBNL(min_nodes=3)``.
 
@@ -90,10 +99,14 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
     ----------
     roster : Roster
         The clients (:attr:`nodes`) and their nodes' health.
-    channel : Exchange
-        What :meth:`exchange` sends and validates through.
+    channel : Exchange or None
+        The run's exchange on its Grid (built by :meth:`start`): ``channel.run(phase, ...)``
+        sends ``train.<phase>`` and validates the replies; ``channel.reply_metrics``.
     recorder : Recorder
         The run's rounds, drops, bytes, history and checkpoints (``recorder.round``).
+    reply_filters : list of ReplyFilter
+        The protocol's screens, then the ``reply_filters`` given: what each exchange of a run
+        started later filters its replies with (append to add one).
     """
 
     settings_class: ClassVar[type[RunSettings]] = RunSettings
@@ -101,7 +114,8 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
     def __init__(self, settings: RunSettings | None = None, *,
                  evaluate_fn: EvaluateFn | None = None,
                  checkpoint: Callable[[RunResult], None] | None = None,
-                 audit: bool = False, **changes: Any) -> None:
+                 audit: bool = False, reply_filters: Sequence[ReplyFilter] = (),
+                 **changes: Any) -> None:
         base = self.settings_class() if settings is None else settings
         if not isinstance(base, self.settings_class):
             raise TypeError(f"{type(self).__name__} takes {self.settings_class.__name__}, got "
@@ -114,17 +128,26 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
         self.evaluate_fn = evaluate_fn
         self.checkpoint = checkpoint
         self.wire_log = WireLog(audit=audit)
-        self.recorder = Recorder(self)
-        self.roster = Roster(self, self.recorder)
-        self.channel = Exchange(self, self.roster, self.recorder)
+        self.reply_filters: list[ReplyFilter] = [*self.screens(), *reply_filters]
+        self._grid: Grid | None = None
+        self._timeout: float | None = None
         self._reset()
 
     def _reset(self) -> None:
-        """Forget the last run's counters and node health (before each :meth:`start`)."""
-        self.recorder.reset()
-        self.roster.reset()
-        self._timeout: float | None = None
-        self._grid: Grid | None = None
+        """A new run's recorder, roster (the clients stay until discovery replaces them) and,
+        on the run's grid, exchange (before each :meth:`start`)."""
+        s, grid = self.settings, self._grid
+        limits = Limits.of(s.min_nodes, s.timeout_s if self._timeout is None else self._timeout,
+                           s.grace_s, s.node_wait_s)
+        self.recorder = Recorder(self.algorithm, label=self.round_label,
+                                 progress_keys=self.progress_keys, checkpoint=self.checkpoint,
+                                 snapshot=self._snapshot)
+        self.roster = Roster(self.recorder, limits, name=type(self).__name__,
+                             rejoinable=self.rejoinable, bind_partitions=s.bind_partitions,
+                             nodes=self.roster.nodes if hasattr(self, "roster") else None)
+        self.channel: Exchange | None = None if grid is None else Exchange(
+            grid, self.roster, self.recorder, limits, self.reply_filters,
+            algorithm=self.algorithm, wire_log=self.wire_log)
 
     @property
     def nodes(self) -> dict[int, NodeInfo]:
@@ -134,36 +157,6 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
     @nodes.setter
     def nodes(self, nodes: dict[int, NodeInfo]) -> None:
         self.roster.nodes = nodes
-
-    @property
-    def reply_metrics(self) -> dict[int, dict[str, Any]]:
-        """The metrics of the last exchange's accepted replies, by client id."""
-        return self.channel.reply_metrics
-
-    @property
-    def min_nodes(self) -> int:
-        """Fewest valid replies an exchange needs."""
-        return self.settings.min_nodes
-
-    @property
-    def node_wait_s(self) -> float:
-        """How long discovery waits for SuperNodes."""
-        return self.settings.node_wait_s
-
-    @property
-    def timeout_s(self) -> float:
-        """Reply timeout of one exchange (``start(timeout=...)`` overrides the settings')."""
-        return self.settings.timeout_s if self._timeout is None else self._timeout
-
-    @property
-    def grace_s(self) -> float:
-        """Wait for a node on probation or a new SuperNode (at most :attr:`timeout_s`)."""
-        return min(self.settings.grace_s, self.timeout_s)
-
-    @property
-    def bind_partitions(self) -> bool:
-        """Whether only the node id that held a partition at discovery may hold it later."""
-        return self.settings.bind_partitions
 
     def summary(self) -> None:
         """Log the strategy's settings."""
@@ -175,21 +168,13 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
 
     # ---- the run ---------------------------------------------------------------------------
     def discover(self, grid: Grid) -> dict[int, NodeInfo]:
-        """The consistent clients by partition id (see :meth:`Roster.discover`)."""
-        return self.roster.discover(grid, self.channel)
-
-    def exchange(self, grid: Grid, phase: str, payloads: Mapping[int, Payload],
-                 expected: Expected | Mapping[int, Expected], *, need: int | None = None,
-                 every: bool = False, metrics: Sequence[str] = ()
-                 ) -> dict[int, list[np.ndarray]]:
-        """Send ``train.<phase>``; the valid replies by client id (see :meth:`Exchange.run`;
-        ``metrics``: the metrics each reply must carry as finite numbers)."""
-        return self.channel.run(grid, phase, payloads, expected, need=need, every=every,
-                                metrics=metrics)
-
-    def drop(self, who: str, why: str) -> None:
-        """Log and count a dropped node or reply."""
-        self.recorder.drop(who, why)
+        """The consistent clients by partition id (see :meth:`Roster.discover`), asked
+        through :attr:`channel` (on ``grid``)."""
+        assert self.channel is not None, "discover() runs inside start()"
+        return self.roster.discover(
+            self.channel, {"algorithm": self.algorithm, **self.info_config()},
+            expected_props=self.expected_props, refused=self.refused,
+            optional_props=self.optional_props)
 
     def rounds(self, result: RunResult) -> Iterator[dict[str, Any]]:
         """Open a round per iteration until :meth:`done` or the round budget is spent.
@@ -200,17 +185,27 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
         """
         while not self.done() and not self.recorder.budget_spent(result):
             rec = self.recorder.open_round()
-            if self.recorder.round > 1 and self._grid is not None:
-                self.roster.refresh(self._grid, self.channel)
+            if self.recorder.round > 1 and self.channel is not None:
+                self.roster.refresh(self.channel)
             yield rec
-            self.recorder.close_round(result, rec)
+            self.recorder.close_round(result, rec, show=self.show, evaluate=None if (
+                self.evaluate_fn is None) else self._evaluate_round)
+
+    def _evaluate_round(self) -> dict[str, Any]:
+        assert self.evaluate_fn is not None
+        return self.evaluate_fn(self.round_estimates(), sorted(self.nodes))
+
+    def _snapshot(self, result: RunResult) -> None:
+        """The current estimates and their labels into ``result`` (before a checkpoint)."""
+        result.estimates = self.estimates()
+        result.names = self.result_names()
 
     def run_rounds(self, grid: Grid, result: RunResult) -> None:
         """The protocol loop: one exchange per round until :meth:`done`."""
         for rec in self.rounds(result):
-            replies = self.exchange(grid, self.phase,
-                                    {c: self.payload(c) for c in self.select()},
-                                    self.reply_shapes())
+            assert self.channel is not None
+            replies = self.channel.run(self.phase, {c: self.payload(c) for c in self.select()},
+                                       self.reply_shapes())
             self.aggregate(replies)
             rec.update(self.record())
 
@@ -239,10 +234,9 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
             warm = as_arrays(initial_arrays)
         if evaluate_fn is not None:
             self.evaluate_fn = evaluate_fn
+        self._grid, self._timeout = grid, None if timeout is None else float(timeout)
         self._reset()
         self.recorder.max_rounds = num_rounds
-        self._timeout = None if timeout is None else float(timeout)
-        self._grid = grid
         t0 = time.time()
         self.summary()
         result = RunResult(self.algorithm, self.config(), status="running")
@@ -257,9 +251,19 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
         return result
 
     def _finish(self, result: RunResult, t0: float) -> None:
-        """Final estimates and metrics (:meth:`Recorder.finish`; subclasses add theirs after
-        calling this)."""
-        self.recorder.finish(result, t0)
+        """Final estimates and metrics, then :meth:`Recorder.finish` (subclasses add theirs
+        after calling this). An error while scoring the final estimates is recorded in
+        ``result.errors``, never replaces the status."""
+        try:
+            if self.nodes and self.recorder.round:
+                self._snapshot(result)
+                if self.evaluate_fn is not None:
+                    result.metrics.update(self.evaluate_fn(result.estimates, sorted(self.nodes)))
+        except Exception as e:  # noqa: BLE001 - the run's outcome stands; say what failed
+            result.errors.append(f"final evaluation: {type(e).__name__}: {e}")
+            log(ERROR, "%s: final evaluation failed: %s", self.algorithm,
+                traceback.format_exc())
+        self.recorder.finish(result, t0, len(self.nodes))
 
     def wire_summary(self) -> dict[str, dict[str, Any]]:
         """Per ``"<phase> <direction>"``: messages, array bytes, shapes seen (see

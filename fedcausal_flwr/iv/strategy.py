@@ -101,12 +101,12 @@ class FedIV(CausalStrategy):
         s = self.settings
         if s.mode == "sgda":
             for cid in [c for c, i in nodes.items() if int(i.props["n"]) < s.batch_size]:
-                self.drop(f"client {cid}", f"{nodes[cid].props['n']} train samples, fewer "
-                          f"than one minibatch of {s.batch_size}")
+                self.recorder.drop(f"client {cid}", f"{nodes[cid].props['n']} train samples, "
+                                   f"fewer than one minibatch of {s.batch_size}")
                 del self.nodes[cid]
-            if len(self.nodes) < self.min_nodes:
+            if len(self.nodes) < self.settings.min_nodes:
                 raise TooFewReplies(f"{len(self.nodes)} clients with a full minibatch, "
-                                    f"min-nodes={self.min_nodes}")
+                                    f"min-nodes={self.settings.min_nodes}")
         info = next(iter(self.nodes.values())).props
         self.x_shape, self.z_shape = _shape(info["x-shape"]), _shape(info["z-shape"])
         g, f = dg.networks(self.x_shape, self.z_shape, s.seed)
@@ -210,14 +210,15 @@ class FedIV(CausalStrategy):
         k = len(self.theta_shapes)
         deltas = {c: (list(p[:k]), list(p[k:-1]), p[-1]) for c, p in parts.items()}
         dg.replicas_round(self.reps, deltas, self.weights, self.settings.diverge_factor,
-                          min(self.min_nodes, len(parts)), self.recorder.round)
+                          min(self.settings.min_nodes, len(parts)), self.recorder.round)
 
     def _exchange_or_stop(self, grid: Any, phase: str, payloads: Mapping[int, Any],
                           shapes: list[tuple[int, ...]]) -> dict[int, list[np.ndarray]]:
-        """:meth:`exchange`; when every client diverged, stop saying so."""
+        """``channel.run`` (:meth:`Exchange.run`); when every client diverged, stop saying
+        so."""
         n = len(self.recorder.dropped)
         try:
-            return self.exchange(grid, phase, payloads, shapes)
+            return self.channel.run(phase, payloads, shapes)
         except TooFewReplies as e:
             if any("diverged" in d for d in self.recorder.dropped[n:]):
                 self._diverged(f"round {self.recorder.round}: the local games diverged "

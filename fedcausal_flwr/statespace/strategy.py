@@ -173,12 +173,12 @@ class FedGC(CausalStrategy):
         self.missing = {c: float(i.props.get("missing", 0.0)) for c, i in sorted(nodes.items())}
         limit = self.settings.max_missing
         for c in [c for c, share in self.missing.items() if share > limit]:
-            self.drop(f"client {c}", f"{self.missing[c]:.1%} of its cells are missing, more "
-                      f"than {self.settings.app_key('ss-max-missing')} = {limit:g}")
+            self.recorder.drop(f"client {c}", f"{self.missing[c]:.1%} of its cells are missing, "
+                               f"more than {self.settings.app_key('ss-max-missing')} = {limit:g}")
             del self.nodes[c]
-        if len(self.nodes) < self.min_nodes:
+        if len(self.nodes) < self.settings.min_nodes:
             raise TooFewReplies(f"{len(self.nodes)} clients within the missing-value limit, "
-                                f"min-nodes={self.min_nodes}")
+                                f"min-nodes={self.settings.min_nodes}")
         return {c: i for c, i in nodes.items() if c in self.nodes}
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
@@ -217,7 +217,7 @@ class FedGC(CausalStrategy):
         payloads = {c: (self.empty_grads(i) if win is None else self.grads(win, i), cfg)
                     for i, c in enumerate(self.cids)}
         want = {c: self.reply_layout("ss_window", i, ts.size) for i, c in enumerate(self.cids)}
-        return self.exchange(grid, "ss_window", payloads, want, every=True)
+        return self.channel.run("ss_window", payloads, want, every=True)
 
     def done(self) -> bool:
         """Every planned window is recorded."""
@@ -232,10 +232,10 @@ class FedGC(CausalStrategy):
 
     def run_rounds(self, grid, result: RunResult) -> None:
         """Setup, then one recorded round per window, then the final gradients."""
-        replies = self.exchange(grid, "ss_setup", {c: ([], {}) for c in self.cids},
-                                {c: self.reply_layout("ss_setup", i)
-                                 for i, c in enumerate(self.cids)},
-                                every=True)
+        replies = self.channel.run("ss_setup", {c: ([], {}) for c in self.cids},
+                                   {c: self.reply_layout("ss_setup", i)
+                                    for i, c in enumerate(self.cids)},
+                                   every=True)
         blocks = [self.local_blocks(replies[c], i) for i, c in enumerate(self.cids)]
         self.A_diag = [a for a, _ in blocks]
         self.B_diag = [b for _, b in blocks]
@@ -425,17 +425,17 @@ class FedCF(FedGC):
             return
         m, n, du = self.query
         if m not in self.cids or n not in self.cids or m == n:
-            self.drop(f"query ({m}, {n})", "needs two different participating clients")
+            self.recorder.drop(f"query ({m}, {n})", "needs two different participating clients")
             return
         i, j = self.cids.index(m), self.cids.index(n)
         if du.shape != (self.U[j],):
-            self.drop(f"query ({m}, {n})", f"delta_u has {du.size} values, client {n} has "
+            self.recorder.drop(f"query ({m}, {n})", f"delta_u has {du.size} values, client {n} has "
                       f"{self.U[j]} inputs")
             return
         self.recorder.round += 1
         dh = ss.block(self.server.B_hat, self.P, self.U, i, j) @ du
-        reply = self.exchange(grid, "ss_query", {m: ([dh], {})},
-                              self.reply_layout("ss_query", i), need=1)
+        reply = self.channel.run("ss_query", {m: ([dh], {})},
+                                 self.reply_layout("ss_query", i), need=1)
         self.answer = {"client": m, "source": n, "delta_u": du, "delta_h": dh,
                        "delta_y": reply[m][0]}
 

@@ -235,7 +235,7 @@ class VFedCD(CausalStrategy):
         in the common order. The server sees only blinded points (what it learns:
         docs/threat-model.md)."""
         K = len(sizes)
-        ask = partial(self.exchange, grid, every=True)
+        ask = partial(self.channel.run, every=True)
 
         def spec(m: int) -> list[Spec]:
             return [((sizes[m], psi.POINT_BYTES), "uint8")]
@@ -373,12 +373,12 @@ class VFedCD(CausalStrategy):
     def _loss(self) -> float:
         """The parties' losses of the last decode phase (each reply carries one: checked by
         the exchange, which stops the run naming a party whose reply lacks it)."""
-        return sum(v["loss"] for v in self.reply_metrics.values())
+        return sum(v["loss"] for v in self.channel.reply_metrics.values())
 
     def _run_plain(self, grid: Grid, result: RunResult) -> None:
         """Setup, then three relayed plain phases per mini-batch (features in the clear)."""
         K = self.K
-        ask = partial(self.exchange, grid, every=True)  # every party is needed
+        ask = partial(self.channel.run, every=True)  # every party is needed
         specs = {p: {m: self._specs(p, m) for m in range(K)}
                  for p in ("vfedcd_plain_setup", "vfedcd_plain_update")}
         rep = ask("vfedcd_plain_setup", {m: ([], self._first_config(m)) for m in range(K)},
@@ -403,7 +403,7 @@ class VFedCD(CausalStrategy):
     def _run_secure(self, grid: Grid, result: RunResult) -> None:
         """Keys, setup, then five relayed phases per mini-batch; lambda2 per epoch."""
         K = self.K
-        ask = partial(self.exchange, grid, every=True)  # every party is needed
+        ask = partial(self.channel.run, every=True)  # every party is needed
 
         def specs(phase: str, nbs: Sequence[int] = (0,) * self.copies
                   ) -> dict[int, list[Spec]]:
@@ -443,7 +443,8 @@ class VFedCD(CausalStrategy):
         ``max-missing`` (before any round) and kept as ``metrics["missing"]`` when some party
         has any (as FDBNL's)."""
         shares = self._check_missing(
-            {cid: m["missing"] for cid, m in self.reply_metrics.items()}, "of the shared rows")
+            {cid: m["missing"] for cid, m in self.channel.reply_metrics.items()},
+            "of the shared rows")
         if any(shares.values()):
             result.metrics["missing"] = shares
 

@@ -35,26 +35,20 @@ SCRIPT = script_name(__file__)
 
 
 class Stub:
-    """The strategy hooks :class:`Recorder` reads: a d x d estimate and no progress line."""
+    """What :class:`Recorder` checkpoints: a d x d estimate."""
 
-    algorithm, round_label, progress_keys, evaluate_fn = "fdbnl", "round", (), None
-
-    def __init__(self, d: int, checkpoint: Any) -> None:
+    def __init__(self, d: int) -> None:
         self.W = np.random.default_rng(0).normal(size=(d, d))
-        self.checkpoint = checkpoint
 
-    def estimates(self) -> dict[str, Any]:
-        return {"W": self.W, "A1": self.W}
-
-    def result_names(self) -> dict[str, Any]:
-        return {}
+    def snapshot(self, result: RunResult) -> None:
+        result.estimates, result.names = {"W": self.W, "A1": self.W}, {}
 
 
 def run(mode: str, rounds: int, d: int, out: Path) -> dict[str, Any]:
     """``rounds`` rounds of the stub with checkpoints of kind ``mode``."""
     write = {"none": None, "save": lambda r: r.save(out),
              "checkpoint": lambda r: r.checkpoint(out)}[mode]
-    recorder = Recorder(Stub(d, write))  # type: ignore[arg-type]
+    recorder = Recorder("fdbnl", checkpoint=write, snapshot=Stub(d).snapshot)
     result = RunResult("fdbnl", {"run_config": {"dbn.num-rounds": rounds}})
     stamps = [time.perf_counter()]
     for i in range(1, rounds + 1):

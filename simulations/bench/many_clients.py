@@ -109,31 +109,49 @@ def inprocess_run(k: int, rounds: int, work: Path) -> dict[str, Any]:
     timed(grid, "_deliver", spent, "clients")
     for name in ("push_messages", "pull_messages"):
         timed(grid, name, spent, "grid")
-    for name in ("send", "run"):
-        timed(strategy.channel, name, spent, f"exchange_{name}")
-    for name in ("screen", "flag", "payload", "aggregate", "record"):
+    for name in ("payload", "aggregate", "record"):
         timed(strategy, name, spent)
+    for i, f in enumerate(strategy.reply_filters):  # the magnitude and Byzantine screens
+        key = "flag" if getattr(f, "flags", False) else "screen"
+
+        def screened(phase: str, replies: Any, f: Any = f, key: str = key) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return f(phase, replies)
+            finally:
+                spent[key] += time.perf_counter() - t0
+
+        screened.flags = key == "flag"  # type: ignore[attr-defined]
+        strategy.reply_filters[i] = screened
     timed(strategy, "evaluate_fn", spent, "evaluation")
-    timed(strategy.recorder, "close_round", spent)
-    timed(strategy.roster, "refresh", spent)
     strategy.checkpoint = lambda res: res.checkpoint(work)
     timed(strategy, "checkpoint", spent)
     marks: dict[str, Any] = {}
-    open_round = strategy.recorder.open_round
+    reset = strategy._reset
 
-    def first_open() -> dict[str, Any]:
-        if "t1" not in marks:  # discovery is over: count from here
-            marks.update(t1=time.perf_counter(), before=dict(spent))
-        return open_round()
+    def reset_timed(*a: Any, **kw: Any) -> None:  # start() builds the run's pieces: time them
+        reset(*a, **kw)
+        if strategy.channel is None:
+            return
+        for name in ("send", "run"):
+            timed(strategy.channel, name, spent, f"exchange_{name}")
+        timed(strategy.recorder, "close_round", spent)
+        timed(strategy.roster, "refresh", spent)
+        open_round, close_round = strategy.recorder.open_round, strategy.recorder.close_round
 
-    close_round = strategy.recorder.close_round
+        def first_open() -> dict[str, Any]:
+            if "t1" not in marks:  # discovery is over: count from here
+                marks.update(t1=time.perf_counter(), before=dict(spent))
+            return open_round()
 
-    def closed(*a: Any) -> None:
-        close_round(*a)
-        marks.update(t_end=time.perf_counter(), after=dict(spent))  # the end: the last round
+        def closed(*a: Any, **kw: Any) -> None:
+            close_round(*a, **kw)
+            marks.update(t_end=time.perf_counter(), after=dict(spent))  # the end: last round
 
-    strategy.recorder.open_round = first_open  # type: ignore[method-assign]
-    strategy.recorder.close_round = closed  # type: ignore[method-assign]
+        strategy.recorder.open_round = first_open  # type: ignore[method-assign]
+        strategy.recorder.close_round = closed  # type: ignore[method-assign]
+
+    strategy._reset = reset_timed  # type: ignore[method-assign]
     t0 = time.perf_counter()
     with flower_records(spent, grid):
         result = strategy.start(grid=grid)

@@ -95,7 +95,7 @@ per-round participation and losses. "exception" is the oracle's own fault (equal
 construction). Discovery faults (`info`, `duplicate`) are compared with the node failing its
 `query.info`: FedGC/FedCF then run without it, VFedCD stops (every party holds attributes).
 
-Screening (`federation/strategy.py`, `exchange` -> `reply_problem`, `screen`/`outliers`): float
+Screening (`federation/exchange.py`: `reply_problem`, `MagnitudeScreen`/`outliers`): float
 replies must be float64; then a reply is a magnitude outlier when one of its float arrays has
 max |x| over `MAX_ABS` = sqrt(float64 max) ~ 1.34e154 (or a strategy's `reply_bound(phase)`),
 or over 1e6 x max(1, median max |x| of the same array in the other replies of the exchange).

@@ -83,7 +83,9 @@ def run_one(alg: str, k: int, seed: int, attack: str | None, screen: bool) -> di
     strategy = glue(alg).strategy(alg, view(alg, rc))
     ratios: list[dict[int, float]] = []
     cost = {"s": 0.0, "n": 0}
-    flag = strategy.flag
+    filters = strategy.reply_filters
+    at = next((i for i, f in enumerate(filters) if getattr(f, "flags", False)), None)
+    flag = filters[at] if at is not None else (lambda phase, replies: {})
 
     def watched(phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
         t = time.perf_counter()
@@ -96,7 +98,11 @@ def run_one(alg: str, k: int, seed: int, attack: str | None, screen: bool) -> di
             ratios.append(screen_ratios(views, strategy.settings.byzantine_floor))
         return out
 
-    strategy.flag = watched  # type: ignore[method-assign]
+    watched.flags = True  # type: ignore[attr-defined]
+    if at is None:  # the screen is off: watch the replies all the same
+        filters.append(watched)
+    else:
+        filters[at] = watched
     app = client_app if attack is None else T.lying_app(client_app, attack, [LIAR])
     t0 = time.perf_counter()
     res = strategy.start(grid=T.InProcessGrid(app, k, rc))

@@ -1,8 +1,8 @@
 """The import graph of the package: no cycle, no import from a lower layer to a higher one,
 no family importing another, equations without Flower, strategies and clients apart.
 
-Every import counts (module level or inside a function), except those under
-``if TYPE_CHECKING:``, which run for type checkers only.
+Every import counts: at module level, inside a function, or under ``if TYPE_CHECKING:``
+(an import for type checkers is still a dependency of the module).
 """
 
 from __future__ import annotations
@@ -31,22 +31,10 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def _type_checking_only(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    while node in parents:
-        node = parents[node]
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            return True
-    return False
-
-
 def imports(name: str) -> set[str]:
     """The package modules ``name`` imports (a ``from p import m`` of a module counts as m)."""
-    tree = ast.parse(MODULES[name].read_text())
-    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
     out = set()
-    for node in ast.walk(tree):
-        if _type_checking_only(node, parents):
-            continue
+    for node in ast.walk(ast.parse(MODULES[name].read_text())):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith("fedcausal_flwr")}
         elif isinstance(node, ast.ImportFrom) and node.module and \
