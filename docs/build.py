@@ -46,7 +46,7 @@ API_MODULES = {
     "data": ["fedcausal_flwr.data.node", "fedcausal_flwr.data.csvdata", "fedcausal_flwr.names"],
     "plots": ["fedcausal_flwr.plots"],
     "testing": ["fedcausal_flwr.testing"],
-    "starter": ["fedcausal_flwr.starter"],
+    "starter": ["fedcausal_flwr.cli.starter"],
 }
 
 BEGIN = "<!-- BEGIN GENERATED: {} -->"

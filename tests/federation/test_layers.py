@@ -61,7 +61,8 @@ GRAPH = {name: imports(name) for name in MODULES}
 def layer(name: str) -> int:
     """0 shared leaves, 1 the federation base and results, 2 a family, 3 what dispatches
     through the registry (public re-exports, node data, run config), 4 the App's entry
-    points and the test kit."""
+    points, the in-process grid and the tools beside the library (``cli``: launcher, starter
+    Apps, TLS helpers)."""
     short = name.removeprefix("fedcausal_flwr").lstrip(".")
     top = short.split(".")[0]
     if top in FAMILIES:
@@ -70,7 +71,7 @@ def layer(name: str) -> int:
         return 1
     if short in ("appconfig", "strategies", "clients", "data", "data.node"):
         return 3
-    if short in ("server_app", "client_app", "launch", "testing"):
+    if top == "cli" or short in ("server_app", "client_app", "testing", "__main__"):
         return 4
     return 0
 
@@ -97,6 +98,31 @@ def test_no_module_imports_a_higher_layer():
     bad = [f"{a} (layer {layer(a)}) imports {b} (layer {layer(b)})"
            for a, deps in GRAPH.items() for b in deps if layer(b) > layer(a)]
     assert bad == []
+
+
+def test_the_library_imports_none_of_its_tools():
+    """``fedcausal_flwr.cli`` (launcher, starter Apps, TLS helpers) sits beside the library:
+    only ``python -m fedcausal_flwr`` (the ``new`` command) and the tools themselves import
+    it."""
+    def tool(name: str) -> bool:
+        return name == "fedcausal_flwr.cli" or name.startswith("fedcausal_flwr.cli.")
+
+    bad = [f"{a} imports {b}" for a, deps in GRAPH.items() for b in deps
+           if tool(b) and not tool(a) and a != "fedcausal_flwr.__main__"]
+    assert bad == []
+    assert "fedcausal_flwr.launch" not in MODULES and "fedcausal_flwr.tls" not in MODULES
+
+
+MAX_LINES = 600
+
+
+def test_no_module_is_over_600_lines():
+    """Issue 33: no module of the package over :data:`MAX_LINES` lines. Lists every offender.
+    Fails until every split of issue 33 is merged (the families' ``model.py`` files are split
+    on another branch)."""
+    over = {name: n for name, path in MODULES.items()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert over == {}, f"modules over {MAX_LINES} lines: {over}"
 
 
 def test_a_family_imports_no_other_family():

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from fedcausal_flwr.launch import parse_run_config, run_config_arg
+from fedcausal_flwr.cli.launch import parse_run_config, run_config_arg
 from fedcausal_flwr.results import RunResult, load_result
 from fedcausal_flwr.server_app import save_with_plots
 

@@ -209,7 +209,7 @@ def test_importing_the_package_leaves_blas_threads_alone():
 import numpy, scipy.linalg
 before = blas()
 import fedcausal_flwr, fedcausal_flwr.strategies, fedcausal_flwr.clients
-import fedcausal_flwr.server_app, fedcausal_flwr.client_app, fedcausal_flwr.launch
+import fedcausal_flwr.server_app, fedcausal_flwr.client_app, fedcausal_flwr.cli.launch
 print(json.dumps({"env": os.environ.get("OPENBLAS_NUM_THREADS"), "before": before,
                   "after": blas()}))
 """)
