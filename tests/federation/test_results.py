@@ -75,7 +75,8 @@ def test_a_run_counts_its_round_trips(algorithm):
     each, in the in-process grid), and per round in the history: what a deployment pays for."""
     from fedcausal_flwr.appconfig import glue
     from fedcausal_flwr.client_app import app
-    from fedcausal_flwr.testing import SMALL, InProcessGrid
+    from fedcausal_flwr.testing import InProcessGrid
+    from tests.helpers.faults import SMALL
 
     rc, k = SMALL[algorithm]
     grid = InProcessGrid(app, k, rc)

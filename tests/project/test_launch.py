@@ -235,7 +235,7 @@ def test_simulated_nodes_read_their_own_node_config_from_the_launchers_environme
         tmp_path, monkeypatch):
     from fedcausal_flwr.client_app import app
     from fedcausal_flwr.data import nodefiles
-    from fedcausal_flwr.testing import run_app
+    from tests.helpers.faults import run_app
 
     files = sorted((EXAMPLE / "data").glob("site*.csv"))[:3]
     env = launch.simulated_node_env({i: {"data-path": str(f)} for i, f in enumerate(files)})
@@ -333,7 +333,7 @@ def result_with_a_bad_csv(tmp_path: Path) -> Path:
     """An in-process run of this package's App on three own CSVs, the second with a cell that
     is no number; its result.json's folder."""
     from fedcausal_flwr.client_app import app
-    from fedcausal_flwr.testing import run_app
+    from tests.helpers.faults import run_app
 
     files = sorted((EXAMPLE / "data").glob("site*.csv"))[:3]
     bad = tmp_path / "bad.csv"

@@ -81,7 +81,7 @@ sys.modules[{blocked!r}] = None
 from fedcausal_flwr.strategies import VFedCD
 from fedcausal_flwr.clients import VFedCDClient
 from fedcausal_flwr.client_app import app as client_app
-from fedcausal_flwr.testing import run_app
+from tests.helpers.faults import run_app
 for backend in ("paillier", "paillier-packed"):
     try:
         VFedCD(he_backend=backend)
