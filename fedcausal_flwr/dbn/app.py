@@ -10,7 +10,7 @@ from flwr.app import Context
 
 from fedcausal_flwr.dbn.data import DBNData, data_config
 from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics, lag_scores, netsim_auroc
-from fedcausal_flwr.dbn.model import PFDBNLSettings
+from fedcausal_flwr.dbn.settings import PFDBNLSettings
 from fedcausal_flwr.federation.client import client_class, section_context
 from fedcausal_flwr.metrics import mean_metrics, score_auc
 from fedcausal_flwr.settings import section_view

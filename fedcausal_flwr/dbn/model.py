@@ -4,203 +4,49 @@ Notation follows the FDBNL paper (Chen, Ma, Yue 2025). ``W`` (d x d) is the intr
 graph, ``A`` (pd x d) stacks the lag matrices ``A_1 .. A_p``; ``W[i, j] != 0`` means i -> j.
 Client k holds ``Xt`` (n_k x d) and ``Xlag`` (n_k x pd) and only ever shares matrices.
 
+Here: the ADMM steps of FDBNL (2)-(4) and PFDBNL (10)-(11), the server rounds, the client
+payloads and the in-process reference loops. The settings are in
+:mod:`fedcausal_flwr.dbn.settings`, the moments, the score (loss, acyclicity h, penalised
+objective), its L-BFGS-B solvers and centralized DYNOTEARS in
+:mod:`fedcausal_flwr.dbn.objective`; this module re-exports both.
+
 Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import scipy.linalg as slin
-import scipy.optimize as sopt
 
-from fedcausal_flwr.knowledge import KnowledgeSettings, Masks
-from fedcausal_flwr.settings import (
-    MAX_CLIENTS,
-    MAX_LAGS,
-    MAX_REPLICAS,
-    MAX_ROUNDS,
-    MAX_VARS,
-    ScreenedRunSettings,
-    numbers,
-    setting,
+from fedcausal_flwr.dbn.objective import (  # noqa: F401 - re-exported: dbn.model's names
+    Moments,
+    _lbfgs,
+    _screened_w_step,
+    acyclicity,
+    acyclicity_grad,
+    ave_baseline,
+    curvature,
+    dynotears,
+    moments,
+    penalized_objective,
+    psd,
+    screen,
+    screened_objective,
+    split_from_dense,
+    split_to_dense,
+    squared_loss,
 )
-
-
-class Moments(tuple):
-    """(S, M, N) = (Xt'Xt, Xt'Xlag, Xlag'Xlag) / n_k, a 3-tuple (any (S, M, N) tuple serves
-    where this is asked for), with ``factor`` Z = [Xt, Xlag] / sqrt(n_k) when the rows are
-    complete and fewer than the columns: then [[S, M], [M', N]] = Z'Z has rank <= n_k and the
-    local step (2) solves by Woodbury's identity (:func:`admm_local_step`)."""
-
-    factor: np.ndarray | None
-
-    def __new__(cls, S: np.ndarray, M: np.ndarray, N: np.ndarray,
-                factor: np.ndarray | None = None) -> Moments:
-        self = super().__new__(cls, (S, M, N))
-        self.factor = factor
-        return self
-
-    def __reduce__(self):  # noqa: D105 - keep the factor through pickling
-        return (Moments, (*self, self.factor))
-
-
-VARIABLE_SETS = ("union", "shared", "same")
-#: where PFDBNL's local step (10) starts: the client's last W_k, A_k, its copies, 0
-LOCAL_STARTS = ("previous", "copies", "zero")
-
-
-@dataclass(frozen=True)
-class FDBNLSettings(ScreenedRunSettings, KnowledgeSettings):
-    """Every setting of FDBNL (Algorithm 1), with the App's defaults (the one source of them).
-
-    How the defaults were chosen: ``docs/algorithms/fdbnl.md``.
-
-    ``lambda_w``, ``lambda_a``: L1 weights of W and A. ``lambda_scale``: ``"pooled"`` multiplies
-    them by the number K of participating clients (sum_k l_k = K x pooled loss for equal n_k,
-    so lambda keeps its centralized DYNOTEARS meaning); ``"paper"`` applies them once in the
-    server step (3). ``rho1``, ``rho2``: penalties of h(W) and of consensus, grown by ``phi1``,
-    ``phi2`` per round up to ``rho_max``. ``dual_update``: ``"paper"`` uses W^(t+1) in the dual
-    step (4), ``"code"`` the official code's W^(t). ``code_compat``: PFDBNL departures of the
-    official code. ``max_rounds``: the round budget; the run stops earlier once h(W) <=
-    ``h_tol`` and max_k ||B_k - W||_F / max(||W||_F, 1) <= ``primal_tol``.
-    ``clients_per_round``: clients sampled per round (0: all); ``seed``: their sampling.
-    ``tau_w``, ``tau_a``: thresholds of the reported graphs. ``d``, ``p``: the expected data
-    shape (0: the majority of what the clients report). ``restarts``: chained L-BFGS-B calls of
-    PFDBNL's local step (10). ``server_a_step``, ``server_warm_start``, ``server_restarts``,
-    ``server_screen``: the solver of the server step (3), see :func:`admm_global_step`.
-    ``forbid``, ``require``, ``tiers``, ``exogenous``: prior knowledge
-    (:mod:`fedcausal_flwr.knowledge`).
-    ``variables``: the federation's variables when sites hold different ones (``"union"``:
-    all, each entry learned from the sites that observe both its variables; ``"shared"``:
-    those every site has; ``"same"``: a site with other variables is dropped).
-    ``max_missing``: a site with a larger share of missing cells is dropped.
-    """
-
-    section: ClassVar[str] = "dbn"
-
-    lambda_w: float = setting(0.05, "lambda-w", ge=0, wire=True)
-    lambda_a: float = setting(0.05, "lambda-a", ge=0, wire=True)
-    lambda_scale: str = setting("pooled", "lambda-scale", choices=("pooled", "paper"))
-    rho1: float = setting(1.0, "rho1", gt=0)
-    rho2: float = setting(1.0, "rho2", gt=0)
-    phi1: float = setting(2.5, "phi1", ge=1)
-    phi2: float = setting(1.1, "phi2", ge=1)
-    rho_max: float = setting(1e16, "rho-max", gt=0)
-    h_tol: float = setting(1e-8, "h-tol", ge=0)
-    primal_tol: float = setting(1e-2, "primal-tol", ge=0)
-    max_rounds: int = setting(200, "num-rounds", ge=1, le=MAX_ROUNDS)
-    restarts: int = setting(1, ge=1, le=1000, wire=True,
-                            doc="chained L-BFGS-B calls of PFDBNL's local step (10)")
-    server_restarts: int = setting(1, ge=1, le=1000,
-                                  doc="chained L-BFGS-B calls of the server step (3)")
-    server_warm_start: bool = setting(True, doc="server step starts at the previous W, not 0")
-    server_a_step: str = setting("closed-form", choices=("closed-form", "lbfgs"),
-                                 doc="A of the server step: soft threshold, or joint L-BFGS-B")
-    server_screen: bool = setting(True, doc="server step solves W only on the entries that "
-                                            "can be nonzero (|weight V| > lambda), signs fixed")
-    dual_update: str = setting("paper", "dual-update", choices=("paper", "code"))
-    code_compat: bool = setting(False, "code-compat", wire=True)
-    clients_per_round: int = setting(0, "clients-per-round", ge=0, le=MAX_CLIENTS)
-    seed: int = setting(0, "seed", ge=0)
-    tau_w: float = setting(0.2, "tau-w", ge=0)
-    tau_a: float = setting(0.2, "tau-a", ge=0)
-    d: int = setting(0, ge=0, le=MAX_VARS)
-    p: int = setting(0, ge=0, le=MAX_LAGS)
-    replicas: int = setting(0, "replicas", ge=0, le=MAX_REPLICAS,
-                            doc="half-sample replicas for edge frequencies (even; 0: none)")
-    stability_threshold: float = setting(0.6, "stability-threshold", gt=0.5, le=1,
-                                         doc="frequency an edge needs to be stable")
-    lambda_select: str = setting("fixed", "lambda-select", choices=("fixed", "holdout"),
-                                 doc="lambdas as set, or chosen on held-out blocks")
-    lambda_path: str = setting("0.2,0.1,0.05,0.025,0.0125", "lambda-path",
-                               doc="candidate lambdas (both W and A) of lambda-select holdout")
-    tau_path: str = setting("0.1,0.2,0.3,0.4", "tau-path",
-                            doc="candidate thresholds (both W and A) of lambda-select holdout")
-    holdout: float = setting(0.2, "holdout", gt=0, lt=1,
-                             doc="share of each client's rows, its last, held out")
-    variables: str = setting("union", "variables", choices=VARIABLE_SETS,
-                             doc="graph over the union of the sites' variables, the shared "
-                                 "ones, or the same ones at every site")
-    max_missing: float = setting(0.5, "max-missing", ge=0, le=1,
-                                 doc="largest share of missing cells a site may have")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.replicas % 2:
-            raise ValueError(f"run config {self.app_key('replicas')!r} = {self.replicas}: "
-                             "must be even (replicas come in complementary pairs of halves)")
-        for key, text in (("lambda-path", self.lambda_path), ("tau-path", self.tau_path)):
-            try:
-                values = numbers(text)
-            except ValueError:
-                values = ()
-            if not values or min(values) < 0:
-                raise ValueError(f"run config {self.app_key(key)!r} = {text!r}: expected "
-                                 "comma-separated numbers >= 0 (allowed: str such as "
-                                 "'0.1,0.05')")
-        if len(numbers(self.lambda_path)) * (self.replicas + 2) > MAX_REPLICAS:
-            raise ValueError(f"{self.app_key('lambda-path')!r} x {self.app_key('replicas')!r}"
-                             f": more than {MAX_REPLICAS} replicas in one run")
-
-    @property
-    def replicated(self) -> bool:
-        """Whether a run carries replicas (half samples or a penalty path)."""
-        return self.replicas > 0 or self.lambda_select != "fixed"
-
-    def taus(self) -> tuple[float, ...]:
-        """The candidate thresholds of ``lambda-select holdout`` (none otherwise)."""
-        return numbers(self.tau_path) if self.lambda_select == "holdout" else ()
-
-    def fdbnl_round_args(self) -> dict[str, Any]:
-        """The numbers of FDBNL's server round (:func:`fdbnl_server_round`)."""
-        return {n: getattr(self, n) for n in (
-            "lambda_w", "lambda_a", "lambda_scale", "dual_update", "server_restarts",
-            "server_warm_start", "server_a_step", "server_screen", "phi1", "phi2", "rho_max")}
-
-    def pfdbnl_round_args(self) -> dict[str, Any]:
-        """The numbers of PFDBNL's server round (:func:`pfdbnl_server_round`)."""
-        return {"phi1": self.phi1, "phi2": self.phi2, "rho_max": self.rho_max,
-                "code_compat": self.code_compat}
-
-    def stop_args(self) -> dict[str, Any]:
-        """The numbers of the stop rule (:func:`converged`)."""
-        return {"h_tol": self.h_tol, "primal_tol": self.primal_tol,
-                "max_rounds": self.max_rounds}
-
-
-@dataclass(frozen=True)
-class PFDBNLSettings(FDBNLSettings):
-    """FDBNL's settings with PFDBNL's own L1 weights ``lambda_w``, ``lambda_a`` (run-config
-    keys ``pfdbnl-lambda-w``, ``pfdbnl-lambda-a``; FDBNL's ``lambda-w``, ``lambda-a`` set to
-    other than FDBNL's defaults are refused, :meth:`~fedcausal_flwr.settings.Settings.rekeyed`),
-    plus ``mu``, the weight of the proximal term of Algorithm 2, and the solver of its local
-    step (10): ``local_start`` (where L-BFGS-B starts: ``"previous"``,
-    the client's own last W_k, A_k, which the server sends back; ``"copies"``, the copies
-    W~_k, A~_k; ``"zero"``), ``local_maxiter`` (L-BFGS-B iterations per call; 0: no cap) and
-    ``local_ftol`` (its relative decrease test; 0: scipy's default)
-    (``docs/algorithms/pfdbnl.md``, "Local-step cost")."""
-
-    lambda_w: float = setting(0.1, "pfdbnl-lambda-w", ge=0, wire=True,
-                              doc="L1 weight of W (PFDBNL's own, chosen on heterogeneous "
-                                  "clients; FDBNL's is 'lambda-w')")
-    lambda_a: float = setting(0.075, "pfdbnl-lambda-a", ge=0, wire=True,
-                              doc="L1 weight of A (PFDBNL's own, chosen on heterogeneous "
-                                  "clients; FDBNL's is 'lambda-a')")
-    mu: float = setting(0.1, "mu", ge=0, wire=True)
-    local_start: str = setting("previous", choices=LOCAL_STARTS, wire=True,
-                               doc="where L-BFGS-B starts in PFDBNL's local step (10): the "
-                                   "client's last W_k, A_k, the copies W~_k, A~_k, or 0")
-    local_maxiter: int = setting(100, ge=0, le=100000, wire=True,
-                                 doc="L-BFGS-B iterations per call of PFDBNL's local step "
-                                     "(10) (0: no cap)")
-    local_ftol: float = setting(0.0, ge=0, lt=1, wire=True,
-                                doc="L-BFGS-B's relative decrease test in the local step (10) "
-                                    "(0: scipy's default 2.2e-9)")
+from fedcausal_flwr.dbn.settings import (  # noqa: F401 - re-exported: dbn.model's names
+    LOCAL_STARTS,
+    VARIABLE_SETS,
+    FDBNLSettings,
+    PFDBNLSettings,
+)
+from fedcausal_flwr.knowledge import Masks
 
 
 @dataclass
@@ -222,76 +68,6 @@ class ServerState:
     A_local: dict[int, np.ndarray] = field(default_factory=dict)
     h: float = float("inf")
     residual: float = float("inf")
-
-
-def _exp_sq(W: np.ndarray) -> np.ndarray:
-    """exp(W o W), the one matrix exponential of h."""
-    return slin.expm(W * W)
-
-
-def _h_and_grad(W: np.ndarray) -> tuple[float, np.ndarray]:
-    """h(W) and its gradient from one matrix exponential."""
-    E = _exp_sq(W)
-    return float(np.trace(E) - W.shape[0]), E.T * W * 2.0
-
-
-def acyclicity(W: np.ndarray) -> float:
-    """h(W) = tr(exp(W o W)) - d."""
-    return _h_and_grad(W)[0]
-
-
-def acyclicity_grad(W: np.ndarray) -> np.ndarray:
-    """Gradient of h: exp(W o W)^T o 2W."""
-    return _h_and_grad(W)[1]
-
-
-def moments(Xt: np.ndarray, Xlag: np.ndarray) -> Moments:
-    """Second moments (S, M, N) = (Xt'Xt, Xt'Xlag, Xlag'Xlag) / n_k.
-
-    With missing values (NaN) each entry is the mean over the rows where both of its
-    columns are observed (pairwise-complete), and the joint matrix [[S, M], [M', N]] is then
-    made positive semidefinite by clipping its negative eigenvalues at 0 (:func:`psd`): an
-    entry whose columns are never observed together is 0 before the repair.
-    """
-    Xt, Xlag = np.asarray(Xt, dtype=float), np.asarray(Xlag, dtype=float)
-    if Xt.ndim != 2 or Xlag.ndim != 2:
-        raise ValueError(f"Xt and Xlag must be 2-D, got shapes {Xt.shape} and {Xlag.shape}")
-    n, d = Xt.shape
-    if n == 0 or d == 0:
-        raise ValueError(f"Xt must be non-empty n x d, got shape {Xt.shape}")
-    if Xlag.shape[0] != n:
-        raise ValueError(f"Xt has {n} rows but Xlag has {Xlag.shape[0]}")
-    if Xlag.shape[1] == 0 or Xlag.shape[1] % d:
-        raise ValueError(f"Xlag must be n x pd with p >= 1 and d = {d}, got shape {Xlag.shape}")
-    if not (np.isnan(Xt).any() or np.isnan(Xlag).any()):
-        Z = np.hstack([Xt, Xlag]) / np.sqrt(n) if n < d + Xlag.shape[1] else None
-        return Moments(Xt.T @ Xt / n, Xt.T @ Xlag / n, Xlag.T @ Xlag / n, Z)
-    Z = np.hstack([Xt, Xlag])
-    seen = np.isfinite(Z).astype(float)
-    Z = np.where(seen > 0, Z, 0.0)
-    C = psd(Z.T @ Z / np.maximum(seen.T @ seen, 1.0))
-    return Moments(C[:d, :d], C[:d, d:], C[d:, d:])
-
-
-def psd(C: np.ndarray) -> np.ndarray:
-    """The symmetric matrix ``C`` with its negative eigenvalues set to 0."""
-    w, V = np.linalg.eigh(0.5 * (C + C.T))
-    return (V * np.maximum(w, 0.0)) @ V.T
-
-
-def _loss_and_grad(W: np.ndarray, A: np.ndarray, mom: Moments
-                   ) -> tuple[float, np.ndarray, np.ndarray]:
-    """l(W, A) and its gradients -S(I - W) + MA and NA - M'(I - W), from the moments."""
-    S, M, N = mom
-    E = np.eye(W.shape[0]) - W
-    SE, MA, NA = S @ E, M @ A, N @ A
-    loss = 0.5 * (np.sum(E * SE) - 2.0 * np.sum(E * MA) + np.sum(A * NA))
-    return float(loss), MA - SE, NA - M.T @ E
-
-
-def squared_loss(W: np.ndarray, A: np.ndarray, mom: Moments) -> float:
-    """l(W, A) = 1/(2 n) ||Xt - Xt W - Xlag A||_F^2 computed from the moments."""
-    return _loss_and_grad(W, A, mom)[0]
 
 
 def admm_local_step(mom: Moments, W: np.ndarray, A: np.ndarray, beta: np.ndarray,
@@ -330,196 +106,6 @@ def consensus_targets(B: Sequence[np.ndarray], beta: Sequence[np.ndarray], rho2:
     for Bk, bk in zip(B, beta, strict=True):
         V = V + consensus_target(Bk, bk, rho2)
     return V / len(B)
-
-
-def penalized_objective(x: np.ndarray, d: int, alpha: float, rho: float, lambda_w: float,
-                        lambda_a: float, mom: Moments | None = None,
-                        V_W: np.ndarray | None = None, V_A: np.ndarray | None = None,
-                        weight: float | np.ndarray = 0.0, lam: np.ndarray | None = None
-                        ) -> tuple[float, np.ndarray]:
-    """F and dF/dx on split variables x = [W+, W-, A_1+, A_1-, ..., A_p+, A_p-].
-
-    F = l(W, A) [if mom] + weight/2 (||W - V_W||^2 + ||A - V_A||^2) [if V_W, V_A]
-        + alpha h(W) + rho/2 h(W)^2 + lambda_w |W|_1 + lambda_a |A|_1,
-    the one objective of the FDBNL server step (3), the PFDBNL local step (10) and DYNOTEARS.
-    With no lag blocks in x (p = 0, ``V_A`` of shape (0, d)) it is the W-part of (3) that
-    :func:`admm_global_step` minimizes once A is known in closed form. ``lam`` ((p + 1) x d^2,
-    block by block) replaces the two lambdas entry by entry and an array ``weight`` of that
-    shape weights each entry of the quadratic term (prior knowledge, sites that inform only
-    some entries: :class:`Constraints`).
-    """
-    dd = d * d
-    blocks = x.reshape(-1, 2, dd)
-    diff = blocks[:, 0] - blocks[:, 1]
-    W, A = diff[0].reshape(d, d), diff[1:].reshape(-1, d)
-    G = np.zeros_like(diff)  # gradient wrt (W, A_1, ..., A_p), each block flattened
-    gW, gA = G[0].reshape(d, d), G[1:].reshape(-1, d)  # views into G
-    f = 0.0
-    if mom is not None:
-        f, lW, lA = _loss_and_grad(W, A, mom)
-        gW += lW
-        gA += lA
-    if V_W is not None and np.ndim(weight):
-        R = diff - np.concatenate([np.ravel(V_W), np.ravel(V_A)]).reshape(diff.shape)
-        wR = weight * R
-        f += 0.5 * np.vdot(R, wR)
-        G += wR
-    elif V_W is not None:
-        RW, RA = W - V_W, A - V_A
-        f += 0.5 * weight * (np.vdot(RW, RW) + np.vdot(RA, RA))
-        gW += weight * RW
-        gA += weight * RA
-    h, gh = _h_and_grad(W)
-    gW += (alpha + rho * h) * gh
-    if lam is None:
-        f += (alpha * h + 0.5 * rho * h * h + lambda_w * blocks[0].sum()
-              + lambda_a * blocks[1:].sum())
-        lam = np.full((G.shape[0], 1), float(lambda_a))
-        lam[0] = lambda_w
-    else:
-        f += alpha * h + 0.5 * rho * h * h + float(np.vdot(lam, blocks[:, 0] + blocks[:, 1]))
-    out = np.empty_like(blocks)
-    np.add(lam, G, out=out[:, 0])
-    np.subtract(lam, G, out=out[:, 1])
-    return float(f), out.ravel()
-
-
-def split_to_dense(x: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """(W, A) from split variables [W+, W-, A_1+, A_1-, ...], each block d x d row-major."""
-    blocks = x.reshape(-1, 2, d, d)
-    diff = blocks[:, 0] - blocks[:, 1]
-    return diff[0], diff[1:].reshape(-1, d)
-
-
-@functools.lru_cache(maxsize=32)
-def _split_bounds(d: int, p: int) -> sopt.Bounds:
-    """x >= 0, with the diagonal of W+ and W- pinned to 0 (no self-loops in W).
-
-    As arrays, built once per (d, p): scipy converts a list of pairs on every call.
-    """
-    upper = np.full((2 * (p + 1), d, d), np.inf)
-    upper[:2, np.arange(d), np.arange(d)] = 0.0
-    upper.flags.writeable = False
-    return sopt.Bounds(np.zeros(upper.size), upper.ravel())
-
-
-def _fixed_bounds(d: int, p: int, fixed: np.ndarray) -> sopt.Bounds:
-    """:func:`_split_bounds` with both halves of every ``fixed`` entry ((p + 1) x d x d,
-    block by block) pinned to 0."""
-    upper = np.where(np.reshape(fixed, (p + 1, 1, d, d)), 0.0,
-                     _split_bounds(d, p).ub.reshape(p + 1, 2, d, d))
-    return sopt.Bounds(np.zeros(upper.size), upper.ravel())
-
-
-def _lbfgs(d: int, p: int, restarts: int, alpha: float, rho: float, lambda_w: float,
-           lambda_a: float, x0: np.ndarray | None = None, mom: Moments | None = None,
-           V_W: np.ndarray | None = None, V_A: np.ndarray | None = None,
-           weight: float | np.ndarray = 0.0, lam: np.ndarray | None = None,
-           fixed: np.ndarray | None = None, ftol: float | None = None, maxiter: int = 0
-           ) -> np.ndarray:
-    """Minimize :func:`penalized_objective` by ``restarts`` warm-started L-BFGS-B calls
-    (``fixed``: entries held at exactly 0 by the bounds; ``ftol``: L-BFGS-B's relative
-    decrease test, None for scipy's default 2.2e-9; ``maxiter`` > 0: at most that many
-    iterations per call)."""
-    x = np.zeros(2 * (p + 1) * d * d) if x0 is None else x0
-    args = (d, alpha, rho, lambda_w, lambda_a, mom, V_W, V_A, weight, lam)
-    bounds = _split_bounds(d, p) if fixed is None else _fixed_bounds(d, p, fixed)
-    x = np.clip(x, bounds.lb, bounds.ub) if fixed is not None else x
-    options = {k: v for k, v in (("ftol", ftol), ("maxiter", maxiter)) if v} or None
-    for _ in range(max(1, restarts)):
-        x = sopt.minimize(penalized_objective, x, args=args, method="L-BFGS-B", jac=True,
-                          bounds=bounds, options=options).x
-    return x
-
-
-def screen(V_W: np.ndarray, weight: float | np.ndarray, lam: float | np.ndarray,
-           fixed: np.ndarray | None = None) -> np.ndarray:
-    """The entries of W that can be nonzero at a stationary point of the W-part of (3):
-    weight |V_W| > lambda, off the diagonal and not ``fixed``.
-
-    dh/dW_ij = 2 W_ij exp(W o W)_ji vanishes at W_ij = 0 and has the sign of W_ij elsewhere, so
-    stationarity with W_ij != 0 needs weight (V_ij - W_ij) - lambda sign(W_ij) to have the sign
-    of W_ij: |weight V_ij| > lambda, and then sign(W_ij) = sign(V_ij).
-    """
-    S = np.abs(weight * V_W) > lam
-    np.fill_diagonal(S, False)
-    return S if fixed is None else S & ~np.asarray(fixed, bool).reshape(S.shape)
-
-
-def screened_objective(u: np.ndarray, S: np.ndarray, sign: np.ndarray, V_W: np.ndarray,
-                       weight: float | np.ndarray, lam: float | np.ndarray, alpha: float,
-                       rho: float, rest: float) -> tuple[float, np.ndarray]:
-    """The W-part of (3), F = weight/2 ||W - V_W||^2 + alpha h(W) + rho/2 h(W)^2 + lambda |W|_1,
-    and dF/du at W = sign o u on the entries ``S`` (0 elsewhere), u >= 0 (so |W|_1 = sum u).
-
-    ``weight`` and ``lam`` are scalars or the values on ``S``; ``rest`` = weight/2 ||V_W||^2
-    off ``S`` (a constant: F is the full objective's value, so L-BFGS-B's relative test is
-    unchanged).
-    """
-    W = np.zeros(V_W.shape)
-    W[S] = sign * u
-    R = W[S] - V_W[S]
-    h, gh = _h_and_grad(W)
-    f = rest + 0.5 * float(np.sum(weight * R * R)) + alpha * h + 0.5 * rho * h * h
-    f += float(np.sum(lam * u))
-    return f, sign * (weight * R + (alpha + rho * h) * gh[S]) + lam
-
-
-def curvature(W: np.ndarray, S: np.ndarray, weight: float | np.ndarray, alpha: float,
-              rho: float) -> np.ndarray:
-    """An estimate of the diagonal of the Hessian of the W-part of (3) on the entries ``S``
-    at W: weight + 2 (alpha + rho h) exp(W o W)_ji + rho (dh/dW_ij)^2 (of h's own second
-    derivative only the part without the derivative of the exponential)."""
-    E = _exp_sq(W)
-    h = float(np.trace(E) - W.shape[0])
-    gh = (E.T * W * 2.0)[S]
-    return weight + 2.0 * (alpha + rho * h) * E.T[S] + rho * gh * gh
-
-
-def _screened_w_step(V_W: np.ndarray, weight: float | np.ndarray, alpha: float, rho: float,
-                     lam: float | np.ndarray, restarts: int, init: np.ndarray | None,
-                     fixed: np.ndarray | None = None) -> np.ndarray:
-    """W minimizing the W-part of (3) by L-BFGS-B on |W| over the entries of :func:`screen`
-    (signs those of V_W), from |init| there or from 0; every other entry is 0.
-
-    Each call runs in the variables z = sqrt(c) |W_S| with c the :func:`curvature` at its
-    start point: the minimizer is the same, and the stiff late rounds (rho1 up to 1e16),
-    where the entries on cycles are far more curved than the others, take a few iterations
-    instead of hundreds.
-    """
-    S = screen(V_W, weight, lam, fixed)
-    sign = np.sign(V_W[S])
-    w = weight[S] if np.ndim(weight) else float(weight)
-    lam_S = lam[S] if np.ndim(lam) else float(lam)
-    rest = 0.5 * float(np.sum((weight * V_W * V_W)[~S]))
-    u = np.zeros(sign.size) if init is None else np.maximum(sign * init[S], 0.0)
-    W = np.zeros(V_W.shape)
-    bounds = sopt.Bounds(np.zeros(u.size), np.full(u.size, np.inf))
-
-    def scaled(z: np.ndarray, scale: np.ndarray) -> tuple[float, np.ndarray]:
-        f, g = screened_objective(z * scale, S, sign, V_W, w, lam_S, alpha, rho, rest)
-        return f, g * scale
-
-    for _ in range(max(1, restarts)):
-        if not u.size:
-            break
-        W[S] = sign * u
-        scale = 1.0 / np.sqrt(curvature(W, S, w, alpha, rho))
-        u = scale * sopt.minimize(scaled, u / scale, args=(scale,), method="L-BFGS-B",
-                                  jac=True, bounds=bounds).x
-    W[S] = sign * u
-    return W
-
-
-def split_from_dense(W: np.ndarray, A: np.ndarray | None = None) -> np.ndarray:
-    """Split variables [W+, W-, A_1+, A_1-, ...] of (W, A): X+ = max(X, 0), X- = max(-X, 0);
-    the inverse of :func:`split_to_dense` (the diagonal of W is zeroed, as the bounds pin it)."""
-    d = W.shape[0]
-    W = np.array(W, dtype=float)
-    np.fill_diagonal(W, 0.0)
-    blocks = [W] if A is None else [W, *np.asarray(A, dtype=float).reshape(-1, d, d)]
-    return np.concatenate([np.stack([np.maximum(B, 0.0), np.maximum(-B, 0.0)]).ravel()
-                           for B in blocks])
 
 
 def admm_global_step(V_W: np.ndarray, V_A: np.ndarray, weight: float, alpha: float,
@@ -973,35 +559,6 @@ def pfdbnl_reference(clients: Sequence[Moments], s: PFDBNLSettings, seed: int | 
                                     informed=informed)
         history.append(_history_row(state, len(ids)))
     return state, history
-
-
-def dynotears(mom: Moments, lambda_w: float, lambda_a: float, max_iter: int = 100,
-              h_tol: float = 1e-8, rho_max: float = 1e16) -> tuple[np.ndarray, np.ndarray]:
-    """Centralized DYNOTEARS (Pamfil et al. 2020) by augmented Lagrangian; unthresholded (W, A)."""
-    d = mom[0].shape[0]
-    p = mom[2].shape[0] // d
-    x, rho, alpha, h = np.zeros(2 * (p + 1) * d * d), 1.0, 0.0, np.inf
-    x_new, h_new = x, h
-    for _ in range(max_iter):
-        while rho < rho_max:
-            x_new = _lbfgs(d, p, 1, alpha, rho, lambda_w, lambda_a, x0=x, mom=mom)
-            h_new = acyclicity(split_to_dense(x_new, d)[0])
-            if h_new > 0.25 * h:
-                rho *= 10.0
-            else:
-                break
-        x, h = x_new, h_new
-        alpha += rho * h
-        if h <= h_tol or rho >= rho_max:
-            break
-    return split_to_dense(x, d)
-
-
-def ave_baseline(clients: Sequence[Moments], lambda_w: float, lambda_a: float
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """The paper's Ave baseline: per-client DYNOTEARS, weights averaged (unthresholded)."""
-    fits = [dynotears(mom, lambda_w, lambda_a) for mom in clients]
-    return (np.mean([W for W, _ in fits], axis=0), np.mean([A for _, A in fits], axis=0))
 
 
 def threshold(M: np.ndarray, tau: float, keep: np.ndarray | None = None) -> np.ndarray:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fedcausal_flwr.dbn.model import Moments
+from fedcausal_flwr.dbn.objective import Moments
 
 
 def lag_index(idx: np.ndarray, d: int, p: int) -> np.ndarray:

@@ -13,7 +13,10 @@ without pooling scores theta by psi' C^-1 psi over random Fourier features of z 
 from the clients' validation sums only.
 
 :class:`FedIVSettings` (:mod:`fedcausal_flwr.iv.settings`, no torch) holds every setting.
-Parameters travel as lists of float64 numpy arrays in ``named_parameters`` order.
+Parameters travel as lists of float64 numpy arrays in ``named_parameters`` order. The
+tensors and networks are in :mod:`fedcausal_flwr.iv.networks`, the players' optimizers in
+:mod:`fedcausal_flwr.iv.optim`, the validation criterion in :mod:`fedcausal_flwr.iv.validation`
+(this module re-exports their names).
 Everything here is pure torch/numpy: no I/O, no logging, no Flower.
 """
 
@@ -27,7 +30,31 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.extras import missing_extra
+from fedcausal_flwr.iv.networks import (  # noqa: F401 - re-exported: iv.model's names
+    DTYPE,
+    Batch,
+    LeakySoftmax,
+    Params,
+    batch,
+    cnn,
+    device_of,
+    get_params,
+    mlp,
+    network,
+    networks,
+    predict,
+    set_params,
+    shapes,
+)
+from fedcausal_flwr.iv.optim import OptState, _direction, clip
 from fedcausal_flwr.iv.settings import FedIVSettings
+from fedcausal_flwr.iv.validation import (  # noqa: F401 - re-exported: iv.model's names
+    criterion,
+    features,
+    pooled_criterion,
+    rff,
+    validation_sums,
+)
 
 try:
     import torch
@@ -35,125 +62,8 @@ try:
 except ModuleNotFoundError as e:
     raise missing_extra(e, "FedIV", "fediv", "torch") from e
 
-Params = list[np.ndarray]
-DTYPE = torch.float64
-
-
-@dataclass
-class Batch:
-    """One client's data as float64 tensors (``x`` may be images ``(n, 1, h, w)``)."""
-
-    x: torch.Tensor
-    y: torch.Tensor
-    z: torch.Tensor
-
-    @property
-    def n(self) -> int:
-        """Number of samples."""
-        return int(self.y.shape[0])
-
-    def rows(self, idx: torch.Tensor | slice) -> Batch:
-        """The sub-batch of rows ``idx``."""
-        return Batch(self.x[idx], self.y[idx], self.z[idx])
-
-
-def batch(x: np.ndarray, y: np.ndarray, z: np.ndarray, device: str = "cpu") -> Batch:
-    """Arrays as a float64 :class:`Batch` on ``device`` (``y`` as a column)."""
-    t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float64), device=device)  # noqa: E731
-    return Batch(t(x), t(y).reshape(-1, 1), t(z))
-
-
-def device_of(name: str = "auto") -> str:
-    """``"cuda"`` when asked for or when ``"auto"`` finds a GPU, else ``"cpu"``."""
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return name
-
-
-# ---- networks ------------------------------------------------------------------------------
-class LeakySoftmax(nn.Module):
-    """DeepGMM's output head: 0.01 leaky_relu(h) + 0.99 sum(leaky_relu(h)) softmax(h)."""
-
-    def forward(self, h: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        a = nn.functional.leaky_relu(h)
-        return 0.01 * a + 0.99 * a.sum(dim=1, keepdim=True) * torch.softmax(h, dim=1)
-
-
-def mlp(sizes: Sequence[int]) -> nn.Sequential:
-    """Linear layers with LeakyReLU between; Xavier-normal weights (gain 1), zero biases."""
-    layers: list[nn.Module] = []
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
-        lin = nn.Linear(a, b)
-        nn.init.xavier_normal_(lin.weight)
-        nn.init.zeros_(lin.bias)
-        layers += [lin] + ([nn.LeakyReLU()] if i < len(sizes) - 2 else [])
-    return nn.Sequential(*layers)
-
-
-def cnn(channels: int, side: int) -> nn.Sequential:
-    """DeepGMM's DefaultCNN for ``channels x side x side`` images, without its BatchNorm.
-
-    (BatchNorm's running statistics are buffers that FedGDA would have to average; dropped.)
-    """
-    s = side // 2
-    s = (s + 2) // 2
-    return nn.Sequential(
-        nn.Conv2d(channels, 20, 3, padding=1), nn.LeakyReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(20, 50, 3, padding=2), nn.LeakyReLU(), nn.MaxPool2d(2), nn.Flatten(),
-        nn.Linear(50 * s * s, 200), nn.LeakyReLU(), nn.Linear(200, 10), LeakySoftmax(),
-        nn.Linear(10, 1))
-
-
-def network(shape: Sequence[int], role: str) -> nn.Module:
-    """g (``role="g"``) or f (``"f"``) for inputs of per-sample ``shape``.
-
-    Vectors: g = MLP(d, 20, 3, 1), f = MLP(d, 20, 1) (the authors' low-dim nets);
-    images ``(c, h, w)``: the CNN.
-    """
-    if len(shape) == 3:
-        return cnn(int(shape[0]), int(shape[1]))
-    d = int(np.prod(shape)) if len(shape) else 1
-    return mlp([d, 20, 3, 1] if role == "g" else [d, 20, 1])
-
-
-def networks(x_shape: Sequence[int], z_shape: Sequence[int], seed: int,
-             device: str = "cpu") -> tuple[nn.Module, nn.Module]:
-    """``(g, f)`` in float64, initialised from ``seed``."""
-    torch.manual_seed(int(seed))
-    g, f = network(x_shape, "g"), network(z_shape, "f")
-    return g.to(device=device, dtype=DTYPE), f.to(device=device, dtype=DTYPE)
-
-
-def get_params(net: nn.Module) -> Params:
-    """The network's parameters as float64 numpy arrays (``named_parameters`` order)."""
-    return [p.detach().cpu().numpy().astype(np.float64, copy=True) for p in net.parameters()]
-
-
-def set_params(net: nn.Module, params: Sequence[np.ndarray]) -> nn.Module:
-    """Load ``params`` (``get_params`` order and shapes) into ``net``; returns ``net``."""
-    ps = list(net.parameters())
-    if len(ps) != len(params):
-        raise ValueError(f"expected {len(ps)} parameter arrays, got {len(params)}")
-    with torch.no_grad():
-        for p, a in zip(ps, params, strict=True):
-            if tuple(p.shape) != tuple(np.shape(a)):
-                raise ValueError(f"parameter of shape {tuple(np.shape(a))}, expected "
-                                 f"{tuple(p.shape)}")
-            p.copy_(torch.as_tensor(np.asarray(a), dtype=p.dtype, device=p.device))
-    return net
-
-
-def shapes(net: nn.Module) -> list[tuple[int, ...]]:
-    """Shapes of the network's parameter arrays."""
-    return [tuple(p.shape) for p in net.parameters()]
-
 
 # ---- the moment game -----------------------------------------------------------------------
-def predict(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """Network output as a column ``(n, 1)``; a 1-D input is one feature per row."""
-    return net(x.reshape(-1, 1) if x.ndim == 1 else x).reshape(-1, 1)
-
-
 def game(fz: torch.Tensor, r: torch.Tensor, dim: tuple[int, ...] | None = None
          ) -> torch.Tensor:
     """Eq. 14 from f(z) and the residuals r = y - g(x): mean f r - 1/4 mean f^2 r~^2, with
@@ -175,56 +85,6 @@ def moment(g: nn.Module, f: nn.Module, b: Batch) -> float:
     """psi(f; theta) = mean f(z)(y - g(x)) on ``b``."""
     with torch.no_grad():
         return float((predict(f, b.z) * (b.y - predict(g, b.x))).mean())
-
-
-@dataclass
-class OptState:
-    """Per-player optimizer memory (momentum buffers, OAdam moments and last step)."""
-
-    step: int = 0
-    buf: dict[str, list[torch.Tensor]] = field(default_factory=dict)
-
-
-def _direction(grads: list[torch.Tensor], lr: float, key: str, st: OptState, optimizer: str,
-               momentum: float, betas: tuple[float, float]) -> list[torch.Tensor]:
-    """The step ``u`` of one player for its gradients (``p <- p - u`` descends)."""
-    if optimizer == "sgd":
-        return [lr * g for g in grads]
-    if optimizer == "sgdm":
-        m = st.buf.setdefault(key, [torch.zeros_like(g) for g in grads])
-        for mi, g in zip(m, grads, strict=True):
-            mi.mul_(momentum).add_(g)
-        return [lr * mi for mi in m]
-    b1, b2 = betas  # OAdam: u_t = lr m^_t/(sqrt(v^_t)+eps), p <- p - 2u_t + u_{t-1}
-    m = st.buf.setdefault(key + ".m", [torch.zeros_like(g) for g in grads])
-    v = st.buf.setdefault(key + ".v", [torch.zeros_like(g) for g in grads])
-    prev = st.buf.setdefault(key + ".u", [torch.zeros_like(g) for g in grads])
-    t = st.step
-    out = []
-    for i, g in enumerate(grads):
-        m[i].mul_(b1).add_((1 - b1) * g)
-        v[i].mul_(b2).add_((1 - b2) * g * g)
-        u = lr * (m[i] / (1 - b1 ** t)) / ((v[i] / (1 - b2 ** t)).sqrt() + 1e-8)
-        out.append(2 * u - prev[i])
-        prev[i] = u
-    return out
-
-
-def clip(grads: list[torch.Tensor], max_norm: float) -> list[torch.Tensor]:
-    """A player's gradient scaled to L2 norm at most ``max_norm`` (0: unchanged).
-
-    :func:`gda_step` clips the max player's (f's) ascent gradient. This departs from
-    Algorithm 1 (App. B), whose local steps use the raw gradients of U_i: f's step is
-    bounded by ``lr_f * max_norm``. The direction is kept, so a step inside the bound is
-    exactly the paper's. g's gradient, mean f(z) dg/dtheta, is left raw: it is bounded
-    once f is.
-    """
-    if max_norm <= 0:
-        return grads
-    norm = torch.sqrt(sum((gi * gi).sum() for gi in grads))
-    if not torch.isfinite(norm) or norm <= max_norm:
-        return grads
-    return [gi * (max_norm / norm) for gi in grads]
 
 
 def gda_step(g: nn.Module, f: nn.Module, b: Batch, st: OptState, *, lr_g: float, lr_f: float,
@@ -298,42 +158,6 @@ def server_update(params: Params, deltas: Mapping[int, Params], weights: Mapping
     total = sum(weights[c] for c in deltas)
     return [p + sum(weights[c] / total * d[j] for c, d in sorted(deltas.items()))
             for j, p in enumerate(params)]
-
-
-# ---- validation moment criterion (model selection without pooling) -------------------------
-def rff(z_dim: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Random Fourier features ``(W, b)`` of bandwidth sqrt(z_dim) for the validation class."""
-    rng = np.random.default_rng([int(seed), 0xF1])
-    return rng.standard_normal((z_dim, m)) / math.sqrt(z_dim), rng.uniform(0, 2 * np.pi, m)
-
-
-def features(z: np.ndarray, basis: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """phi(z) = [1, sqrt(2/m) cos(z W + b)] (rows of flattened ``z``)."""
-    W, b = basis
-    zf = np.asarray(z, dtype=float).reshape(len(z), -1)
-    return np.hstack([np.ones((len(zf), 1)), math.sqrt(2 / W.shape[1]) * np.cos(zf @ W + b)])
-
-
-def validation_sums(g: nn.Module, b: Batch, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(sum_k phi_k e_k, sum_k phi_k phi_k^T)`` with e = y - g(x) on ``b``.
-
-    The weighting uses a fixed e~ = 1 (DeepGMM fixes e~ from a pooled pre-stage) rather than
-    the current residuals: weighting by the current e^2 would reward rounds whose residuals
-    are large, and selected near-initial models in our runs.
-    """
-    with torch.no_grad():
-        e = (b.y - predict(g, b.x)).cpu().numpy().ravel()
-    return phi.T @ e, phi.T @ phi
-
-
-def criterion(psi_sum: np.ndarray, c_sum: np.ndarray, n: int, ridge: float = 1e-8) -> float:
-    """sup_v v^T psi - 1/4 v^T C v = psi^T C^{-1} psi over the linear span of phi (Lemma 1).
-
-    ``psi = psi_sum / n``, ``C = c_sum / n``; smaller is better (fewer moment violations).
-    """
-    psi, C = psi_sum / n, c_sum / n
-    C = C + ridge * np.trace(C) / len(C) * np.eye(len(C))
-    return float(psi @ np.linalg.solve(C, psi))
 
 
 # ---- reference loops -----------------------------------------------------------------------
@@ -469,11 +293,6 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
         select(st, pooled_criterion([validation_sums(g, *v) + (v[0].n,) for v in val]),
                st.theta, s.rounds)
     return st
-
-
-def pooled_criterion(sums: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> float:
-    """:func:`criterion` of the clients' summed validation sums ``(psi_sum, c_sum, n)``."""
-    return criterion(sum(s[0] for s in sums), sum(s[1] for s in sums), sum(s[2] for s in sums))
 
 
 def centralized_deepgmm(b: Batch, s: FedIVSettings, seed: int, epochs: int, device: str = "cpu",

@@ -24,6 +24,7 @@ protocol: it passes them on and names the logical (rows, cols) shape where it mu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -243,13 +244,43 @@ class Paillier(Mock):
         return paillier.from_wire(pk, a, (shape[0], self._cols(pk, shape[1])))
 
 
-BACKENDS = ("paillier", "paillier-packed", "mock")
+@dataclass(frozen=True)
+class Backend:
+    """One HE backend, described once for settings, consent, client and relay.
+
+    ``encrypts``: its ciphertexts hide the values (False: the relay reads the fixed-point
+    plaintexts, ``exposure`` says what); ``pack``: Paillier with several values per ciphertext.
+    """
+
+    name: str
+    encrypts: bool
+    pack: bool = False
+    exposure: str = ""
+
+    def make(self, n_length: int = DEFAULT_BITS) -> Mock:
+        """The backend's object (Paillier needs phe + gmpy2, the vfedcd extra)."""
+        return Paillier(n_length, pack=self.pack) if self.encrypts else Mock()
+
+
+TABLE: dict[str, Backend] = {b.name: b for b in (
+    Backend("paillier", encrypts=True),
+    Backend("paillier-packed", encrypts=True, pack=True),
+    Backend("mock", encrypts=False,
+            exposure="encrypts nothing: the relay (the ServerApp) reads the parties' "
+                     "fixed-point plaintext fragments and feature gradients"),
+)}
+BACKENDS: tuple[str, ...] = tuple(TABLE)
+SECURE_BACKENDS: tuple[str, ...] = tuple(n for n, b in TABLE.items() if b.encrypts)
+
+
+def described(name: str) -> Backend:
+    """The table's entry for ``name``; a ValueError naming the known ones."""
+    if name not in TABLE:
+        raise ValueError(f"he-backend {name!r} is not one of {', '.join(BACKENDS)}")
+    return TABLE[name]
 
 
 def backend(name: str, n_length: int = DEFAULT_BITS) -> Mock:
-    """``paillier``, ``paillier-packed`` or ``mock`` (the only one that needs no phe/gmpy2)."""
-    if name in ("paillier", "paillier-packed"):
-        return Paillier(n_length, pack=name == "paillier-packed")
-    if name == "mock":
-        return Mock()
-    raise ValueError(f"he-backend {name!r} is not one of {', '.join(BACKENDS)}")
+    """The backend ``name`` of :data:`TABLE` (``mock`` is the only one that needs no
+    phe/gmpy2)."""
+    return described(name).make(n_length)

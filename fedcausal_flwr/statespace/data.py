@@ -137,7 +137,7 @@ def with_defaults(rc: Mapping[str, Any]) -> Mapping[str, Any]:
     ``ss-model`` is ``"fedcf"``; ``seed`` at the settings' default), validated: a library
     caller's dict without ``seed`` (or any other data key) reads as the App's would. A
     complete config comes back as it is."""
-    from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings
+    from fedcausal_flwr.statespace.settings import FedCFSettings, FedGCSettings
 
     fedcf = rc.get("ss-model") == "fedcf"
     cls = FedCFData if fedcf else FedGCData

@@ -19,12 +19,11 @@ from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.kalman import ClientData
 from fedcausal_flwr.statespace.model import (
     ClientParams,
-    FedCFSettings,
     GrangerTest,
     ServerParams,
     ServerWindow,
-    StateSpaceSettings,
 )
+from fedcausal_flwr.statespace.settings import FedCFSettings, StateSpaceSettings
 
 
 def exchange_step(clients: Sequence[ClientData], cpar: Sequence[ClientParams],

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as slin
 
+from fedcausal_flwr.statespace.blocks import block, offsets
 from fedcausal_flwr.statespace.kalman import (
     ClientData,
     kalman_filter,
     kalman_gain,
     spectral_radius,
 )
-from fedcausal_flwr.statespace.model import block, offsets
 
 __all__ = ["LTISystem", "inputs", "mean_shifts", "oracle_filter", "random_system", "simulate",
            "split_clients"]

@@ -13,7 +13,11 @@ their current parameters, the server's window-mean gradients, one Jacobi step on
 FedGC is FedCF without inputs, with ``phi = 0`` and ``xi = 0``: then ``r_s = -D`` and
 ``L_s^FedCF = (1 + xi) L_s^FedGC`` (tested). Row convention: a window of states is ``W x P``.
 
-:class:`FedGCSettings` and :class:`FedCFSettings` hold every setting with the App's defaults;
+:class:`FedGCSettings` and :class:`FedCFSettings` (:mod:`fedcausal_flwr.statespace.settings`)
+hold every setting with the App's defaults; block indexing and time differencing are in
+:mod:`fedcausal_flwr.statespace.blocks`, known-zero blocks in
+:mod:`fedcausal_flwr.statespace.knownzero`, differential privacy in
+:mod:`fedcausal_flwr.statespace.dp` (this module re-exports all four);
 :func:`fedcausal_flwr.statespace.loop.reference` is the in-process loop the Flower path is
 tested against; the client's data and Kalman filter are in :mod:`fedcausal_flwr.statespace.kalman`.
 The simulators (systems, series, the centralized oracle) are in
@@ -23,352 +27,46 @@ Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, NamedTuple, Self
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as slin
 from scipy.stats import t as student_t
 
-from fedcausal_flwr.settings import (
-    MAX_CLIENTS,
-    MAX_ROUNDS,
-    MAX_ROWS,
-    MAX_VARS,
-    RunSettings,
-    setting,
+from fedcausal_flwr.statespace.blocks import (  # noqa: F401 - re-exported: statespace.model's
+    block,
+    differenced,
+    offsets,
+    time_difference,
+    time_difference_adjoint,
+)
+from fedcausal_flwr.statespace.dp import (  # noqa: F401 - re-exported: statespace.model's
+    dp_fresh,
+    dp_noise_multiplier,
+    dp_noise_ridge,
+    dp_release_key,
+    dp_releases,
+    dp_report,
+    dp_sent_arrays,
+    private,
 )
 from fedcausal_flwr.statespace.kalman import ClientData
-
-
-# ---- blocks -----------------------------------------------------------------------------------
-def block(M: np.ndarray, rows: Sequence[int], cols: Sequence[int], m: int, n: int
-          ) -> np.ndarray:
-    """Block (m, n) of ``M`` with row sizes ``rows`` and column sizes ``cols``."""
-    r, c = offsets(rows), offsets(cols)
-    return M[r[m]:r[m + 1], c[n]:c[n + 1]]
-
-
-def offsets(sizes: Sequence[int]) -> np.ndarray:
-    """Start index of each block, and the total at the end."""
-    return np.cumsum((0, *sizes))
-
-
-def time_difference(X: np.ndarray) -> np.ndarray:
-    """``x^t - x^{t-1}`` of a window's rows (``W x k`` -> ``(W - 1) x k``).
-
-    Departure from both papers (FedGC eq 15, FedCF eq 13 are losses on levels): with
-    ``difference`` the server's residuals are differenced in time before they are squared.
-    An unknown mean shift ``b^t`` on client m's states (the Kalman filters do not
-    model b) sits in client m's residual as ``b^t``; it is piecewise constant, so its
-    difference vanishes except at its few jumps, while ``A_mn`` still maps the differenced
-    states of client n to the differenced residual of client m. On levels, ``b^t`` is
-    explained by the other clients' states, which follow it through ``A_nm`` (spurious
-    ``A_mn``). Unknown shifts need no model and no estimate, and nothing new is sent.
-    """
-    return X[1:] - X[:-1]
-
-
-def time_difference_adjoint(E: np.ndarray) -> np.ndarray:
-    """``Delta^T E`` (``(W - 1) x k`` -> ``W x k``): the chain rule through
-    :func:`time_difference`, so ``d ||Delta R||^2 / dR = 2 Delta^T Delta R``."""
-    G = np.zeros((E.shape[0] + 1, E.shape[1]))
-    G[1:] += E
-    G[:-1] -= E
-    return G
-
-
-def differenced(R: np.ndarray, difference: bool) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(residual as squared, its gradient direction, n)`` of a window's residual rows ``R``.
-
-    Levels: ``(R, R, W)``. Differenced: ``(Delta R, Delta^T Delta R, W - 1)``, so that the
-    window's loss is ``||first||^2 / n`` and its gradient w.r.t. ``R`` is ``2 second / n``
-    (a window of one row contributes nothing).
-    """
-    if not difference:
-        return R, R, R.shape[0]
-    E = time_difference(R)
-    return E, time_difference_adjoint(E), max(E.shape[0], 1)
-
-
-# ---- settings and state ----------------------------------------------------------------------
-TARGETS = ("predicted", "refined", "innovation")
-
-# The former default schedule (:meth:`StateSpaceSettings.paper_schedule`).
-PAPER_SCHEDULE: dict[str, Any] = {"window": 1000, "epochs": 30, "lr_server": 0.3,
-                                  "lr_client": 1.5}
-
-
-@dataclass(frozen=True)
-class StateSpaceSettings(RunSettings):
-    """What FedGC and FedCF share (the papers give no values; ours are the App's defaults).
-
-    Schedule: ``window`` time steps per exchange (W = 1 is FedGC's online schedule,
-    ``W = T - 1`` FedCF's full batch), ``epochs`` passes over t = 1..T-1. A run is
-    ``epochs * ceil((T - 1) / W)`` windows, one exchange each (plus setup and a final
-    gradient delivery), and windows are sequential, so the exchanges are set by W and epochs.
-    How the defaults were chosen: ``docs/algorithms/fedgc.md``, ``docs/algorithms/fedcf.md``.
-    Steps are normalized: each block moves by ``lr / L`` along its gradient, with ``L`` the
-    running maximum, over the windows seen so far, of a bound of the block's curvature on the
-    window (kept in ``ClientParams.curv`` / ``ServerParams.curv_A, curv_B``), so the same
-    ``lr`` works across scales and the step never grows: a quiet window cannot undo what a
-    mean-shift window taught (for full batch, ``W = T - 1``, ``L`` is the batch's bound).
-    ``eta1``/``eta2`` weight the client's local loss and the server loss in the client step
-    (FedGC eq 24, FedCF eqs 9-10); ``lambda_g``/``lambda_l`` are ridge weights on
-    ``A_hat, B_hat`` and on ``theta``.
-    ``dp``: every state array a client sends is a Gaussian release (rows clipped to
-    ``dp_clip_msg``, :mod:`fedcausal_flwr.privacy`), with the noise multiplier derived from the
-    run's TOTAL budget (``dp_epsilon``, ``dp_delta``) by Flower's RDP accountant for the
-    releases the run will make (:func:`dp_releases`); the server's gradients are
-    post-processing of those releases and travel unnoised. ``dp_debias``: the server removes
-    the known noise variance from its regressors' second moment (:func:`dp_noise_ridge`).
-    Noise is seeded by ``seed``, client and release (:func:`dp_release_key`).
-    ``xi``, ``learn_phi``, ``target``, ``alg1_literal``, ``init_std``: FedCF's (see
-    :class:`FedCFSettings`); FedGC fixes all but ``target`` (no penalty weight, no ``phi``,
-    the zero start of the FedGC paper; see :class:`FedGCSettings` for its target).
-    The ``wire`` fields are the client's share: the server sends them with every window
-    (:meth:`~fedcausal_flwr.settings.Settings.to_wire`), so a client never rebuilds them.
-    ``difference``: the server fits its model to first differences in time of its residuals
-    within each window (:func:`time_difference`), which removes unknown piecewise-constant
-    mean shifts ``b^t`` of any client's states; ``False`` is the papers' loss on levels.
-    It needs ``window >= 2`` (a window of one step has no difference). FedGC's default, keyed
-    ``ss-difference``; FedCF keeps levels (no key; see :class:`FedCFSettings`).
-    ``granger_alpha``: the graph view (``RunResult.edges``, ``to_networkx``) keeps an entry
-    of ``A_hat`` (``B_hat``) as an edge when its p-value for "no Granger effect" is below it
-    (:func:`granger_test`; 0: every nonzero entry); 0.05 is the nominal level whose
-    false-positive rate ``docs/algorithms/fedgc.md`` reports. ``granger_lags``: the
-    Newey-West lags of the standard errors (-1: :func:`hac_lags` of each window's rows;
-    0: White's, which ignores the scores' serial correlation). The server alone reads both.
-    ``known_zero``: coupling blocks the user knows to be zero, e.g. ``"A:1<-0, A:2<-*,
-    B:1<-0"`` (:func:`parse_known_zero`), held at exactly 0 in every iterate
-    (:func:`known_zero_masks`); empty: none. ``max_missing``: a client whose share of missing
-    cells (of ``y`` and ``u``) is above it is dropped at setup, named. The server reads both.
-    """
-
-    section: ClassVar[str] = "statespace"
-
-    window: int = setting(10000, "ss-window", ge=1, le=MAX_ROWS)
-    epochs: int = setting(20, "ss-epochs", ge=1, le=MAX_ROUNDS)
-    lr_server: float = setting(1.0, "ss-lr-server", ge=0)
-    lr_client: float = setting(1.5, "ss-lr-client", ge=0, wire=True)
-    eta1: float = setting(1.0, "ss-eta1", ge=0, wire=True)
-    eta2: float = setting(1.0, "ss-eta2", ge=0, wire=True)
-    lambda_g: float = setting(0.0, "ss-lambda-g", ge=0)
-    lambda_l: float = setting(0.0, "ss-lambda-l", ge=0, wire=True)
-    xi: float = setting(0.0, ge=0, wire=True)
-    learn_phi: bool = setting(False, wire=True)
-    target: str = setting("predicted", choices=TARGETS, wire=True)
-    alg1_literal: bool = setting(False, wire=True)
-    difference: bool = setting(False, wire=True)
-    dp: bool = setting(False, "ss-dp", wire=True)
-    dp_epsilon: float = setting(8.0, "ss-dp-epsilon", gt=0,
-                                doc="the run's TOTAL epsilon (inf: clip, no noise)")
-    dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1, doc="the run's total delta")
-    dp_clip_msg: float = setting(0.2, "ss-dp-clip-msg", gt=0, wire=True)
-    dp_debias: bool = setting(False)
-    seed: int = setting(0, "seed", ge=0, wire=True)
-    init_std: float = setting(0.0, ge=0, wire=True)
-    granger_alpha: float = setting(0.05, "ss-granger-alpha", ge=0, lt=1)
-    granger_lags: int = setting(-1, "ss-granger-lags", ge=-1, le=MAX_ROWS)
-    known_zero: str = setting("", "ss-known-zero",
-                              doc="coupling blocks known to be 0: 'A:1<-0, A:2<-*, B:1<-0'")
-    max_missing: float = setting(0.5, "ss-max-missing", ge=0, le=1,
-                                 doc="largest share of missing cells a client may have")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.zero_blocks()
-        if self.difference and self.window < 2:
-            raise ValueError(f"run config 'statespace.ss-difference' = true needs "
-                             f"'statespace.ss-window' >= 2 (got {self.window}): a window of one "
-                             "step has no time difference; set statespace.ss-difference = false "
-                             "for the online schedule W = 1")
-
-    @classmethod
-    def paper_schedule(cls, **changes: Any) -> Self:
-        """The former default schedule (:data:`PAPER_SCHEDULE`: mini-batch windows of
-        W = 1000, 30 epochs, steps 0.3 / 1.5, i.e. 300 windows), nearer the papers' per-step
-        updates; every other field keeps the default, ``changes`` override. Run config:
-        ``statespace.ss-window=1000 statespace.ss-epochs=30 statespace.ss-lr-server=0.3
-        statespace.ss-lr-client=1.5``."""
-        return cls(**{**PAPER_SCHEDULE, **changes})
-
-    def zero_blocks(self) -> tuple[ZeroBlock, ...]:
-        """The parsed ``known_zero`` (a syntax error names the key)."""
-        return parse_known_zero(self.known_zero, f"run config {self.app_key('ss-known-zero')!r}")
-
-
-@dataclass(frozen=True)
-class FedGCSettings(StateSpaceSettings):
-    """FedGC (Mohanty et al.), with the App's defaults: W = 10000, 20 epochs, lr 1.0 (server) / 1.5.
-
-    FedGC's server loss is the penalty ``||D_m||^2`` alone (eqs 15-16) and clients learn only
-    ``theta_m`` from a zero start: ``xi``, ``learn_phi``, ``alg1_literal`` and ``init_std`` keep
-    their fixed values and have no run-config key.
-
-    The default learns with mean shifts that no filter models (the paper's setting): the
-    server target is ``"innovation"`` (``ss-gc-target``: client m's measured state
-    ``C_mm^+ y^t`` instead of eq 15's augmented prediction ``A_mm hhat_a^{t-1}``) and the
-    loss is on time differences (``ss-difference``); see :func:`fedgc_server_window` and
-    :func:`time_difference`. ``ss-gc-target = "predicted"`` with ``ss-difference = false``
-    is the paper's algorithm (eqs 15, 16, 22, 24), which learns only when client m's shifts
-    are known to its filter (data key ``ss-shift-known``).
-    """
-
-    target: str = setting("innovation", "ss-gc-target", choices=("predicted", "innovation"),
-                          wire=True)
-    difference: bool = setting(True, "ss-difference", wire=True)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        inputs = [str(b) for b in self.zero_blocks() if b.matrix == "B"]
-        if inputs:
-            raise ValueError(f"run config {self.app_key('ss-known-zero')!r}: {inputs}: FedGC "
-                             "learns no input blocks B_mn (only FedCF does)")
-
-
-@dataclass(frozen=True)
-class FedCFSettings(StateSpaceSettings):
-    """FedCF (Mohamed, Mohanty, Gebraeel), with the App's defaults.
-
-    ``xi`` weights the penalty ``||D_m||^2`` beside the residual (eq 11); ``learn_phi`` learns
-    the constant ``phi_m``; ``init_std``: ``theta, phi, A_hat, B_hat`` start N(0, init_std^2)
-    (seeded by ``seed`` and the client), as in the FedCF paper.
-    ``target``: ``"predicted"`` (paper: ``r_s = h_s - h_a``), ``"refined"`` (regress on
-    ``hhat_a^t``, which carries ``y^t``) or ``"innovation"`` (``h_a^t`` corrected by the full
-    innovation, ``h_a^t + C^+ (y^t - C h_a^t) = C^+ y^t``: unbiased for ``h^t``, so
-    ``B_hat_mn`` is unbiased for i.i.d. inputs; see :func:`client_states`).
-    ``alg1_literal`` drops ``g~`` from the client step, as Algorithm 1 is printed.
-    ``difference`` stays ``False`` (no key): differenced, ``u_n^{t-2}`` in the regressor
-    ``Delta u_n^{t-1}`` meets client m's filter error at ``t - 1``, which carries
-    ``B_mn u_n^{t-2}``, and biases ``B_hat_mn``.
-    The schedule (``window``, ``epochs``, ``lr_server``, ``lr_client``) shares its keys and
-    defaults with FedGC. How the defaults were chosen: ``docs/algorithms/fedcf.md``.
-    ``cf_client``, ``cf_source``, ``cf_delta``: the counterfactual query answered after
-    training, "what would ``y_m`` (m = ``cf_client``) change by if client n = ``cf_source``
-    changed its input by ``delta_u``" with ``cf_delta`` comma-separated floats (empty: none).
-    """
-
-    xi: float = setting(10.0, "ss-xi", ge=0, wire=True)
-    learn_phi: bool = setting(True, "ss-learn-phi", wire=True)
-    target: str = setting("predicted", "ss-target", choices=TARGETS, wire=True)
-    alg1_literal: bool = setting(False, "ss-alg1-literal", wire=True)
-    init_std: float = setting(0.1, "ss-init-std", ge=0, wire=True)
-    cf_client: int = setting(1, "ss-cf-client", ge=0, le=MAX_CLIENTS)
-    cf_source: int = setting(0, "ss-cf-source", ge=0, le=MAX_VARS)
-    cf_delta: str = setting("", "ss-cf-delta")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        try:
-            self.delta_u()
-        except ValueError:
-            raise ValueError(f"run config {self.app_key('ss-cf-delta')!r} = {self.cf_delta!r}: "
-                             "expected "
-                             "comma-separated numbers (allowed: str such as '1,0.5'; empty: "
-                             "no query)") from None
-
-    def delta_u(self) -> np.ndarray:
-        """``cf_delta`` as an array (empty: no query)."""
-        return np.array([float(p) for p in self.cf_delta.split(",") if p.strip()])
-
-
-# ---- known-zero blocks -----------------------------------------------------------------------
-ANY_CLIENT = "*"
-
-
-class ZeroBlock(NamedTuple):
-    """``matrix`` (``"A"`` or ``"B"``) block ``(target, source)`` known to be 0: client
-    ``source``'s state (input) does not drive client ``target``'s state; None: every client."""
-
-    matrix: str
-    target: int | None
-    source: int | None
-
-    def __str__(self) -> str:
-        def name(c: int | None) -> str:
-            return ANY_CLIENT if c is None else str(c)
-        return f"{self.matrix}:{name(self.target)}<-{name(self.source)}"
-
-
-def _client_id(text: str, statement: str, where: str) -> int | None:
-    """A partition id (``3`` or ``c3``, the result's naming) or ``*`` (None)."""
-    t = text.strip()
-    if t == ANY_CLIENT:
-        return None
-    digits = t[1:] if t[:1] in ("c", "C") else t
-    if not digits.isdigit():
-        raise ValueError(f"{where}: {statement!r}: {t!r} is not a client; name one by its "
-                         "partition id (e.g. 2 or c2) or '*' for every client")
-    return int(digits)
-
-
-def parse_known_zero(text: str, where: str = "known-zero") -> tuple[ZeroBlock, ...]:
-    """The comma-separated statements ``A:m<-n`` (``A_mn = 0``: client n's state does not
-    drive client m's; also written ``A:n->m``) and ``B:m<-n`` (``B_mn = 0``: client n's input
-    does not drive client m's state), clients by partition id or ``*`` (every client, the
-    diagonal block left out); a malformed statement is a ValueError naming ``where``."""
-    out = []
-    for item in (t.strip() for t in str(text).split(",")):
-        if not item:
-            continue
-        matrix, colon, body = item.partition(":")
-        matrix = matrix.strip().upper()
-        arrows = [a for a in ("<-", "->") if body.count(a) == 1]
-        if not colon or matrix not in ("A", "B") or len(arrows) != 1:
-            raise ValueError(f"{where}: {item!r} is not a known-zero block; write "
-                             "'A:target<-source' or 'B:target<-source' (partition ids or "
-                             "'*'), e.g. 'A:1<-0, A:2<-*, B:1<-0'")
-        left, right = body.split(arrows[0])
-        target, source = (left, right) if arrows[0] == "<-" else (right, left)
-        block_ = ZeroBlock(matrix, _client_id(target, item, where),
-                           _client_id(source, item, where))
-        if block_.target is not None and block_.target == block_.source:
-            raise ValueError(f"{where}: {item!r}: the diagonal block is client "
-                             f"{block_.target}'s own, known to it and not learned")
-        out.append(block_)
-    return tuple(out)
-
-
-def known_zero_masks(blocks: Sequence[ZeroBlock], cids: Sequence[int], P: Sequence[int],
-                     U: Sequence[int], known: Sequence[int] | None = None
-                     ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Boolean ``(zero_A, zero_B)`` over the full ``A_hat`` (``B_hat``) of the clients
-    ``cids`` (sizes ``P``, ``U``), True on the known-zero blocks; None without statements.
-
-    ``known``: every client of the federation (default ``cids``); a statement naming a
-    client outside it is a ValueError naming the client, one naming a known client that
-    is not in ``cids`` (dropped) holds no block.
-    """
-    if not blocks:
-        return None
-    known = list(cids) if known is None else list(known)
-    for b in blocks:
-        for c in (b.target, b.source):
-            if c is not None and c not in known:
-                raise ValueError(f"known-zero block {str(b)!r}: no client {c}; the "
-                                 f"federation's clients are {sorted(known)}")
-    pa, ua = offsets(P), offsets(U)
-    zero_A = np.zeros((pa[-1], pa[-1]), dtype=bool)
-    zero_B = np.zeros((pa[-1], ua[-1]), dtype=bool)
-    for b in blocks:
-        Z, cols = (zero_A, pa) if b.matrix == "A" else (zero_B, ua)
-        for m, cm in enumerate(cids):
-            for n, cn in enumerate(cids):
-                if m != n and b.target in (None, cm) and b.source in (None, cn):
-                    Z[pa[m]:pa[m + 1], cols[n]:cols[n + 1]] = True
-    return zero_A, zero_B
-
-
-def zero_block_list(Z: np.ndarray, cids: Sequence[int], rows: Sequence[int],
-                    cols: Sequence[int]) -> list[list[int]]:
-    """``[[target, source], ...]`` client ids of the blocks ``Z`` holds at zero."""
-    r, c = offsets(rows), offsets(cols)
-    return [[int(cm), int(cn)] for m, cm in enumerate(cids) for n, cn in enumerate(cids)
-            if m != n and r[m + 1] > r[m] and c[n + 1] > c[n]
-            and Z[r[m]:r[m + 1], c[n]:c[n + 1]].all()]
+from fedcausal_flwr.statespace.knownzero import (  # noqa: F401 - re-exported: statespace.model's
+    ANY_CLIENT,
+    ZeroBlock,
+    known_zero_masks,
+    parse_known_zero,
+    zero_block_list,
+)
+from fedcausal_flwr.statespace.settings import (  # noqa: F401 - re-exported: statespace.model's
+    PAPER_SCHEDULE,
+    TARGETS,
+    FedCFSettings,
+    FedGCSettings,
+    StateSpaceSettings,
+)
 
 
 def with_known_zero(par: ServerParams, masks: tuple[np.ndarray, np.ndarray] | None
@@ -818,89 +516,6 @@ def fedgc_states(c: ClientData, par: ClientParams, ts: np.ndarray,
     if target == "innovation":
         return [c.y[ts] @ np.linalg.pinv(c.C).T, c.hc[ts - 1]]
     return [c.hc[ts - 1] + c.y[ts - 1] @ par.theta.T, c.hc[ts - 1]]
-
-
-# ---- differential privacy (the mechanism and its accounting: fedcausal_flwr.privacy) ---------
-def dp_sent_arrays(s: StateSpaceSettings) -> int:
-    """State arrays a client sends per window: FedGC 2, FedCF 4 (:func:`client_states`)."""
-    return 4 if isinstance(s, FedCFSettings) else 2
-
-
-def dp_fresh(s: StateSpaceSettings) -> bool:
-    """Whether a client's upload changes with its parameters. FedGC's innovation target
-    sends ``[C^+ y^t, hhat_c^{t-1}]`` (:func:`fedgc_states`), fixed by the data: a window's
-    release is then drawn once and repeated in every epoch (a repeat is post-processing,
-    free); otherwise every window is a fresh release."""
-    return isinstance(s, FedCFSettings) or s.target != "innovation"
-
-
-def dp_release_key(s: StateSpaceSettings, k: int, T: int) -> int:
-    """The release (noise draw) of exchange k: k itself, or the window's place in its epoch
-    when the upload is fixed (:func:`dp_fresh`)."""
-    per_epoch = len(range(1, T, s.window))
-    return k if dp_fresh(s) else (k - 1) % per_epoch + 1
-
-
-def dp_releases(s: StateSpaceSettings, T: int, rounds: int) -> int:
-    """Gaussian releases per client in ``rounds`` windows: arrays x distinct releases."""
-    per_epoch = len(range(1, T, s.window))
-    return dp_sent_arrays(s) * (rounds if dp_fresh(s) else min(rounds, per_epoch))
-
-
-def dp_noise_multiplier(s: StateSpaceSettings, T: int, rounds: int) -> float:
-    """``z`` whose composition over :func:`dp_releases` is (``dp_epsilon``, ``dp_delta``)
-    (:func:`~fedcausal_flwr.privacy.noise_multiplier_for`; ``inf``: clipped, no noise;
-    NaN: DP off)."""
-    from fedcausal_flwr.privacy import noise_multiplier_for
-
-    if not s.dp:
-        return math.nan
-
-    return noise_multiplier_for(s.dp_epsilon, s.dp_delta, dp_releases(s, T, rounds))
-
-
-def dp_noise_ridge(s: StateSpaceSettings, noise_multiplier: float) -> float:
-    """The server's ridge correction for noisy regressors (errors in variables; Fuller 1987,
-    Measurement Error Models, sec. 1.2): each sent entry carries independent noise of
-    variance ``sigma^2 = (2 z clip)^2``, which adds ``sigma^2 I`` (``2 sigma^2 I`` after
-    time differencing) to the regressors' second moment and shrinks ``A_hat`` towards 0; a
-    ridge weight of minus that removes it in expectation. FedGC only (0 otherwise)."""
-    if (not s.dp or not s.dp_debias or math.isinf(noise_multiplier)
-            or isinstance(s, FedCFSettings)):
-        return 0.0
-    sigma = 2.0 * noise_multiplier * s.dp_clip_msg
-    return -(2.0 if s.difference else 1.0) * sigma ** 2
-
-
-def dp_report(s: StateSpaceSettings, T: int, rounds: int, noise_multiplier: float
-              ) -> dict[str, Any]:
-    """The run's DP account per client: releases made in ``rounds`` windows, their total
-    (epsilon, delta) by the RDP accountant, the budget and the mechanism."""
-    from fedcausal_flwr.privacy import ACCOUNTANT, rdp_epsilon
-
-    n = dp_releases(s, T, rounds)
-    z = noise_multiplier
-    return {"epsilon": rdp_epsilon(z, n, s.dp_delta), "delta": s.dp_delta,
-            "budget_epsilon": s.dp_epsilon, "releases_per_client": n,
-            "noise_multiplier": z if math.isfinite(z) else None,
-            "sigma": 2.0 * z * s.dp_clip_msg if math.isfinite(z) else 0.0,
-            "clip": s.dp_clip_msg, "fresh_per_window": dp_fresh(s),
-            "noise_ridge": dp_noise_ridge(s, z), "accountant": ACCOUNTANT,
-            "unit": "one time step's row of a sent state array (replace-one, sensitivity "
-                    "2 clip); the server's gradients are post-processing"}
-
-
-def private(arrays: Sequence[np.ndarray], m: int, key: int, *, noise_multiplier: float,
-            clip: float, seed: int) -> list[np.ndarray]:
-    """Client m's release ``key`` of ``arrays``: rows clipped to ``clip``, Gaussian noise of
-    multiplier ``noise_multiplier`` (:class:`~fedcausal_flwr.privacy.GaussianRelease`; NaN:
-    DP off, unchanged). Array j draws its noise from ``release_rng(seed, 1, m, key, j)``."""
-    if math.isnan(noise_multiplier):
-        return list(arrays)
-    from fedcausal_flwr.privacy import GaussianRelease, release_rng
-
-    rel = GaussianRelease(noise_multiplier, clip)
-    return [rel(a, release_rng(seed, 1, m, key, j)) for j, a in enumerate(arrays)]
 
 
 def history_row(k: int, win: ServerWindow, local: Sequence[float]) -> dict[str, float]:

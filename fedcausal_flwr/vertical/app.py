@@ -31,7 +31,7 @@ from flwr.common.logger import log
 from fedcausal_flwr.federation.client import client_class, section_context
 from fedcausal_flwr.settings import section_view
 from fedcausal_flwr.vertical.data import VerticalData
-from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
+from fedcausal_flwr.vertical.settings import PartyConsent, VFedCDSettings
 
 SECTION = "vertical"
 

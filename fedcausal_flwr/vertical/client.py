@@ -44,7 +44,7 @@ from fedcausal_flwr.data.csvdata import standardized
 from fedcausal_flwr.federation.client import CausalClient, Fit
 from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.secure import psi
-from fedcausal_flwr.secure.shares import Mock
+from fedcausal_flwr.secure.shares import Mock, described
 from fedcausal_flwr.secure.shares import backend as make_backend
 from fedcausal_flwr.vertical import dispatch
 from fedcausal_flwr.vertical import model as core
@@ -235,8 +235,8 @@ class VFedCDClient(CausalClient):
         self.consent.check(s, self.who)
         exposed = s.exposure()
         if exposed:
-            key = ("vfedcd-accept-modes" if not s.secure else "vfedcd-accept-backends"
-                   if s.he_backend == "mock" else "vfedcd-min-key-bits")
+            key = ("vfedcd-accept-modes" if not s.secure else "vfedcd-min-key-bits"
+                   if described(s.he_backend).encrypts else "vfedcd-accept-backends")
             for line in exposed:
                 log(WARNING, "%s: %s (accepted by %r from %s)", self.who, line, key,
                     self.consent_from[key])

@@ -75,6 +75,7 @@ from harness import (  # noqa: E402
 )
 
 from fedcausal_flwr.dbn import model as dbn  # noqa: E402
+from fedcausal_flwr.dbn import objective  # noqa: E402 - calls scipy.optimize as sopt
 from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics  # noqa: E402
 from fedcausal_flwr.dbn.synthetic import federated_dbn  # noqa: E402
 
@@ -134,7 +135,7 @@ class PerCall:
 def run_ours(moms: list[dbn.Moments], truths, run: str) -> dict[str, float]:
     """Our reference loop with the settings of ``run``: cost and per-client accuracy."""
     s = dbn.PFDBNLSettings(**OURS[run])
-    with counting(dbn) as c:
+    with counting(objective) as c:
         calls = PerCall(c)
         t0 = time.process_time()
         state, hist = dbn.pfdbnl_reference(moms, s)

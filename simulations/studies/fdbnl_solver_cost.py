@@ -60,6 +60,7 @@ from harness import (  # noqa: E402
 )
 
 from fedcausal_flwr.dbn import model as dbn  # noqa: E402
+from fedcausal_flwr.dbn import objective  # noqa: E402 - calls scipy.optimize as sopt
 from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics  # noqa: E402
 from fedcausal_flwr.dbn.synthetic import federated_dbn  # noqa: E402
 
@@ -142,7 +143,7 @@ def scores(W: np.ndarray, A: np.ndarray, truth: tuple[np.ndarray, np.ndarray]) -
 def run_ours(moms: list[dbn.Moments], truth, profile: str, solver: str) -> dict:
     s = dbn.FDBNLSettings(lambda_w=LAM, lambda_a=LAM, tau_w=TAU, tau_a=TAU,
                           **PROFILES[profile], **SOLVERS[solver])
-    with counting(dbn) as c:
+    with counting(objective) as c:
         t0 = time.process_time()
         state, hist = dbn.fdbnl_reference(moms, s)
         cpu = time.process_time() - t0

@@ -19,7 +19,8 @@ from fedcausal_flwr import registry
 PACKAGE = Path(__file__).resolve().parents[2] / "fedcausal_flwr"
 FAMILIES = sorted({a.package.rpartition(".")[2] for a in registry.ALGORITHMS.values()})
 EQUATIONS = ("model", "settings", "kalman", "loop", "decoder", "lti", "dream4", "synthetic",
-             "evaluation")
+             "evaluation", "objective", "blocks", "knownzero", "dp", "networks", "optim",
+             "validation")
 
 
 def module_name(path: Path) -> str:

@@ -1,0 +1,176 @@
+"""FDBNL's and PFDBNL's settings (:class:`FDBNLSettings`, :class:`PFDBNLSettings`): every
+default once, with its run-config key; the equations that read them are in
+:mod:`fedcausal_flwr.dbn.model`, which re-exports these names.
+
+Pure dataclasses: no arrays, no I/O, no Flower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from fedcausal_flwr.knowledge import KnowledgeSettings
+from fedcausal_flwr.settings import (
+    MAX_CLIENTS,
+    MAX_LAGS,
+    MAX_REPLICAS,
+    MAX_ROUNDS,
+    MAX_VARS,
+    ScreenedRunSettings,
+    numbers,
+    setting,
+)
+
+VARIABLE_SETS = ("union", "shared", "same")
+#: where PFDBNL's local step (10) starts: the client's last W_k, A_k, its copies, 0
+LOCAL_STARTS = ("previous", "copies", "zero")
+
+
+@dataclass(frozen=True)
+class FDBNLSettings(ScreenedRunSettings, KnowledgeSettings):
+    """Every setting of FDBNL (Algorithm 1), with the App's defaults (the one source of them).
+
+    How the defaults were chosen: ``docs/algorithms/fdbnl.md``.
+
+    ``lambda_w``, ``lambda_a``: L1 weights of W and A. ``lambda_scale``: ``"pooled"`` multiplies
+    them by the number K of participating clients (sum_k l_k = K x pooled loss for equal n_k,
+    so lambda keeps its centralized DYNOTEARS meaning); ``"paper"`` applies them once in the
+    server step (3). ``rho1``, ``rho2``: penalties of h(W) and of consensus, grown by ``phi1``,
+    ``phi2`` per round up to ``rho_max``. ``dual_update``: ``"paper"`` uses W^(t+1) in the dual
+    step (4), ``"code"`` the official code's W^(t). ``code_compat``: PFDBNL departures of the
+    official code. ``max_rounds``: the round budget; the run stops earlier once h(W) <=
+    ``h_tol`` and max_k ||B_k - W||_F / max(||W||_F, 1) <= ``primal_tol``.
+    ``clients_per_round``: clients sampled per round (0: all); ``seed``: their sampling.
+    ``tau_w``, ``tau_a``: thresholds of the reported graphs. ``d``, ``p``: the expected data
+    shape (0: the majority of what the clients report). ``restarts``: chained L-BFGS-B calls of
+    PFDBNL's local step (10). ``server_a_step``, ``server_warm_start``, ``server_restarts``,
+    ``server_screen``: the solver of the server step (3), see :func:`admm_global_step`.
+    ``forbid``, ``require``, ``tiers``, ``exogenous``: prior knowledge
+    (:mod:`fedcausal_flwr.knowledge`).
+    ``variables``: the federation's variables when sites hold different ones (``"union"``:
+    all, each entry learned from the sites that observe both its variables; ``"shared"``:
+    those every site has; ``"same"``: a site with other variables is dropped).
+    ``max_missing``: a site with a larger share of missing cells is dropped.
+    """
+
+    section: ClassVar[str] = "dbn"
+
+    lambda_w: float = setting(0.05, "lambda-w", ge=0, wire=True)
+    lambda_a: float = setting(0.05, "lambda-a", ge=0, wire=True)
+    lambda_scale: str = setting("pooled", "lambda-scale", choices=("pooled", "paper"))
+    rho1: float = setting(1.0, "rho1", gt=0)
+    rho2: float = setting(1.0, "rho2", gt=0)
+    phi1: float = setting(2.5, "phi1", ge=1)
+    phi2: float = setting(1.1, "phi2", ge=1)
+    rho_max: float = setting(1e16, "rho-max", gt=0)
+    h_tol: float = setting(1e-8, "h-tol", ge=0)
+    primal_tol: float = setting(1e-2, "primal-tol", ge=0)
+    max_rounds: int = setting(200, "num-rounds", ge=1, le=MAX_ROUNDS)
+    restarts: int = setting(1, ge=1, le=1000, wire=True,
+                            doc="chained L-BFGS-B calls of PFDBNL's local step (10)")
+    server_restarts: int = setting(1, ge=1, le=1000,
+                                  doc="chained L-BFGS-B calls of the server step (3)")
+    server_warm_start: bool = setting(True, doc="server step starts at the previous W, not 0")
+    server_a_step: str = setting("closed-form", choices=("closed-form", "lbfgs"),
+                                 doc="A of the server step: soft threshold, or joint L-BFGS-B")
+    server_screen: bool = setting(True, doc="server step solves W only on the entries that "
+                                            "can be nonzero (|weight V| > lambda), signs fixed")
+    dual_update: str = setting("paper", "dual-update", choices=("paper", "code"))
+    code_compat: bool = setting(False, "code-compat", wire=True)
+    clients_per_round: int = setting(0, "clients-per-round", ge=0, le=MAX_CLIENTS)
+    seed: int = setting(0, "seed", ge=0)
+    tau_w: float = setting(0.2, "tau-w", ge=0)
+    tau_a: float = setting(0.2, "tau-a", ge=0)
+    d: int = setting(0, ge=0, le=MAX_VARS)
+    p: int = setting(0, ge=0, le=MAX_LAGS)
+    replicas: int = setting(0, "replicas", ge=0, le=MAX_REPLICAS,
+                            doc="half-sample replicas for edge frequencies (even; 0: none)")
+    stability_threshold: float = setting(0.6, "stability-threshold", gt=0.5, le=1,
+                                         doc="frequency an edge needs to be stable")
+    lambda_select: str = setting("fixed", "lambda-select", choices=("fixed", "holdout"),
+                                 doc="lambdas as set, or chosen on held-out blocks")
+    lambda_path: str = setting("0.2,0.1,0.05,0.025,0.0125", "lambda-path",
+                               doc="candidate lambdas (both W and A) of lambda-select holdout")
+    tau_path: str = setting("0.1,0.2,0.3,0.4", "tau-path",
+                            doc="candidate thresholds (both W and A) of lambda-select holdout")
+    holdout: float = setting(0.2, "holdout", gt=0, lt=1,
+                             doc="share of each client's rows, its last, held out")
+    variables: str = setting("union", "variables", choices=VARIABLE_SETS,
+                             doc="graph over the union of the sites' variables, the shared "
+                                 "ones, or the same ones at every site")
+    max_missing: float = setting(0.5, "max-missing", ge=0, le=1,
+                                 doc="largest share of missing cells a site may have")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.replicas % 2:
+            raise ValueError(f"run config {self.app_key('replicas')!r} = {self.replicas}: "
+                             "must be even (replicas come in complementary pairs of halves)")
+        for key, text in (("lambda-path", self.lambda_path), ("tau-path", self.tau_path)):
+            try:
+                values = numbers(text)
+            except ValueError:
+                values = ()
+            if not values or min(values) < 0:
+                raise ValueError(f"run config {self.app_key(key)!r} = {text!r}: expected "
+                                 "comma-separated numbers >= 0 (allowed: str such as "
+                                 "'0.1,0.05')")
+        if len(numbers(self.lambda_path)) * (self.replicas + 2) > MAX_REPLICAS:
+            raise ValueError(f"{self.app_key('lambda-path')!r} x {self.app_key('replicas')!r}"
+                             f": more than {MAX_REPLICAS} replicas in one run")
+
+    @property
+    def replicated(self) -> bool:
+        """Whether a run carries replicas (half samples or a penalty path)."""
+        return self.replicas > 0 or self.lambda_select != "fixed"
+
+    def taus(self) -> tuple[float, ...]:
+        """The candidate thresholds of ``lambda-select holdout`` (none otherwise)."""
+        return numbers(self.tau_path) if self.lambda_select == "holdout" else ()
+
+    def fdbnl_round_args(self) -> dict[str, Any]:
+        """The numbers of FDBNL's server round (:func:`fdbnl_server_round`)."""
+        return {n: getattr(self, n) for n in (
+            "lambda_w", "lambda_a", "lambda_scale", "dual_update", "server_restarts",
+            "server_warm_start", "server_a_step", "server_screen", "phi1", "phi2", "rho_max")}
+
+    def pfdbnl_round_args(self) -> dict[str, Any]:
+        """The numbers of PFDBNL's server round (:func:`pfdbnl_server_round`)."""
+        return {"phi1": self.phi1, "phi2": self.phi2, "rho_max": self.rho_max,
+                "code_compat": self.code_compat}
+
+    def stop_args(self) -> dict[str, Any]:
+        """The numbers of the stop rule (:func:`converged`)."""
+        return {"h_tol": self.h_tol, "primal_tol": self.primal_tol,
+                "max_rounds": self.max_rounds}
+
+
+@dataclass(frozen=True)
+class PFDBNLSettings(FDBNLSettings):
+    """FDBNL's settings with PFDBNL's own L1 weights ``lambda_w``, ``lambda_a`` (run-config
+    keys ``pfdbnl-lambda-w``, ``pfdbnl-lambda-a``; FDBNL's ``lambda-w``, ``lambda-a`` set to
+    other than FDBNL's defaults are refused, :meth:`~fedcausal_flwr.settings.Settings.rekeyed`),
+    plus ``mu``, the weight of the proximal term of Algorithm 2, and the solver of its local
+    step (10): ``local_start`` (where L-BFGS-B starts: ``"previous"``,
+    the client's own last W_k, A_k, which the server sends back; ``"copies"``, the copies
+    W~_k, A~_k; ``"zero"``), ``local_maxiter`` (L-BFGS-B iterations per call; 0: no cap) and
+    ``local_ftol`` (its relative decrease test; 0: scipy's default)
+    (``docs/algorithms/pfdbnl.md``, "Local-step cost")."""
+
+    lambda_w: float = setting(0.1, "pfdbnl-lambda-w", ge=0, wire=True,
+                              doc="L1 weight of W (PFDBNL's own, chosen on heterogeneous "
+                                  "clients; FDBNL's is 'lambda-w')")
+    lambda_a: float = setting(0.075, "pfdbnl-lambda-a", ge=0, wire=True,
+                              doc="L1 weight of A (PFDBNL's own, chosen on heterogeneous "
+                                  "clients; FDBNL's is 'lambda-a')")
+    mu: float = setting(0.1, "mu", ge=0, wire=True)
+    local_start: str = setting("previous", choices=LOCAL_STARTS, wire=True,
+                               doc="where L-BFGS-B starts in PFDBNL's local step (10): the "
+                                   "client's last W_k, A_k, the copies W~_k, A~_k, or 0")
+    local_maxiter: int = setting(100, ge=0, le=100000, wire=True,
+                                 doc="L-BFGS-B iterations per call of PFDBNL's local step "
+                                     "(10) (0: no cap)")
+    local_ftol: float = setting(0.0, ge=0, lt=1, wire=True,
+                                doc="L-BFGS-B's relative decrease test in the local step (10) "
+                                    "(0: scipy's default 2.2e-9)")
