@@ -44,11 +44,12 @@ API_MODULES = {
                    "fedcausal_flwr.federation.flower"],
     "clients": ["fedcausal_flwr.clients", "fedcausal_flwr.federation.client"],
     "settings": ["fedcausal_flwr.settings"],
-    "results": ["fedcausal_flwr.results"],
+    "results": ["fedcausal_flwr.results", "fedcausal_flwr.results_views",
+                "fedcausal_flwr.results_files"],
     "data": ["fedcausal_flwr.data.node", "fedcausal_flwr.data.csvdata", "fedcausal_flwr.names"],
     "plots": ["fedcausal_flwr.plots"],
     "testing": ["fedcausal_flwr.testing"],
-    "starter": ["fedcausal_flwr.starter"],
+    "starter": ["fedcausal_flwr.cli.starter"],
 }
 
 BEGIN = "<!-- BEGIN GENERATED: {} -->"

@@ -12,13 +12,27 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from logging import ERROR
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-#: What these functions draw: a :class:`fedcausal_flwr.results.RunResult` (not imported:
-#: ``results`` imports this module to save plots).
-RunResult = Any
+
+class PlottedResult(Protocol):
+    """What the plots read of a result: a :class:`~fedcausal_flwr.results.RunResult` has it
+    (this module names no result class, so that results may call it and nothing circles)."""
+
+    algorithm: str
+    estimates: dict[str, Any]
+    truth: dict[str, Any]
+    history: list[dict[str, Any]]
+    metrics: dict[str, Any]
+    errors: list[str]
+
+    def labels(self, estimate: str) -> tuple[list[str], list[str]] | None:  # noqa: D102
+        ...
+
+    def save(self, directory: str | Path) -> Path:  # noqa: D102
+        ...
 
 HISTORY_KEYS = ("h", "primal_residual", "shd_w", "shd_a", "auroc", "loss")
 """The per-round numbers ``history.png`` draws (those the last round has)."""
@@ -161,7 +175,7 @@ def plot_history(history: Sequence[Mapping[str, Any]], keys: Sequence[str], path
     return _saved(plt, fig, path, title)
 
 
-def result_plots(result: RunResult, directory: str | Path
+def result_plots(result: PlottedResult, directory: str | Path
                  ) -> list[tuple[str, Callable[[], Path]]]:
     """``(file name, draw)`` of each PNG of ``result``: ``graphs.png`` (the algorithm's graph
     estimates, above their truth when ``result.truth`` holds it), ``history.png`` and, for a
@@ -199,7 +213,7 @@ def result_plots(result: RunResult, directory: str | Path
     return plots
 
 
-def plots_failed(result: RunResult, plots: Sequence[tuple[str, Callable[[], Any]]]) -> bool:
+def plots_failed(result: PlottedResult, plots: Sequence[tuple[str, Callable[[], Any]]]) -> bool:
     """Run each ``(name, draw)``; a failure is logged and appended to ``result.errors``."""
     from flwr.common.logger import log
 
@@ -215,7 +229,7 @@ def plots_failed(result: RunResult, plots: Sequence[tuple[str, Callable[[], Any]
     return failed
 
 
-def save_with_plots(result: RunResult, directory: str | Path) -> Path:
+def save_with_plots(result: PlottedResult, directory: str | Path) -> Path:
     """Write ``result.json`` into ``directory``, then ``graphs.png`` and ``history.png``
     beside it (:func:`result_plots`); the path of result.json.
 

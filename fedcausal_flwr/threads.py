@@ -1,7 +1,7 @@
 """BLAS threads: :func:`limit_blas_threads`, called by the App's entry points only.
 
 Importing :mod:`fedcausal_flwr` changes nothing in the caller's process; the ServerApp's
-``main``, the ClientApp's handler and :mod:`fedcausal_flwr.launch` call this helper.
+``main``, the ClientApp's handler and :mod:`fedcausal_flwr.cli.launch` call this helper.
 """
 
 from __future__ import annotations

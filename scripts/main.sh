@@ -8,4 +8,4 @@
 # ServerApp fails; the launcher reads the run's result.json).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-python -m fedcausal_flwr.launch simulate --nodes 5 --run-config 'run-name="main"' "$@"
+python -m fedcausal_flwr.cli.launch simulate --nodes 5 --run-config 'run-name="main"' "$@"

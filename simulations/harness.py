@@ -46,6 +46,8 @@ GROUPS = ("paper", "studies", "bench")
 for _dir in (SIM_DIR, *(SIM_DIR / g for g in GROUPS)):  # scripts import each other by name
     if str(_dir) not in sys.path:
         sys.path.insert(0, str(_dir))
+if str(SIM_DIR.parent) not in sys.path:  # the checkout: the tests' fault kit, tests.helpers
+    sys.path.append(str(SIM_DIR.parent))
 
 
 # ----------------------------------------------------------------------------- CLI

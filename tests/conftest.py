@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcausal_flwr import launch
+from fedcausal_flwr.cli import launch, supervisor
 from fedcausal_flwr.threads import limit_blas_threads
 
 limit_blas_threads()  # the suite computes as the App's processes do: one BLAS thread
@@ -91,7 +91,7 @@ def flower_pids_on(port: int, n: int = 1) -> set[int]:
     """
     ports = "|".join(str(p) for p in range(port, port + n))
     pattern = re.compile(rf"(flower|flwr)-\S+ .*(--port |127\.0\.0\.1:)({ports})( |$)")
-    return {pid for pid, argv in launch._cmdlines().items()  # /proc, no pgrep
+    return {pid for pid, argv in supervisor._cmdlines().items()  # /proc, no pgrep
             if pid != os.getpid() and pattern.search(" ".join(argv))}
 
 
@@ -124,7 +124,7 @@ def other_flower_work(tmp_path_factory):
              "--port", "39091", "--disable-runtime-dependency-installation"],
             env=launch.flwr_env(home), stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True)
-        launch._wait_for_port(39091, proc)
+        supervisor._wait_for_port(39091, proc)
     for port in (9200, 8000):
         if launch.port_free(port):
             s = socket.socket()

@@ -12,10 +12,11 @@ submitter is the node's operator. The ServerApp (the submitter's side) reads run
 for the evaluation truth without these checks.
 
 A simulated node's own files: Flower's simulation gives every virtual node only
-``partition-id`` and ``num-partitions``. ``python -m fedcausal_flwr.launch simulate --node-data``
-therefore sets the environment variable ``FEDCAUSAL_NODE_CONFIGS`` (JSON ``{"<partition-id>":
-{"data-path": ...}, ...}``) on the processes it starts; :func:`own_node_config` adds the entry
-of the node's partition to its node config (keys the node config has win). Like
+``partition-id`` and ``num-partitions``. ``python -m fedcausal_flwr.cli.launch simulate
+--node-data`` therefore sets the environment variable ``FEDCAUSAL_NODE_CONFIGS`` (JSON
+``{"<partition-id>": {"data-path": ...}, ...}``) on the processes it starts;
+:func:`own_node_config` adds the entry of the node's partition to its node config (keys the
+node config has win). Like
 ``FEDCAUSAL_ALLOW_RUN_CONFIG_PATHS`` it is the node process's environment, set by the node's
 operator (in a simulation: the machine's user, who starts every virtual node), never the run
 config, which the submitter controls.

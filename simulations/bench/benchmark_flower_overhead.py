@@ -17,7 +17,7 @@ from pathlib import Path
 import _sims  # noqa: F401 - simulations/ on sys.path
 from harness import app_config, markdown, parser, read_results, write_results
 
-from fedcausal_flwr import launch
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result

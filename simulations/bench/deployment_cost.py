@@ -37,8 +37,8 @@ import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from harness import Clock, app_config, finish, log, parser, table, write_results
 
-from fedcausal_flwr import launch
 from fedcausal_flwr.appconfig import glue, view
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.results import RunResult, load_result
 from fedcausal_flwr.testing import InProcessGrid

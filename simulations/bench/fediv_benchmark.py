@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from harness import app_config, parser, settings, write_results
 
-from fedcausal_flwr import launch
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.iv import app as app_iv
 from fedcausal_flwr.iv import data as iv

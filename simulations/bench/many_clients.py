@@ -58,7 +58,7 @@ from harness import (
     table,
 )
 
-from fedcausal_flwr import launch
+from fedcausal_flwr.cli import launch, supervisor
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.dbn import app as dbn_app
 from fedcausal_flwr.results import load_result
@@ -269,7 +269,7 @@ class Memory(threading.Thread):
 
     def run(self) -> None:  # noqa: D102
         while not self.stop.wait(self.every):
-            roots = launch._local_superlink_pids(self.port, self.home)
+            roots = supervisor._local_superlink_pids(self.port, self.home)
             if not roots:
                 continue
             kids, seen, todo = _children(), set(), list(roots)

@@ -134,7 +134,8 @@ def wire_check(n: int, seed: int) -> dict[str, Any]:
     PSI phases' array bytes in its wire record against :func:`psi_bytes`."""
     from fedcausal_flwr.appconfig import glue
     from fedcausal_flwr.client_app import app as client_app
-    from fedcausal_flwr.testing import SMALL, InProcessGrid
+    from fedcausal_flwr.testing import InProcessGrid
+    from tests.helpers.faults import SMALL
 
     sets = id_sets(n, seed)
     rng = np.random.default_rng(seed)

@@ -1,6 +1,6 @@
 """Fault x algorithm reliability matrix (issue 11): what each algorithm does with each fault.
 
-Every case runs the App's ClientApp in process (``fedcausal_flwr.testing``: the same small
+Every case runs the App's ClientApp in process (``tests/helpers/faults.py``: the same small
 configs, faults and oracle as ``tests/federation/test_faults.py``) with one faulty node, next to its
 oracle: the run in which that node simply went silent (raised) at the same round. Outcomes:
 "dropped client k, equal to silent run" (named, bit-for-bit the silent run's result),
@@ -33,7 +33,7 @@ from harness import (
     write_results,
 )
 
-from fedcausal_flwr import testing as T
+from tests.helpers import faults as T
 
 MD = RESULTS_DIR / "reliability.md"
 #: the security section (``security.py``'s table) that follows the fault table
@@ -84,7 +84,7 @@ MD_HEAD = """# Reliability: fault x algorithm (issue 11)
 
 Generated: `python simulations/bench/reliability.py` runs the matrix and writes `reliability.json`;
 the table below is regenerated from that JSON by `python simulations/tables.py` (table
-`reliability`). The faults, small run configs and the oracle are `fedcausal_flwr/testing.py`'s,
+`reliability`). The faults, small run configs and the oracle are `tests/helpers/faults.py`'s,
 shared with `tests/federation/test_faults.py`, which asserts every case below.
 
 Each case: one faulty node (partition 1, faults from round 2; see the fault list), the App's

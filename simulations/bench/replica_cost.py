@@ -6,7 +6,7 @@ each R of ``--replicas``: rounds, exchanges, array bytes per exchange, and the C
 exchange of the server (the strategy) and of the clients (their ``train`` replies), each as a
 factor of R = 0's. A replicated run stops when its fit on all rows stops, so its exchanges do
 not depend on R. ``--deploy R``: the same run with R replicas in a loopback deployment (TLS +
-SuperNode authentication, :func:`fedcausal_flwr.launch.deploy`), its wall time beside the
+SuperNode authentication, :func:`fedcausal_flwr.cli.launch.deploy`), its wall time beside the
 ordinary run's.
 
     python simulations/bench/replica_cost.py [--replicas 20 50] [--deploy 50]
@@ -22,8 +22,8 @@ from typing import Any
 import _sims  # noqa: F401 - simulations/ on sys.path
 from harness import Clock, finish, log, markdown, parser, read_results, table
 
-from fedcausal_flwr import launch
 from fedcausal_flwr.appconfig import glue, view
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.testing import InProcessGrid

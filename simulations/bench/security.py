@@ -47,7 +47,8 @@ from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.data.nodefiles import ALLOW_ENV, ALLOW_RUN_CONFIG_PATHS
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.settings import SHARED_KEYS
-from fedcausal_flwr.testing import SMALL, InProcessGrid, run_app
+from fedcausal_flwr.testing import InProcessGrid
+from tests.helpers.faults import SMALL, run_app
 
 SCRIPT = "security"
 #: (outcome words, handled, detail): the words are the table's "now"; the detail says what

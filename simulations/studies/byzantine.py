@@ -1,7 +1,7 @@
 """The Byzantine screen on lying clients (issue 20): detection, false flags, accuracy, cost.
 
 One client (partition 1) of K = 5 or K = 10 lies in every ``train.*`` reply from round 1 on,
-multiplying every float array by a factor (``fedcausal_flwr.testing.ATTACKS``): sign-flip
+multiplying every float array by a factor (``tests/helpers/faults.py``'s ``ATTACKS``): sign-flip
 (-1), 50x, zeros (0) and a subtle 2x. Each run is the App in process (``InProcessGrid``) with
 the App's defaults for FDBNL, PFDBNL on its heterogeneous generator (every client its own
 graph perturbation) and FedIV on its Dirichlet(0.3) client splits; FDBNL/PFDBNL runs are
@@ -61,10 +61,11 @@ from harness import (
     write_results,
 )
 
-from fedcausal_flwr import testing as T
 from fedcausal_flwr.appconfig import glue, view
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.federation.robust import screen_ratios
+from fedcausal_flwr.testing import InProcessGrid
+from tests.helpers import faults as T
 
 #: algorithm -> (extra run config, the accuracy metric, lower is better)
 CASES: dict[str, tuple[dict[str, Any], str]] = {
@@ -105,7 +106,7 @@ def run_one(alg: str, k: int, seed: int, attack: str | None, screen: bool) -> di
         filters[at] = watched
     app = client_app if attack is None else T.lying_app(client_app, attack, [LIAR])
     t0 = time.perf_counter()
-    res = strategy.start(grid=T.InProcessGrid(app, k, rc))
+    res = strategy.start(grid=InProcessGrid(app, k, rc))
     wall = time.perf_counter() - t0
     return {"algorithm": alg, "k": k, "seed": seed, "attack": attack, "screen": screen,
             "value_honest": honest_value(strategy, res.estimates, metric),

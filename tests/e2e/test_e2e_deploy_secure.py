@@ -16,8 +16,8 @@ import time
 import numpy as np
 import pytest
 
-from fedcausal_flwr import launch
 from fedcausal_flwr.appconfig import view
+from fedcausal_flwr.cli import launch, supervisor
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result
@@ -42,7 +42,7 @@ def test_launcher_simulate_with_defaults_keeps_flwr_home_and_other_superlink(
     assert code == 0
     other_flower_work()
     assert (home / "local-superlink" / "superlink.log").exists()  # the user's FLWR_HOME used
-    assert not [pid for pid, argv in launch._cmdlines().items()  # its SuperLink is stopped
+    assert not [pid for pid, argv in supervisor._cmdlines().items()  # its SuperLink is stopped
                 if any(str(home) in a for a in argv)]
     result = load_result(tmp_path / "sim")
     rc = view("pfdbnl", result["config"]["run_config"])  # pyproject defaults merged in

@@ -25,7 +25,7 @@ from conftest import DEFAULT_PORTS, flower_pids_on
 from flwr.app import Context, RecordDict
 from test_examples import assert_same_as_in_process, load, run_config
 
-from fedcausal_flwr import launch
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.testing import InProcessGrid
 

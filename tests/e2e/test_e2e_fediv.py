@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedcausal_flwr import launch
 from fedcausal_flwr.appconfig import view
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.iv import data as iv
 from fedcausal_flwr.iv import model as dg
 from fedcausal_flwr.results import load_result

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcausal_flwr import launch
+from fedcausal_flwr.cli import launch
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

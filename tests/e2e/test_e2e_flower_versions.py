@@ -29,7 +29,7 @@ TESTED = ("1.41.0", "1.42.0")  # pyproject.toml's flwr range, each release teste
 RUN = r'''
 import json, sys
 import flwr
-from fedcausal_flwr import launch
+from fedcausal_flwr.cli import launch
 rc = json.loads(sys.argv[1])
 launch.simulate(3, rc, app_dir=sys.argv[2], flwr_home=sys.argv[3], timeout=600)
 print(json.dumps({"flwr": flwr.__version__}))

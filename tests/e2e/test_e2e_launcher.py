@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from test_examples import assert_same_as_in_process
 
-from fedcausal_flwr import launch
+from fedcausal_flwr.cli import launch, supervisor
 from fedcausal_flwr.results import RunResult
 
 pytestmark = pytest.mark.e2e
@@ -114,7 +114,7 @@ def test_a_plain_flower_app_runs_and_its_verdict_is_flwr_runs_exit_code(
     assert "the verdict is flwr run's exit code and Flower's run status: finished:completed" in out
     assert out.rstrip().splitlines()[-1] == (
         "clients: ? used of 2 started (the App writes no result.json)")
-    assert not [pid for pid, argv in launch._cmdlines().items()  # nothing left running
+    assert not [pid for pid, argv in supervisor._cmdlines().items()  # nothing left running
                 if any(str(home) in a for a in argv)]
 
 
@@ -146,7 +146,7 @@ def test_sigterm_mid_run_stops_every_process_the_launcher_started(tmp_path):
                os.environ.get("PYTHONPATH")])])}
     app = plain_app(tmp_path / "plainapp")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fedcausal_flwr.launch", "simulate", "--nodes", "2", "--app",
+        [sys.executable, "-m", "fedcausal_flwr.cli.launch", "simulate", "--nodes", "2", "--app",
          str(app), "--run-config", "rounds=600"], env=env, cwd=tmp_path, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     lines: list[str] = []
@@ -158,7 +158,7 @@ def test_sigterm_mid_run_stops_every_process_the_launcher_started(tmp_path):
             assert proc.poll() is None and time.time() < deadline, "".join(lines)[-3000:]
             time.sleep(0.5)
         tree = launch.descendants({proc.pid})
-        names = {launch._name(a) for p, a in launch._cmdlines().items() if p in tree}
+        names = {supervisor._name(a) for p, a in supervisor._cmdlines().items() if p in tree}
         assert {"flwr", "flower-superlink", "flower-superexec"} <= names, names
         assert any("ray" in n for n in names), names  # Ray's processes are in the run's tree
         t0 = time.time()
@@ -173,6 +173,6 @@ def test_sigterm_mid_run_stops_every_process_the_launcher_started(tmp_path):
     text = "".join(lines)
     assert "interrupted by SIGTERM: stopped" in text, text[-3000:]
     deadline = time.time() + 5
-    while (alive := {p for p in tree if launch._alive(p)}) and time.time() < deadline:
+    while (alive := {p for p in tree if supervisor._alive(p)}) and time.time() < deadline:
         time.sleep(0.2)
-    assert not alive, {p: launch._cmdlines().get(p) for p in alive}
+    assert not alive, {p: supervisor._cmdlines().get(p) for p in alive}

@@ -18,8 +18,8 @@ import time
 import numpy as np
 import pytest
 
-from fedcausal_flwr import launch
 from fedcausal_flwr.appconfig import view
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result

@@ -1,7 +1,7 @@
 """End to end (issue 25): a starter App and an example's FAB under real ``flwr run``.
 
 ``python -m fedcausal_flwr new fdbnl DIR`` (its data/ removed), then
-``python -m fedcausal_flwr.launch simulate --app DIR --nodes 2``: each simulated node makes the
+``python -m fedcausal_flwr.cli.launch simulate --app DIR --nodes 2``: each simulated node makes the
 example's data for its partition and the run gives the estimates of the example's in-process
 run on the same CSVs. Then examples/fedgc's FAB (``flwr build``, no CSV inside) installed with
 ``flwr install`` into a fresh ``FLWR_HOME`` and run from the installed folder. About 2 minutes
@@ -21,7 +21,7 @@ import pytest
 from flwr.app import Context, RecordDict
 from test_examples import EXAMPLES, csvs, load, run_config
 
-from fedcausal_flwr import launch
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.testing import InProcessGrid
 
@@ -46,7 +46,7 @@ def test_a_starter_app_runs_under_the_launcher_with_the_data_its_nodes_make(tmp_
     (app / "data").rmdir()
     out = tmp_path / "outputs"
     proc = subprocess.run(
-        [sys.executable, "-m", "fedcausal_flwr.launch", "simulate", "--app", str(app),
+        [sys.executable, "-m", "fedcausal_flwr.cli.launch", "simulate", "--app", str(app),
          "--nodes", "2", "--run-config", f'outputs="{out}" run-name="starter" '
          "dbn.num-rounds=5"], env=env, cwd=tmp_path, capture_output=True, text=True,
         timeout=400)

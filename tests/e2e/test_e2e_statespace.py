@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from fedcausal_flwr import launch
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.statespace import app as app_ss
 from fedcausal_flwr.statespace import loop

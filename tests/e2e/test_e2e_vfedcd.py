@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedcausal_flwr import launch
 from fedcausal_flwr.appconfig import view
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.vertical import loop
 from fedcausal_flwr.vertical import model as V

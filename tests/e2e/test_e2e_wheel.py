@@ -159,7 +159,7 @@ def test_wheel_with_fdbnl_extra_runs_fdbnl_and_the_apps_fdbnl_without_torch(tmp_
     listing = _run([str(python), "-m", "fedcausal_flwr", "new", "--list"], work, 60)
     assert listing.stdout.split() == ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"]
     _run([str(python), "-m", "fedcausal_flwr", "new", "fedgc", "my-fedgc"], work, 60)
-    where = _run([str(python), "-c", "from fedcausal_flwr import starter; "
+    where = _run([str(python), "-c", "from fedcausal_flwr.cli import starter; "
                   "print(starter.templates_dir())"], work, 60).stdout.strip()
     assert Path(where).is_relative_to(venv) and Path(where).name == "_examples", where
     app = work / "my-fedgc"

@@ -103,7 +103,8 @@ def test_a_restart_under_the_same_node_id_stops_a_protocol_with_state_on_the_nod
     # naming the client instead of going on from a silently re-initialised theta_m
     from fedcausal_flwr.appconfig import glue, view
     from fedcausal_flwr.client_app import app as client_app
-    from fedcausal_flwr.testing import SMALL, InProcessGrid
+    from fedcausal_flwr.testing import InProcessGrid
+    from tests.helpers.faults import SMALL
 
     rc, k = dict(SMALL["fedgc"][0]), SMALL["fedgc"][1]
     grid = InProcessGrid(client_app, k, rc)

@@ -2,7 +2,7 @@
 and left out; honest runs are untouched.
 
 A liar's replies are well-formed and finite (every float array scaled: sign-flip, 50x, zeros,
-2x; :data:`fedcausal_flwr.testing.ATTACKS`), so only the screen can see them. When it flags
+2x; :data:`tests.helpers.faults.ATTACKS`), so only the screen can see them. When it flags
 the liar in every round, the run equals, bit for bit, the run in which that client went
 silent from round 1: nothing of the lie reaches the result.
 """
@@ -17,14 +17,7 @@ from flwr.app import ArrayRecord, Context, Message, RecordDict
 
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.federation.robust import byzantine_outliers, screen_ratios
-from fedcausal_flwr.testing import (
-    ATTACKS,
-    SMALL,
-    lying_app,
-    run_app,
-    same_result,
-    silent_app,
-)
+from tests.helpers.faults import ATTACKS, SMALL, lying_app, run_app, same_result, silent_app
 
 LIAR, K = 1, 5
 

@@ -4,7 +4,7 @@ A faulty node never passes silently: the averaging protocols (FDBNL, PFDBNL, Fed
 name it, and end with exactly the result of the run in which it simply went silent at the same
 round; the protocols that need every party (FedGC, FedCF, VFedCD) stop naming it, keeping
 exactly what the silent run keeps. The faults, the small configs and the oracle live in
-:mod:`fedcausal_flwr.testing` (``simulations/bench/reliability.py`` runs the same matrix).
+:mod:`tests.helpers.faults` (``simulations/bench/reliability.py`` runs the same matrix).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import pytest
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.federation.replies import MAX_ABS, outliers, reply_problem
 from fedcausal_flwr.strategies import FDBNL
-from fedcausal_flwr.testing import (
+from fedcausal_flwr.testing import InProcessGrid
+from tests.helpers.faults import (
     ALGORITHMS,
     DISCOVERY_FAULTS,
     EVERY_PARTY,
     FAULTS,
     FAULTY,
     SMALL,
-    InProcessGrid,
     check_fault,
     faulty_app,
     honest_margin,

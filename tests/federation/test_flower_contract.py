@@ -14,7 +14,7 @@ from fedcausal_flwr.client_app import app
 from fedcausal_flwr.federation import errors
 from fedcausal_flwr.federation import strategy as base
 from fedcausal_flwr.registry import ALGORITHMS
-from fedcausal_flwr.testing import SMALL, run_app
+from tests.helpers.faults import SMALL, run_app
 
 HOOKS = {"configure_train": (1, ArrayRecord(), ConfigRecord(), None),
          "aggregate_train": (1, []),

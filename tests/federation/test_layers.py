@@ -50,7 +50,8 @@ GRAPH = {name: imports(name) for name in MODULES}
 def layer(name: str) -> int:
     """0 shared leaves, 1 the federation base and results, 2 a family, 3 what dispatches
     through the registry (public re-exports, node data, run config), 4 the App's entry
-    points and the test kit."""
+    points, the in-process grid and the tools beside the library (``cli``: launcher, starter
+    Apps, TLS helpers)."""
     short = name.removeprefix("fedcausal_flwr").lstrip(".")
     top = short.split(".")[0]
     if top in FAMILIES:
@@ -59,33 +60,77 @@ def layer(name: str) -> int:
         return 1
     if short in ("appconfig", "strategies", "clients", "data", "data.node"):
         return 3
-    if short in ("server_app", "client_app", "launch", "testing"):
+    if top == "cli" or short in ("server_app", "client_app", "testing", "__main__"):
         return 4
     return 0
 
 
-def test_there_is_no_import_cycle():
-    seen: dict[str, int] = {}  # 1 on the stack, 2 done
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of ``graph`` with more than one module (each a circle of
+    imports, or several), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
 
-    def visit(node: str, path: list[str]) -> None:
-        seen[node] = 1
-        for nxt in sorted(GRAPH[node]):
-            if seen.get(nxt) == 1:
-                cycle = path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt]
-                pytest.fail("import cycle: " + " -> ".join(cycle))
-            if nxt not in seen:
-                visit(nxt, path + [nxt])
-        seen[node] = 2
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                out.append(sorted(part))
 
-    for name in sorted(GRAPH):
-        if name not in seen:
-            visit(name, [name])
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def test_there_is_no_import_circle():
+    """No circle in the import graph, ``if TYPE_CHECKING:`` imports included (results <->
+    plots and the federation/ pieces were ones). Lists every circle."""
+    assert circles(GRAPH) == []
 
 
 def test_no_module_imports_a_higher_layer():
     bad = [f"{a} (layer {layer(a)}) imports {b} (layer {layer(b)})"
            for a, deps in GRAPH.items() for b in deps if layer(b) > layer(a)]
     assert bad == []
+
+
+def test_the_library_imports_none_of_its_tools():
+    """``fedcausal_flwr.cli`` (launcher, starter Apps, TLS helpers) sits beside the library:
+    only ``python -m fedcausal_flwr`` (the ``new`` command) and the tools themselves import
+    it."""
+    def tool(name: str) -> bool:
+        return name == "fedcausal_flwr.cli" or name.startswith("fedcausal_flwr.cli.")
+
+    bad = [f"{a} imports {b}" for a, deps in GRAPH.items() for b in deps
+           if tool(b) and not tool(a) and a != "fedcausal_flwr.__main__"]
+    assert bad == []
+    assert "fedcausal_flwr.launch" not in MODULES and "fedcausal_flwr.tls" not in MODULES
+
+
+MAX_LINES = 600
+
+
+def test_no_module_is_over_600_lines():
+    """No module of the package over :data:`MAX_LINES` lines. Lists every offender."""
+    over = {name: n for name, path in MODULES.items()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert over == {}, f"modules over {MAX_LINES} lines: {over}"
 
 
 def test_a_family_imports_no_other_family():

@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from fedcausal_flwr import launch, server_app
+from fedcausal_flwr import server_app
 from fedcausal_flwr.appconfig import AppConfig
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.dbn.data import DBNData
 from fedcausal_flwr.results import RunResult
 

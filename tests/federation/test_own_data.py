@@ -20,8 +20,9 @@ from fedcausal_flwr.clients import register
 from fedcausal_flwr.data.csvdata import read_csv
 from fedcausal_flwr.data.timeseries import lagged_segments
 from fedcausal_flwr.statespace.data import svd_var_client
-from fedcausal_flwr.testing import SMALL, InProcessGrid, same_result
+from fedcausal_flwr.testing import InProcessGrid
 from fedcausal_flwr.vertical.data import VerticalData
+from tests.helpers.faults import SMALL, same_result
 
 COMMON = {"min-nodes": 2, "node-wait-s": 5.0, "round-timeout-s": 30.0, "seed": 1}
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from fedcausal_flwr.launch import parse_run_config, run_config_arg
+from fedcausal_flwr.cli.launch import parse_run_config, run_config_arg
 from fedcausal_flwr.results import RunResult, load_result
 from fedcausal_flwr.server_app import save_with_plots
 
@@ -75,7 +75,8 @@ def test_a_run_counts_its_round_trips(algorithm):
     each, in the in-process grid), and per round in the history: what a deployment pays for."""
     from fedcausal_flwr.appconfig import glue
     from fedcausal_flwr.client_app import app
-    from fedcausal_flwr.testing import SMALL, InProcessGrid
+    from fedcausal_flwr.testing import InProcessGrid
+    from tests.helpers.faults import SMALL
 
     rc, k = SMALL[algorithm]
     grid = InProcessGrid(app, k, rc)

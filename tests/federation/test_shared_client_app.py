@@ -15,7 +15,8 @@ from fedcausal_flwr.appconfig import glue
 from fedcausal_flwr.client_app import app as the_apps_client_app
 from fedcausal_flwr.clients import register
 from fedcausal_flwr.strategies import FDBNL, FedGC
-from fedcausal_flwr.testing import SMALL, InProcessGrid, same_result
+from fedcausal_flwr.testing import InProcessGrid
+from tests.helpers.faults import SMALL, same_result
 
 
 def shared_app(algorithms) -> ClientApp:

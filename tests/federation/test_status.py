@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from flwr.clientapp import ClientApp
 
-from fedcausal_flwr import launch, server_app
+from fedcausal_flwr import server_app
+from fedcausal_flwr.cli import launch
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import FDBNLClient, reply
 from fedcausal_flwr.dbn import app as app_dbn

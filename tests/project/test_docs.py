@@ -35,7 +35,8 @@ def test_the_wire_table_names_every_message_that_crosses_the_wire(algorithm):
     named in the page's "What crosses the wire" section, and so is each array dtype."""
     from fedcausal_flwr.appconfig import glue
     from fedcausal_flwr.client_app import app
-    from fedcausal_flwr.testing import SMALL, InProcessGrid
+    from fedcausal_flwr.testing import InProcessGrid
+    from tests.helpers.faults import SMALL
 
     rc, k = SMALL[algorithm]
     if algorithm == "fedcf":

@@ -193,7 +193,7 @@ def test_vfedcd_consent_is_spelled_as_the_app_reads_it(tmp_path):
 def test_launcher_points_each_supernode_at_its_own_csv(monkeypatch, tmp_path):
     """``launch deploy --node-data CSV ...`` (the examples' README command): node i gets
     ``data-path`` of the i-th file in its ``--node-config``, and --nodes follows the files."""
-    from fedcausal_flwr import launch
+    from fedcausal_flwr.cli import launch
 
     seen = {}
     monkeypatch.setattr(launch, "deploy", lambda n, cfg, **kw: seen.update(n=n, **kw))

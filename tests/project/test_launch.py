@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 from flwr.cli.supernode.register import try_load_public_key
 
 import fedcausal_flwr
-from fedcausal_flwr import launch, tls
+from fedcausal_flwr.cli import launch, runconfig, simulation, supervisor, tls
 
 PACKAGE = Path(fedcausal_flwr.__file__).resolve().parent
 
@@ -46,7 +46,7 @@ def test_app_dir_from_argument_cwd_or_checkout_else_a_clear_error(tmp_path, monk
     empty = tmp_path / "site-packages"
     empty.mkdir()
     monkeypatch.chdir(empty)
-    monkeypatch.setattr(launch, "APP_DIR", empty)
+    monkeypatch.setattr(runconfig, "APP_DIR", empty)
     with pytest.raises(launch.AppDirError, match="--app DIR"):
         launch.find_app_dir()
     assert launch.main(["simulate", "--run-config", f'outputs="{tmp_path}"']) == 2
@@ -80,7 +80,7 @@ def test_an_explicit_busy_port_is_refused():
         sock.listen()
         port = sock.getsockname()[1]
         with pytest.raises(RuntimeError, match="in use"):
-            launch._check_free(range(port, port + 1), "deploy")
+            supervisor._check_free(range(port, port + 1), "deploy")
 
 
 def test_certificates_chain_to_the_ca_name_the_hosts_and_are_reused(tmp_path):
@@ -156,7 +156,7 @@ def test_simulate_names_ray_cpus_only_when_asked(monkeypatch, tmp_path):
     1 CPU each); by default the federation config is as before (Ray sees this machine's CPUs)."""
     seen = []
     monkeypatch.setattr(launch.subprocess, "run", lambda cmd, **kw: seen.append(cmd))
-    monkeypatch.setattr(launch, "_local_superlink_pids", lambda *a: set())
+    monkeypatch.setattr(simulation, "_local_superlink_pids", lambda *a: set())
     port = launch.free_port_block(launch.SIMULATE_PORTS)
     for extra in ({}, {"ray_cpus": 4}):
         launch.simulate(7, {"algorithm": "fdbnl"}, flwr_home=tmp_path, port=port, **extra)
@@ -235,7 +235,7 @@ def test_simulated_nodes_read_their_own_node_config_from_the_launchers_environme
         tmp_path, monkeypatch):
     from fedcausal_flwr.client_app import app
     from fedcausal_flwr.data import nodefiles
-    from fedcausal_flwr.testing import run_app
+    from tests.helpers.faults import run_app
 
     files = sorted((EXAMPLE / "data").glob("site*.csv"))[:3]
     env = launch.simulated_node_env({i: {"data-path": str(f)} for i, f in enumerate(files)})
@@ -262,7 +262,7 @@ def test_simulate_with_node_data_hands_each_virtual_node_its_csv(tmp_path, monke
 
     seen = []
     monkeypatch.setattr(launch.subprocess, "run", lambda cmd, **kw: seen.append((cmd, kw["env"])))
-    monkeypatch.setattr(launch, "_local_superlink_pids", lambda *a: set())
+    monkeypatch.setattr(simulation, "_local_superlink_pids", lambda *a: set())
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     monkeypatch.setenv("FLWR_HOME", str(tmp_path / "home"))
     launch.main(["simulate", "--node-data", str(a), "--node-data", str(b), "--node-config",
@@ -304,8 +304,8 @@ def test_sigterm_stops_every_process_the_run_started_and_only_those(capsys):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)  # not reached: the handler raises
         assert info.value.signum == signal.SIGTERM
-        assert set(started.stopped) >= pids and not any(launch._alive(p) for p in pids)
-        assert all(launch._stat(p) is None for p in pids)  # reaped: no zombie stays behind
+        assert set(started.stopped) >= pids and not any(supervisor._alive(p) for p in pids)
+        assert all(supervisor._stat(p) is None for p in pids)  # reaped: no zombie stays behind
         assert "sleep x4" in started.report() and mine.poll() is None  # the caller's: alive
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
     finally:
@@ -333,7 +333,7 @@ def result_with_a_bad_csv(tmp_path: Path) -> Path:
     """An in-process run of this package's App on three own CSVs, the second with a cell that
     is no number; its result.json's folder."""
     from fedcausal_flwr.client_app import app
-    from fedcausal_flwr.testing import run_app
+    from tests.helpers.faults import run_app
 
     files = sorted((EXAMPLE / "data").glob("site*.csv"))[:3]
     bad = tmp_path / "bad.csv"

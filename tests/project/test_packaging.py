@@ -81,7 +81,7 @@ sys.modules[{blocked!r}] = None
 from fedcausal_flwr.strategies import VFedCD
 from fedcausal_flwr.clients import VFedCDClient
 from fedcausal_flwr.client_app import app as client_app
-from fedcausal_flwr.testing import run_app
+from tests.helpers.faults import run_app
 for backend in ("paillier", "paillier-packed"):
     try:
         VFedCD(he_backend=backend)
@@ -209,7 +209,7 @@ def test_importing_the_package_leaves_blas_threads_alone():
 import numpy, scipy.linalg
 before = blas()
 import fedcausal_flwr, fedcausal_flwr.strategies, fedcausal_flwr.clients
-import fedcausal_flwr.server_app, fedcausal_flwr.client_app, fedcausal_flwr.launch
+import fedcausal_flwr.server_app, fedcausal_flwr.client_app, fedcausal_flwr.cli.launch
 print(json.dumps({"env": os.environ.get("OPENBLAS_NUM_THREADS"), "before": before,
                   "after": blas()}))
 """)

@@ -243,7 +243,7 @@ def test_a_nodes_csv_with_empty_cells_runs_as_the_same_arrays(tmp_path):
     from fedcausal_flwr.appconfig import glue
     from fedcausal_flwr.client_app import app
     from fedcausal_flwr.statespace.data import svd_var_client
-    from fedcausal_flwr.testing import same_result
+    from tests.helpers.faults import same_result
 
     rng = np.random.default_rng(1)
     rc = {"algorithm": "fedgc", "statespace.ss-data": "node", "statespace.ss-p": 2,

@@ -25,10 +25,11 @@ from fedcausal_flwr.client_app import app as builtin_app
 from fedcausal_flwr.clients import register
 from fedcausal_flwr.data import node_data
 from fedcausal_flwr.strategies import VFedCD
-from fedcausal_flwr.testing import SMALL, InProcessGrid
+from fedcausal_flwr.testing import InProcessGrid
 from fedcausal_flwr.vertical.client import VFedCDClient
 from fedcausal_flwr.vertical.data import party_data
 from fedcausal_flwr.vertical.model import PartyConsent
+from tests.helpers.faults import SMALL
 
 RC = {**SMALL["vfedcd"][0], "vertical.data": "node", "vertical.parts": "2,2",
       "vertical.num-epochs": 1, "min-nodes": 2, "node-wait-s": 5.0}

@@ -20,7 +20,8 @@ import pytest
 from fedcausal_flwr.appconfig import glue
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.secure import psi
-from fedcausal_flwr.testing import SMALL, InProcessGrid
+from fedcausal_flwr.testing import InProcessGrid
+from tests.helpers.faults import SMALL
 
 RC = {**SMALL["vfedcd"][0], "vertical.data": "node", "vertical.parts": "2,2,2",
       "vertical.num-epochs": 2, "vertical.batch": 64, "min-nodes": 3, "node-wait-s": 5.0,

@@ -1,9 +1,9 @@
 """Starter Apps: one per algorithm, written from the package's own examples.
 
-``python -m fedcausal_flwr new fdbnl my-app`` copies ``examples/fdbnl`` (shipped in the wheel as
-``fedcausal_flwr/_examples``; read from the checkout's ``examples/`` in a source tree) into
-``my-app`` and names the project after the folder, since ``flwr new`` needs the network. The
-examples are the one source of every template.
+``python -m fedcausal_flwr new fdbnl my-app`` (:func:`main`) copies ``examples/fdbnl``
+(shipped in the wheel as ``fedcausal_flwr/_examples``; read from the checkout's ``examples/``
+in a source tree) into ``my-app`` and names the project after the folder, since ``flwr new``
+needs the network. The examples are the one source of every template.
 
 An example's ClientApp reads the CSV its node config names (``data-path``); a node given none
 makes the example's own data for its ``partition-id`` instead (:func:`node_context`), so the App
@@ -12,11 +12,13 @@ runs unchanged in a simulation and from a FAB, which carries code and config, no
 
 from __future__ import annotations
 
+import argparse
 import copy
 import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flwr.app import Context
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # fedcausal_flwr/
 SKIP = {"outputs", ".flwr", "__pycache__", ".venv", ".ruff_cache", ".pytest_cache"}
 """Folder names never copied from an example (results, Flower homes, caches)."""
 NAME_RULE = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,31}")
@@ -177,3 +179,62 @@ def node_context(context: Context, csv_files: Callable[[int], Mapping[str, str]]
     made = copy.copy(context)
     made.node_config = merged
     return made
+
+
+# ---- the command line: python -m fedcausal_flwr new <algorithm> DIR ------------------------
+NEW_HELP = """``python -m fedcausal_flwr new <algorithm> DIR``: write a starter Flower App.
+
+``flwr new`` downloads its templates from the network; this writes one of the package's own
+examples into ``DIR``, named after it. ``new --list`` lists the algorithms. Exits 2 on a usage
+error (unknown algorithm, a non-empty ``DIR`` without ``--force``, a folder name Flower
+refuses).
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: ``new [--list] [--force] <algorithm> DIR``."""
+    ap = argparse.ArgumentParser(prog="python -m fedcausal_flwr", description=NEW_HELP,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    new = sub.add_parser("new", help="write a starter Flower App for one algorithm")
+    names = algorithms()
+    new.add_argument("algorithm", nargs="?",
+                     help=", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1
+                     else "".join(names))
+    new.add_argument("dir", nargs="?", type=Path, help="the App's folder (its name names it)")
+    new.add_argument("--list", action="store_true", help="list the algorithms and exit")
+    new.add_argument("--force", action="store_true",
+                     help="write into a non-empty DIR (the starter's files are overwritten)")
+    return ap
+
+
+def next_steps(algorithm: str, target: Path) -> str:
+    """What to run once the App is written."""
+    return (f"Wrote the {algorithm} starter App to {target}. Next:\n"
+            f"  python -m fedcausal_flwr.cli.launch simulate --app {target} --nodes 2"
+            "   # each node makes the example's data\n"
+            f"  flwr build --app {target}                                  # its FAB\n"
+            f"  {target}/README.md: the setting, your own CSVs (node config data-path)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    ap = parser()
+    args = ap.parse_args(argv)
+    if args.list:
+        for name in algorithms():
+            print(name)
+        return 0
+    if args.algorithm is None or args.dir is None:
+        ap.error(f"new needs an algorithm and a DIR; algorithms: {', '.join(algorithms())}")
+    try:
+        write_app(args.algorithm, args.dir, force=args.force)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(next_steps(args.algorithm.strip().lower(), args.dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Certificates and SuperNode keys for a secure Flower deployment (TLS + node authentication).
 
-What :func:`fedcausal_flwr.launch.deploy` uses, and what a user can call to prepare a
+What :func:`fedcausal_flwr.cli.deployment.deploy` uses, and what a user can call to prepare a
 deployment across machines:
 
 - :func:`make_certificates` writes a local CA (``ca.pem``, ``ca.key``) and a SuperLink
@@ -13,7 +13,7 @@ deployment across machines:
   ``.pub`` file for ``flwr supernode register``.
 
 Both keep existing files, so a deployment directory creates them once and reuses them.
-Uses the ``cryptography`` package (a Flower dependency). ``python -m fedcausal_flwr.tls DIR
+Uses the ``cryptography`` package (a Flower dependency). ``python -m fedcausal_flwr.cli.tls DIR
 [HOST ...]`` writes the certificates for a SuperLink reachable as HOST (default: loopback).
 """
 
@@ -140,6 +140,6 @@ def make_node_key(path: Path) -> tuple[Path, Path]:
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
-        sys.exit("usage: python -m fedcausal_flwr.tls DIR [HOST ...]")
+        sys.exit("usage: python -m fedcausal_flwr.cli.tls DIR [HOST ...]")
     out = make_certificates(Path(sys.argv[1]), tuple(sys.argv[2:]) or LOOPBACK)
     print("\n".join(f"{k}: {v}" for k, v in out.items()))

@@ -1,0 +1,1 @@
+"""Shared test helpers, imported as ``tests.helpers.<module>`` (no cross-test imports)."""
