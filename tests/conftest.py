@@ -105,6 +105,12 @@ DEFAULT_PORTS = {"flwr local SuperLink": 39091, "old launcher deploy": 9200,
                  "flower-superlink default": 8000}
 
 
+@pytest.fixture
+def default_ports() -> dict[str, int]:
+    """The default ports of other Flower work (``other_flower_work``), by what they are."""
+    return DEFAULT_PORTS
+
+
 @pytest.fixture(scope="session")
 def other_flower_work(tmp_path_factory):
     """Other Flower work on the machine: a real flower-superlink on 39091 (Flower's default local

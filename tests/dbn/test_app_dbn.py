@@ -12,7 +12,6 @@ from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
 
-from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import FDBNLClient, register, reply
 from fedcausal_flwr.data.timeseries import lagged
 from fedcausal_flwr.dbn import app as app_dbn
@@ -20,15 +19,7 @@ from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.strategies import FDBNL, FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.testing import InProcessGrid
-
-RC = {"algorithm": "fdbnl", "seed": 3, "dbn.d": 5, "dbn.lags": 1, "dbn.samples-per-client": 40,
-      "dbn.generator": "svar", "dbn.num-rounds": 40, "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05,
-      "min-nodes": 2, "node-wait-s": 5.0}
-
-
-def run_inprocess(rc: dict, k: int, app=client_app):
-    grid = InProcessGrid(app, k, rc)
-    return app_dbn.strategy(rc["algorithm"], rc).start(grid=grid), grid
+from tests.helpers.dbn import RC, run_inprocess
 
 
 def reference(rc: dict, k: int, ids=None):

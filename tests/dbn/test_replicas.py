@@ -15,7 +15,7 @@ from fedcausal_flwr.dbn import replicas as rep
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.dbn.model import FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.stability import complementary_halves, selection_frequency, stability_bound
-from tests.dbn.test_app_dbn import RC, run_inprocess
+from tests.helpers.dbn import RC, run_inprocess
 
 K = 4
 

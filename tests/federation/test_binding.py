@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from fedcausal_flwr.strategies import FDBNL
-from tests.federation.test_nodes import RC, failing_app, run, same
+from tests.helpers.nodes import RC, failing_app, run, same
 
 BOUND = {**RC, "bind-partitions": True}
 

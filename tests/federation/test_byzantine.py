@@ -106,7 +106,7 @@ def test_a_client_back_from_missed_rounds_is_not_flagged():
     """Its server-held duals lag the others' (they were not updated while it was away), so its
     local solution differs; what it adds to the consensus does not. Screening the local
     solution flagged it, and so kept its duals stale, for the rest of the run."""
-    from tests.federation.test_nodes import RC, failing_app, run
+    from tests.helpers.nodes import RC, failing_app, run
 
     res, _, _ = run(RC, 3, failing_app(fail={1: {2, 3, 4}}))
     assert res.status == "completed" and "flagged" not in res.metrics

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from fedcausal_flwr.testing import InProcessGrid
-from tests.federation.test_nodes import RC, run, same
+from tests.helpers.nodes import RC, run, same
 
 TIMEOUT = 0.5
 
@@ -35,7 +35,7 @@ class SlowStart(InProcessGrid):
 
 
 def test_query_info_later_than_the_reply_timeout_but_within_node_wait_is_used(monkeypatch):
-    import tests.federation.test_nodes as tn
+    import tests.helpers.nodes as tn
 
     monkeypatch.setattr(tn, "InProcessGrid", SlowStart)
     rc = {**RC, "num-rounds": 3, "node-wait-s": 5.0}

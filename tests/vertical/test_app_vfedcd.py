@@ -29,28 +29,10 @@ from fedcausal_flwr.vertical.data import (
     split_standardised,
 )
 from fedcausal_flwr.vertical.model import VFedCDSettings
+from tests.helpers.vfedcd import RC, run
 
 APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"])
-# Test-only opt-ins: small keys (the server's insecure-test-keys) and the built-in parties'
-# consent to every backend, mode and key size (run config: the parties of an in-process grid,
-# like those of a Ray simulation, have no node config of their own).
-INSECURE = {"vertical.insecure-test-keys": True,
-            "vertical.vfedcd-accept-backends": "paillier,paillier-packed,mock",
-            "vertical.vfedcd-accept-modes": "vfedcd,ctv,framework",
-            "vertical.vfedcd-min-key-bits": 256}
-# the paper's settings (what these tests have always run) on a small data set
-RC = {**VFedCDSettings.paper().app_config(), "algorithm": "vfedcd", "vertical.d": 6,
-      "vertical.edges": 8, "vertical.n": 20, "vertical.num-epochs": 2, "vertical.batch": 8,
-      "vertical.he-backend": "mock", "vertical.key-bits": 256,
-      "node-wait-s": 5.0, "vertical.gamma": 0.5, "seed": 4, **INSECURE}
-
-
-def run(rc: dict, k: int = 3, app=client_app, node_configs=None):
-    grid = InProcessGrid(app, k, rc, node_configs)
-    return vertical.strategy("vfedcd", rc).start(grid=grid), grid
-
-
 def reference(rc: dict, k: int = 3) -> loop.State:
     xs = [party_data(rc, i, k)[0] for i in range(k)]
     return loop.train_reference(xs, VFedCDSettings.from_run_config(rc))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_app_vfedcd import RC, run
 
 from fedcausal_flwr.secure.shares import backend as he_backend
 from fedcausal_flwr.stability import (
@@ -18,6 +17,7 @@ from fedcausal_flwr.vertical import dispatch, loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import party_data
 from fedcausal_flwr.vertical.model import VFedCDSettings
+from tests.helpers.vfedcd import RC, run
 
 R2 = {**RC, "vertical.replicas": 2}
 
