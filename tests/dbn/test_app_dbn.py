@@ -30,6 +30,7 @@ def reference(rc: dict, k: int, ids=None):
     return ref(moms, s)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm,extra", [
     ("fdbnl", {}), ("fdbnl", {"dbn.clients-per-round": 2, "dbn.dual-update": "code"}),
     ("fdbnl", {"dbn.lambda-scale": "pooled"}),
@@ -188,6 +189,7 @@ MOMS = [dbn.moments(*pair) for pair in SERIES]
 USER = FDBNLSettings(lambda_w=0.05, lambda_a=0.05, node_wait_s=5)
 
 
+@pytest.mark.integration
 def test_a_users_own_server_and_client_app():
     result = user_apps(SERIES, num_rounds=30)
     assert result.status == "completed" and result.metrics["clients"] == 3
@@ -235,6 +237,7 @@ def test_start_rejects_what_it_does_not_use():
         FDBNLSettings.from_run_config({"dbn.lambda-w": -1})
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm,relpath,rc", [
     ("fdbnl", "netsim/sim1.mat", {"dbn.data": "netsim", "dbn.netsim-subject": 3,
                                   "dbn.num-rounds": 6}),

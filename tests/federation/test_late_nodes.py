@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from fedcausal_flwr.testing import InProcessGrid
 from tests.helpers.nodes import RC, run, same
+
+pytestmark = pytest.mark.integration  # every test here is a whole in-process run
 
 TIMEOUT = 0.5
 

@@ -17,6 +17,8 @@ from fedcausal_flwr.strategies import FDBNL, PFDBNL, FedCF, FedGC, FedIV, VFedCD
 from fedcausal_flwr.testing import InProcessGrid
 from tests.helpers.nodes import RC, failing_app, run, same
 
+pytestmark = pytest.mark.integration  # every test here is a whole in-process run
+
 
 def test_malformed_info_replies_are_dropped_named_and_the_run_goes_on():
     modes = {1: "no-properties", 2: "no-partition-id", 3: "string-partition-id", 4: "crash"}

@@ -46,6 +46,7 @@ def test_every_algorithm_has_an_example_project():
                 assert internal not in text, (alg, module, internal)
 
 
+@pytest.mark.integration
 def test_fdbnl_example_gives_a_named_graph(tmp_path):
     result = run_example("fdbnl", tmp_path)
     assert result.status == "completed" and result.metrics["clients"] == 4
@@ -71,6 +72,7 @@ PLANT = {("valve", "flow", 0), ("pump", "flow", 0), ("flow", "tank_temp", 0),
          ("valve", "valve", 1), ("flow", "level", 1), ("level", "level", 1)}
 
 
+@pytest.mark.integration
 def test_plant_example_uses_the_engineers_knowledge(tmp_path):
     """examples/plant: tiers, an exogenous variable and a required edge from the run config;
     the knowledge file says the same; with it the planted process comes back."""
@@ -92,6 +94,7 @@ def test_plant_example_uses_the_engineers_knowledge(tmp_path):
     assert {(s, t, lag) for s, t, _, lag in without.edges()} != PLANT
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("example", ["pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"])
 def test_example_runs(example, tmp_path):
     result = run_example(example, tmp_path, **FAST.get(example, {}))
@@ -177,6 +180,7 @@ def test_public_readers_name_what_is_missing():
     assert node_data("fdbnl", ctx)["names"] == table.names
 
 
+@pytest.mark.integration
 def test_fedcf_example_answers_the_valve_counterfactual(tmp_path):
     """The plants' valves are known inputs (node config ``input-columns``); FedCF's answer to
     "how would the turbine's sensors change had the boiler's valve risen by 1" points where
