@@ -221,7 +221,7 @@ def test_the_byzantine_screen_sees_a_lie_in_the_replicas_alone():
 def test_stacked_replicas_step_as_separate_runs(shape, mode):
     """``replicas_update`` (batched products for the MLPs) takes each replica's
     :func:`local_update` steps on its resample. (The CNN's vmap path agrees to 1e-16 too, but
-    its first call costs seconds: not in the fast tier.)"""
+    its first call costs seconds: not in the suite.)"""
     import torch
 
     rng = np.random.default_rng(0)

@@ -25,7 +25,7 @@ from tests.helpers.examples import (
     run_example,
 )
 
-#: fast-tier changes of an example's own run config (VFedCD: real Paillier takes minutes)
+#: in-process changes of an example's own run config (VFedCD: real Paillier takes minutes)
 FAST = {"vfedcd": {"vertical.he-backend": "mock", "vertical.key-bits": 256,
                     "vertical.insecure-test-keys": True}}
 
