@@ -1,9 +1,12 @@
-"""Shared test helpers: the shared data sets beside the checkout, free ports for real Flower.
+"""Shared fixtures: the shared data sets beside the checkout, free ports for real Flower.
 
-Two tiers: ``pytest -m "not e2e"`` is the fast tier; plain ``pytest`` also runs the tests
-marked ``e2e`` (real ``flwr run`` simulations and loopback deployments), each named on its
-own line as it starts (:class:`SlowTestNames`), so a quiet run's minutes without dots
-say which test they belong to.
+Three tiers, all run by plain ``pytest`` (``bash scripts/test.sh``): the unit tests; those
+marked ``integration`` (whole runs: a strategy through InProcessGrid for its rounds, replicas,
+fault and security matrices, the examples, fresh interpreters, the docs build); those marked
+``e2e`` (real ``flwr run`` simulations and loopback deployments), each named on its own line
+as it starts (:class:`SlowTestNames`), so a quiet run's minutes without dots say which test
+they belong to. ``pytest -m "not integration and not e2e"`` is the inner loop (under a
+minute on 2 cores). Helpers the test modules share are in ``tests/helpers/``.
 """
 
 from __future__ import annotations
@@ -103,6 +106,12 @@ def flower_pids() -> Callable[..., set[int]]:
 
 DEFAULT_PORTS = {"flwr local SuperLink": 39091, "old launcher deploy": 9200,
                  "flower-superlink default": 8000}
+
+
+@pytest.fixture
+def default_ports() -> dict[str, int]:
+    """The default ports of other Flower work (``other_flower_work``), by what they are."""
+    return DEFAULT_PORTS
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
 
-from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.clients import FDBNLClient, register, reply
 from fedcausal_flwr.data.timeseries import lagged
 from fedcausal_flwr.dbn import app as app_dbn
@@ -20,15 +19,7 @@ from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.strategies import FDBNL, FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.testing import InProcessGrid
-
-RC = {"algorithm": "fdbnl", "seed": 3, "dbn.d": 5, "dbn.lags": 1, "dbn.samples-per-client": 40,
-      "dbn.generator": "svar", "dbn.num-rounds": 40, "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05,
-      "min-nodes": 2, "node-wait-s": 5.0}
-
-
-def run_inprocess(rc: dict, k: int, app=client_app):
-    grid = InProcessGrid(app, k, rc)
-    return app_dbn.strategy(rc["algorithm"], rc).start(grid=grid), grid
+from tests.helpers.dbn import RC, run_inprocess
 
 
 def reference(rc: dict, k: int, ids=None):
@@ -39,6 +30,7 @@ def reference(rc: dict, k: int, ids=None):
     return ref(moms, s)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm,extra", [
     ("fdbnl", {}), ("fdbnl", {"dbn.clients-per-round": 2, "dbn.dual-update": "code"}),
     ("fdbnl", {"dbn.lambda-scale": "pooled"}),
@@ -197,6 +189,7 @@ MOMS = [dbn.moments(*pair) for pair in SERIES]
 USER = FDBNLSettings(lambda_w=0.05, lambda_a=0.05, node_wait_s=5)
 
 
+@pytest.mark.integration
 def test_a_users_own_server_and_client_app():
     result = user_apps(SERIES, num_rounds=30)
     assert result.status == "completed" and result.metrics["clients"] == 3
@@ -244,6 +237,7 @@ def test_start_rejects_what_it_does_not_use():
         FDBNLSettings.from_run_config({"dbn.lambda-w": -1})
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm,relpath,rc", [
     ("fdbnl", "netsim/sim1.mat", {"dbn.data": "netsim", "dbn.netsim-subject": 3,
                                   "dbn.num-rounds": 6}),

@@ -215,6 +215,7 @@ def test_closed_form_A_equals_joint_lbfgs_solve(seed):
         dbn.admm_global_step(*args, a_step="newton")
 
 
+@pytest.mark.integration
 def test_warm_start_reaches_same_or_lower_objective():
     """Along an FDBNL run, the server step started from the previous W ends where the old cold
     start (W and A jointly from zero, 5 chained calls) ends: the same thresholded W in every
@@ -475,6 +476,7 @@ def test_fdbnl_converges_on_homogeneous_data(homogeneous):
     assert shd(dbn.threshold(state.A, 0.2), A_true) <= 0.5 * np.sum(A_true != 0)
 
 
+@pytest.mark.integration
 def test_fdbnl_k1_close_to_dynotears():
     rng = np.random.default_rng(1)
     W_true, _, Xt, Xlag = svar_data(6, 300, rng)

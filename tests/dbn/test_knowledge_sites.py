@@ -95,6 +95,7 @@ KNOW = {"forbid": "*->temp@0, flow->level, heat->pump@1", "require": "valve->flo
         "temp->heat@1", "tiers": "temp < valve, pump, heat < flow, level"}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("cls", [FDBNL, PFDBNL])
 def test_forbidden_edges_never_appear_and_required_ones_always_do(cls):
     result, strategy = run(cls, **KNOW)
@@ -175,6 +176,7 @@ def lacking_names(k: int) -> list[str]:
             3: ["valve", "flow", "level", "pump"]}.get(k, NAMES)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("cls", [FDBNL, PFDBNL])
 def test_sites_with_other_variables_inform_only_their_entries(cls):
     result, strategy = run(cls, data=lacking, names=lacking_names, rounds=5)

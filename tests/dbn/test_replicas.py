@@ -15,7 +15,7 @@ from fedcausal_flwr.dbn import replicas as rep
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.dbn.model import FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.stability import complementary_halves, selection_frequency, stability_bound
-from tests.dbn.test_app_dbn import RC, run_inprocess
+from tests.helpers.dbn import RC, run_inprocess
 
 K = 4
 
@@ -35,6 +35,7 @@ def replica_reference(rc: dict, table: list[rep.Replica], rounds: int):
     return out
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm,rounds", [("fdbnl", 40), ("pfdbnl", 6)])
 def test_replicas_are_ordinary_runs_in_one_message(algorithm, rounds):
     rc = {**RC, "algorithm": algorithm, "dbn.num-rounds": rounds}
@@ -69,6 +70,7 @@ def test_replicas_are_ordinary_runs_in_one_message(algorithm, rounds):
         assert result.frequencies(client=1)[("x0", "x1", 0)] == W_lf[1][0, 1]
 
 
+@pytest.mark.integration
 def test_the_replicated_message_carries_arrays_and_numbers_only():
     rc = {**RC, "dbn.replicas": 2, "dbn.lambda-select": "holdout", "dbn.num-rounds": 5}
     _, grid = run_inprocess(rc, K)
@@ -86,6 +88,7 @@ def test_the_replicated_message_carries_arrays_and_numbers_only():
         assert all(n_rows not in s for s in shapes)
 
 
+@pytest.mark.integration
 def test_holdout_chooses_by_the_one_standard_error_rule():
     rc = {**RC, "dbn.lambda-select": "holdout", "dbn.num-rounds": 20}
     result, _ = run_inprocess(rc, K)
@@ -183,6 +186,7 @@ def test_more_halves_than_a_client_may_answer_fails_before_any_round():
         app_dbn.strategy("fdbnl", rc).start(grid=InProcessGrid(client_app, K, rc))
 
 
+@pytest.mark.integration
 def test_frequencies_reach_every_view_and_plot(tmp_path):
     pytest.importorskip("matplotlib")
     nx = pytest.importorskip("networkx")

@@ -31,7 +31,7 @@ from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.strategies import FDBNLSettings
-from tests.e2e.test_e2e_nodes import rounds_done
+from tests.helpers.e2e import rounds_done
 
 pytestmark = pytest.mark.e2e
 

@@ -21,13 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DEFAULT_PORTS, flower_pids_on
 from flwr.app import Context, RecordDict
-from test_examples import assert_same_as_in_process, load, run_config
 
 from fedcausal_flwr.cli import launch
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.testing import InProcessGrid
+from tests.helpers.examples import assert_same_as_in_process, load, run_config
 
 pytestmark = pytest.mark.e2e
 
@@ -35,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "fdbnl"
 
 
-def test_fdbnl_example_secure_deployment_on_four_csvs(tmp_path, monkeypatch,
-                                                     other_flower_work):
+def test_fdbnl_example_secure_deployment_on_four_csvs(tmp_path, monkeypatch, other_flower_work,
+                                                     default_ports, flower_pids):
     # the ServerApp/ClientApp processes import this checkout's package
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
@@ -67,7 +66,7 @@ def test_fdbnl_example_secure_deployment_on_four_csvs(tmp_path, monkeypatch,
     seen["thread"].join(timeout=90)
     other_flower_work()  # the SuperLink on 39091 and the listeners on 9200, 8000: untouched
     port, work = seen["port"], tmp_path / "deployment"
-    assert port not in DEFAULT_PORTS.values() and not flower_pids_on(port, 6)
+    assert port not in default_ports.values() and not flower_pids(port, 6)
     assert seen["secure"] and seen["certs"]["ca"].exists()  # TLS + node auth were on
     assert f"https://127.0.0.1:{port}" in (work / "superlink.log").read_text()
     cli = (work / "cli" / "config.toml").read_text()

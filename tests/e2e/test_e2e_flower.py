@@ -8,38 +8,13 @@ ServerApp); PFDBNL's simulation: test_e2e_deploy_secure.py. About 40 s.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from fedcausal_flwr.appconfig import view
 from fedcausal_flwr.cli import launch
-from fedcausal_flwr.dbn import model as dbn
-from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result
-from fedcausal_flwr.strategies import FDBNLSettings, PFDBNLSettings
+from tests.helpers.e2e import RC, check_against_reference
 
 pytestmark = pytest.mark.e2e
-
-RC = {"seed": 7, "dbn.d": 5, "dbn.samples-per-client": 40, "dbn.lambda-w": 0.05,
-      "dbn.lambda-a": 0.05, "node-wait-s": 60.0}
-
-
-def reference(rc: dict, k: int) -> dbn.ServerState:
-    rc = view(str(rc["algorithm"]), rc)  # the dbn section's keys, as the App reads them
-    moms = [dbn.moments(*client_data(rc, i, k)) for i in range(k)]
-    pf = rc.get("algorithm") == "pfdbnl"
-    run = dbn.pfdbnl_reference if pf else dbn.fdbnl_reference
-    return run(moms, (PFDBNLSettings if pf else FDBNLSettings).from_run_config(rc))[0]
-
-
-def check_against_reference(result: dict, k: int) -> None:
-    state = reference(result["config"]["run_config"], k)  # pyproject defaults merged in
-    assert result["status"] == "completed"
-    assert result["metrics"]["clients"] == k  # the number of clients follows the SuperNodes
-    assert result["timing"]["rounds"] == state.round
-    np.testing.assert_allclose(result["estimates"]["W"], state.W, rtol=0, atol=1e-8)
-    np.testing.assert_allclose(result["estimates"]["A"], state.A, rtol=0, atol=1e-8)
-
 
 @pytest.mark.parametrize("algorithm,k,extra", [
     ("fdbnl", 3, {"dbn.num-rounds": 12}),  # PFDBNL: test_e2e_deploy_secure.py's launcher run

@@ -20,7 +20,7 @@ import flwr
 import pytest
 
 from fedcausal_flwr.results import load_result
-from tests.e2e.test_e2e_flower import RC, check_against_reference
+from tests.helpers.e2e import RC, check_against_reference
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 import pytest
-from test_examples import assert_same_as_in_process
 
 from fedcausal_flwr.cli import launch, supervisor
 from fedcausal_flwr.results import RunResult
+from tests.helpers.examples import assert_same_as_in_process
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,6 @@ again, and W, A equal FDBNL in which client 2 sat out exactly the rounds it miss
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -24,22 +23,13 @@ from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn.data import client_data
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.strategies import FDBNLSettings
+from tests.helpers.e2e import rounds_done
 
 pytestmark = pytest.mark.e2e
 
 RC = {"algorithm": "fdbnl", "seed": 7, "dbn.d": 5, "dbn.samples-per-client": 40,
       "dbn.lambda-w": 0.05, "dbn.lambda-a": 0.05, "node-wait-s": 60.0, "dbn.num-rounds": 6,
       "round-timeout-s": 30.0, "node-grace-s": 20.0}
-
-
-def rounds_done(path) -> int:
-    """Rounds recorded in a result.json: while the run goes on its checkpoint is a summary
-    that counts them (``history_rounds``); the final one holds the ``history``."""
-    try:
-        doc = json.loads(path.read_text())
-        return int(doc.get("history_rounds", len(doc.get("history", []))))
-    except (OSError, ValueError, TypeError):
-        return 0
 
 
 def replay(rc: dict, history: list[dict], k: int) -> dbn.ServerState:

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from flwr.app import Context, RecordDict
-from test_examples import EXAMPLES, csvs, load, run_config
 
 from fedcausal_flwr.cli import launch
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.testing import InProcessGrid
+from tests.helpers.examples import EXAMPLES, csvs, load, run_config
 
 pytestmark = pytest.mark.e2e
 ROOT = EXAMPLES.parent

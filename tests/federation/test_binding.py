@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from fedcausal_flwr.strategies import FDBNL
-from tests.federation.test_nodes import RC, failing_app, run, same
+from tests.helpers.nodes import RC, failing_app, run, same
+
+pytestmark = pytest.mark.integration  # every test here is a whole in-process run
 
 BOUND = {**RC, "bind-partitions": True}
 

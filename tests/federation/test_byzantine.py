@@ -63,6 +63,7 @@ def _rc(algorithm, **extra):
     return rc
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm,attack", [
     ("fdbnl", "sign-flip"), ("fdbnl", "50x"), ("fdbnl", "zeros"), ("pfdbnl", "50x")])
 def test_liar_is_flagged_named_and_left_out(algorithm, attack, caplog):
@@ -99,13 +100,14 @@ def test_a_client_back_from_missed_rounds_is_not_flagged():
     """Its server-held duals lag the others' (they were not updated while it was away), so its
     local solution differs; what it adds to the consensus does not. Screening the local
     solution flagged it, and so kept its duals stale, for the rest of the run."""
-    from tests.federation.test_nodes import RC, failing_app, run
+    from tests.helpers.nodes import RC, failing_app, run
 
     res, _, _ = run(RC, 3, failing_app(fail={1: {2, 3, 4}}))
     assert res.status == "completed" and "flagged" not in res.metrics
     assert [h["n_clients"] for h in res.history] == [3, 2, 2, 2, 3, 3, 3, 3]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("attack", ["sign-flip", "50x"])
 def test_liar_changes_the_result_without_the_screen(attack):
     """The attacks are real: with the screen off the same lie reaches the graph."""
@@ -116,12 +118,14 @@ def test_liar_changes_the_result_without_the_screen(attack):
     assert not same_result(res, silent)
 
 
+@pytest.mark.integration
 def test_fediv_liar_at_50x_is_flagged_not_every_client():
     res = run_app("fediv", lying_app(client_app, "50x", [LIAR]), K, rc=_rc("fediv"))
     assert res.metrics["flagged"] == {f"client {LIAR}": len(res.history)}
     assert res.status == "completed"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", ["fdbnl", "pfdbnl", "fediv"])
 def test_honest_runs_are_bit_identical_with_and_without_the_screen(algorithm):
     section = {"fediv": "iv"}.get(algorithm, "dbn")
@@ -174,6 +178,7 @@ def test_cohorts_are_screened_apart_and_small_ones_with_everyone():
                                    cohorts={**cohorts, 12: "new"})) == [12]
 
 
+@pytest.mark.integration
 def test_sampled_clients_are_not_flagged_for_being_sampled_first():
     """With ``clients-per-round`` a client sampled for the first time answers with zero duals
     beside returning clients with grown ones; screened together, honest clients of the

@@ -8,6 +8,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from fedcausal_flwr import server_app
 from fedcausal_flwr.client_app import app as client_app
@@ -33,6 +34,7 @@ def written(out, before: int) -> tuple[int, int]:
     return (out / "result.json").stat().st_size + size - before, size
 
 
+@pytest.mark.integration
 def test_bytes_written_per_checkpoint_do_not_grow_with_the_rounds(tmp_path):
     out = tmp_path / "run"
     r = RunResult("fdbnl", {"run_config": {"x": 1}}, status="running",
@@ -102,6 +104,7 @@ def test_a_killed_writer_reads_interrupted_with_its_finished_rounds(tmp_path):
     assert RunResult.load(out).history == [row(1), row(2)]
 
 
+@pytest.mark.integration
 def test_the_app_checkpoints_a_summary_and_its_readers_see_every_round(tmp_path, monkeypatch):
     rc = {**RC, "outputs": str(tmp_path), "run-name": "run"}
     out = tmp_path / "run"
@@ -123,6 +126,7 @@ def test_the_app_checkpoints_a_summary_and_its_readers_see_every_round(tmp_path,
     assert not (out / HISTORY_FILE).exists()
 
 
+@pytest.mark.integration
 def test_large_estimates_go_to_a_binary_side_file_while_running(tmp_path):
     """A d = 400 graph's estimates (over INLINE_NUMBERS numbers) are not rewritten as JSON
     every round: they go to arrays.npz; readers see the document save writes, the end writes

@@ -28,7 +28,8 @@ from fedcausal_flwr.federation.robust import ByzantineScreen
 from fedcausal_flwr.federation.roster import Health, NodeHealth, Roster
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.strategies import FDBNL
-from fedcausal_flwr.testing import SMALL, InProcessGrid, run_app, same_result, silent_app
+from fedcausal_flwr.testing import InProcessGrid
+from tests.helpers.faults import SMALL, run_app, same_result, silent_app
 
 Respond = Callable[[Message], Message | None]
 

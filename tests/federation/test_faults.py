@@ -31,6 +31,7 @@ from tests.helpers.faults import (
 )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm,fault", [
     pytest.param(a, f, id=f"{a}-{f}") for a in ALGORITHMS for f in FAULTS])
 def test_fault_is_dropped_or_stops_naming_the_right_node(algorithm, fault):
@@ -48,6 +49,7 @@ def test_fault_is_dropped_or_stops_naming_the_right_node(algorithm, fault):
         assert o.named and all(any(w + ":" in d for d in o.dropped) for w in o.named)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", ["fdbnl", "pfdbnl", "fediv"])
 def test_poisoned_client_gives_the_result_of_the_silent_client(algorithm):
     """1e300 in one entry from round 2 == the client raising from round 2, estimate for
@@ -74,6 +76,7 @@ def test_poisoned_client_gives_the_result_of_the_silent_client(algorithm):
         poisoned.history) - 1)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", sorted(EVERY_PARTY))
 def test_every_party_protocol_blames_the_poisoning_party_only(algorithm):
     """The poison is screened in the exchange it arrives in: no honest party is blamed for
@@ -88,6 +91,7 @@ def test_every_party_protocol_blames_the_poisoning_party_only(algorithm):
 
 
 # ---- the screen itself ---------------------------------------------------------------------
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_honest_runs_stay_far_below_the_screen(algorithm):
     """Nothing honest is screened, with three orders of magnitude to spare."""

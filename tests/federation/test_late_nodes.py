@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from fedcausal_flwr.testing import InProcessGrid
-from tests.federation.test_nodes import RC, run, same
+from tests.helpers.nodes import RC, run, same
+
+pytestmark = pytest.mark.integration  # every test here is a whole in-process run
 
 TIMEOUT = 0.5
 
@@ -35,7 +39,7 @@ class SlowStart(InProcessGrid):
 
 
 def test_query_info_later_than_the_reply_timeout_but_within_node_wait_is_used(monkeypatch):
-    import tests.federation.test_nodes as tn
+    import tests.helpers.nodes as tn
 
     monkeypatch.setattr(tn, "InProcessGrid", SlowStart)
     rc = {**RC, "num-rounds": 3, "node-wait-s": 5.0}

@@ -157,6 +157,7 @@ def test_equations_import_no_flower_and_strategies_no_clients(family):
             assert f"fedcausal_flwr.{family}.strategy" not in GRAPH[name], name
 
 
+@pytest.mark.integration
 def test_naming_one_family_imports_no_other_stack():
     """``import fedcausal_flwr.dbn`` (and its strategy and client) loads no torch, no phe and
     no other family."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from flwr.app import ArrayRecord, Message
 
 from fedcausal_flwr.federation import exchange
@@ -35,6 +36,7 @@ def test_inprocess_round_is_split_into_its_parts(tmp_path):
     assert ArrayRecord.to_numpy_ndarrays is to_numpy
 
 
+@pytest.mark.integration
 def test_flower_extractor_pass_hands_out_one_message_per_node():
     scan = many_clients.flower_scan(12)
     assert scan["handed_out"] == 12 and scan["next_pass_s"] > 0

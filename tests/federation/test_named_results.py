@@ -45,6 +45,7 @@ def app_result(tmp_path, rc: dict, k: int) -> tuple[RunResult, dict]:
     return result, json.loads((tmp_path / "r" / "result.json").read_text())
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", list(CASES))
 def test_names_reach_result_json_for_every_algorithm(tmp_path, algorithm):
     rc, k = CASES[algorithm]
@@ -229,6 +230,7 @@ def test_default_thresholds_are_the_runs_own():
     assert ss.thresholds() == {"A_hat": 0.0, "B_hat": 0.0} and len(ss.edges()) == 3
 
 
+@pytest.mark.integration
 def test_an_app_run_thresholds_at_its_run_config(tmp_path):
     key = {field: FDBNLSettings.app_key(k)  # the App's run-config key of a field
            for k, field in FDBNLSettings.keys().items()}
@@ -282,6 +284,7 @@ def test_pfdbnl_client_graph_and_fedgc_orientation():
     assert g.edges() == [("c0.s0", "c1.s0", 0.5, 1)]
 
 
+@pytest.mark.integration
 def test_fediv_predict_equals_g_values(tmp_path):
     from fedcausal_flwr.iv import model as dg
     from fedcausal_flwr.strategies import FedIV
@@ -346,6 +349,7 @@ def vfedcd_user_run(names_of):
     return vertical.strategy("vfedcd", VFD).start(grid=InProcessGrid(app, 3))
 
 
+@pytest.mark.integration
 def test_vfedcd_parties_name_their_columns_and_the_server_orders_them():
     result = vfedcd_user_run(lambda pid, cols: [f"gene{c}" for c in cols])
     assert result.status == "completed", result.status

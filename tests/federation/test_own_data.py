@@ -64,6 +64,7 @@ def check_equal(algorithm, rc, data, node_configs):
 
 
 # ---- time series: FDBNL / PFDBNL -----------------------------------------------------
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", ["fdbnl", "pfdbnl"])
 def test_dbn_csv_equals_arrays(tmp_path, algorithm):
     rng = np.random.default_rng(0)
@@ -89,6 +90,7 @@ def test_dbn_csv_equals_arrays(tmp_path, algorithm):
 
 
 # ---- state space: FedGC / FedCF --------------------------------------------------------
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
 def test_statespace_csv_equals_arrays(tmp_path, algorithm):
     rng = np.random.default_rng(1)
@@ -106,6 +108,7 @@ def test_statespace_csv_equals_arrays(tmp_path, algorithm):
     check_equal(algorithm, rc, data, cfgs)
 
 
+@pytest.mark.integration
 def test_fedcf_inputs_from_the_csv_equal_arrays(tmp_path):
     """Node config ``input-columns``: those columns are the known inputs u (CSV units), the
     rest the measurements; B_mm is identified beside A_mm, as from arrays."""
@@ -153,6 +156,7 @@ def test_statespace_refuses_a_segment_column(tmp_path):
 
 
 # ---- FedIV ---------------------------------------------------------------------------
+@pytest.mark.integration
 def test_fediv_csv_equals_arrays(tmp_path):
     from fedcausal_flwr.iv.data import IVDataConfig, own_split
 
@@ -195,6 +199,7 @@ KEY = "shared-by-the-parties-only"
 CONSENT = {"vfedcd-accept-backends": "mock", "vfedcd-min-key-bits": 256}
 
 
+@pytest.mark.integration
 def test_vfedcd_csv_equals_arrays_and_the_server_sees_no_id(tmp_path):
     rng = np.random.default_rng(3)
     n, parts = 20, (3, 3)
@@ -237,6 +242,7 @@ def _vertical_files(tmp_path, n: int, rows_of, key_of=lambda pid: KEY) -> dict:
                   "id-key": key_of(pid), **CONSENT} for pid in range(2)}
 
 
+@pytest.mark.integration
 def test_vfedcd_parties_align_on_the_ids_they_share(tmp_path):
     """Party 1 lacks ID 11 and lists its rows backwards: the run trains on the 11 shared IDs,
     standardized over them, exactly as if both files held only those rows."""

@@ -69,6 +69,7 @@ def test_run_config_argument_round_trips(tmp_path):
     assert out.startswith("/") and out.endswith("rel/dir")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", ["fdbnl", "fedgc", "fediv", "vfedcd"])
 def test_a_run_counts_its_round_trips(algorithm):
     """``timing["exchanges"]``: every train exchange after discovery (one message per node

@@ -87,6 +87,7 @@ def test_every_probe_is_handled_but_the_known_gaps(committed):
         assert not any(s in text for s in secrets()), r["name"]  # nothing leaked, redacted
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", CHEAP)
 def test_a_fresh_probe_says_what_the_committed_row_says(committed, name):
     row = security.run_probe(security.PROBES[name])
@@ -106,6 +107,7 @@ def test_without_the_nodes_opt_in_check_the_path_probe_fails(monkeypatch):
     assert "did not refuse naming dbn.data-path" in row["now"]
 
 
+@pytest.mark.integration
 def test_a_leaking_cell_error_fails_the_probe_and_is_redacted(monkeypatch):
     from fedcausal_flwr.data import csvdata
 

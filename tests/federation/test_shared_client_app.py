@@ -36,6 +36,7 @@ def run(algorithm, client_app):
     return glue(algorithm).strategy(algorithm, rc).start(grid=grid), grid
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", sorted(registry.ALGORITHMS))
 def test_one_client_app_serves_every_algorithm(algorithm):
     """Each algorithm against the ClientApp serving all six equals its run against the App's

@@ -83,6 +83,7 @@ def test_every_checkpoint_says_running_with_its_writer_and_the_end_says_complete
     assert proc["stale_after_s"] >= STALE_AFTER_S
 
 
+@pytest.mark.integration
 def test_the_app_writes_completed_config_and_plots(tmp_path):
     result, doc = app_run(tmp_path, RC)
     assert doc["status"] == "completed" == result.status and is_completed(doc["status"])
@@ -125,11 +126,13 @@ def test_a_strategy_crash_writes_failed_and_keeps_finished_rounds(tmp_path, monk
     assert doc["estimates"]["W"] and doc["config"]["run_config"]["dbn.d"] == 4
 
 
+@pytest.mark.integration
 def test_too_few_clients_is_stopped_with_the_reason(tmp_path):
     doc = app_run(tmp_path, {**RC, "min-nodes": 4})[1]
     assert doc["status"].startswith("stopped: ") and "min-nodes=4" in doc["status"]
 
 
+@pytest.mark.integration
 def test_a_plot_crash_never_loses_the_result(tmp_path, monkeypatch):
     import fedcausal_flwr.plots as plots
 

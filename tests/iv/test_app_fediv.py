@@ -48,6 +48,7 @@ def assert_params_equal(a, b, tol=1e-10):
         np.testing.assert_allclose(np.asarray(u), v, rtol=0, atol=tol)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("extra", [
     {}, {"iv.iv-mode": "sgda", "iv.iv-batch-size": 64, "iv.iv-weighting": "n", "iv.iv-alpha": 5.0,
          "iv.iv-local-epochs": 2, "iv.iv-rounds": 3},
@@ -68,6 +69,7 @@ def test_flower_path_equals_reference(extra):
         assert np.isfinite(result.metrics[key])
 
 
+@pytest.mark.integration
 def test_only_parameters_and_sums_cross_the_wire():
     rc = {**RC, "iv.iv-rounds": 2}
     k = 3
@@ -125,6 +127,7 @@ def faulty_app(rc: dict, modes: dict[int, str]) -> ClientApp:
     return app
 
 
+@pytest.mark.integration
 def test_bad_clients_are_dropped_and_the_run_finishes_with_the_rest():
     rc = {**RC, "iv.iv-mode": "sgda", "iv.iv-batch-size": 64, "iv.iv-alpha": 50.0,
           "iv.iv-rounds": 2}
@@ -140,6 +143,7 @@ def test_bad_clients_are_dropped_and_the_run_finishes_with_the_rest():
     assert result.estimates["selected_round"] == st.best_round
 
 
+@pytest.mark.integration
 def test_a_diverging_run_stops_and_keeps_the_best_round():
     """Issue 13: a round whose global players explode (here from 0.9 and 3.3 to 158 in one
     round, the paper's raw gradients at too high rates) ends the run; the result says which
@@ -172,12 +176,14 @@ def test_a_diverging_run_stops_and_keeps_the_best_round():
     assert max(h["peak"] for h in late.history) > 1e10
 
 
+@pytest.mark.integration
 def test_a_run_that_does_not_diverge_says_so():
     result, _ = run_inprocess({**RC, "iv.iv-rounds": 2}, 2)
     assert result.status == "completed"
     assert result.metrics["diverged"] is False and result.metrics["diverged_round"] == 0
 
 
+@pytest.mark.integration
 def test_app_writes_g_against_g0_png(tmp_path):
     rc = {**RC, "iv.iv-rounds": 2, "outputs": str(tmp_path), "run-name": "r"}
     result, _ = run_inprocess(rc, 2)
@@ -185,6 +191,7 @@ def test_app_writes_g_against_g0_png(tmp_path):
     assert (tmp_path / "g_vs_g0.png").stat().st_size > 0
 
 
+@pytest.mark.integration
 def test_warm_start_from_a_runs_final_parameters():
     rc = {**RC, "iv.iv-rounds": 3}
     first, _ = run_inprocess(rc, 3)
@@ -259,6 +266,7 @@ def own_data(k: int, n: int = 300, seed: int = 21) -> list[dict]:
     return out
 
 
+@pytest.mark.integration
 def test_a_users_own_server_and_client_app():
     """Another Flower project: the public API on its own (x, y, z) arrays (README snippet)."""
     data = own_data(3)

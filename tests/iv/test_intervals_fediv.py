@@ -34,6 +34,7 @@ def runs():
     return {r: run(r) for r in (0, R)}
 
 
+@pytest.mark.integration
 def test_replicas_leave_the_main_run_bit_identical(runs):
     plain, with_reps = runs[0][0], runs[R][0]
     assert plain.status == with_reps.status == "completed"
@@ -46,6 +47,7 @@ def test_replicas_leave_the_main_run_bit_identical(runs):
             == [h["val_criterion"] for h in with_reps.history])
 
 
+@pytest.mark.integration
 def test_zero_replicas_send_exactly_the_ordinary_messages(runs):
     strategy = runs[0][1]
     g, f = dg.networks((1,), (2,), 0)
@@ -61,6 +63,7 @@ def test_zero_replicas_send_exactly_the_ordinary_messages(runs):
         tuple(dg.shapes(g) + dg.shapes(f) + [(m,), (m, m), (1,)])}
 
 
+@pytest.mark.integration
 def test_replicas_ride_in_the_same_exchanges(runs):
     (plain, s0, _), (reps, s1, _) = runs[0], runs[R]
     w0, w1 = s0.wire_summary(), s1.wire_summary()
@@ -71,6 +74,7 @@ def test_replicas_ride_in_the_same_exchanges(runs):
     assert w1["train.validate up"]["bytes"] == w0["train.validate up"]["bytes"]
 
 
+@pytest.mark.integration
 def test_only_parameter_shaped_arrays_cross_the_wire(runs):
     _, strategy, grid = runs[R]
     g, f = dg.networks((1,), (2,), 0)
@@ -87,6 +91,7 @@ def test_only_parameter_shaped_arrays_cross_the_wire(runs):
                 assert not np.isin(a.ravel(), raw).any(), "a raw X/Y/Z value left a client"
 
 
+@pytest.mark.integration
 def test_replicas_differ_and_equal_the_reference_on_resampled_rows(runs):
     result = runs[R][0]
     reps = result.estimates["g_params_replicas"]
@@ -108,6 +113,7 @@ def test_replicas_differ_and_equal_the_reference_on_resampled_rows(runs):
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-10)
 
 
+@pytest.mark.integration
 def test_interval_estimates_and_the_saved_result(runs, tmp_path):
     result = runs[R][0]
     est = result.estimates
@@ -167,6 +173,7 @@ def test_bootstrap_rows_depend_on_seed_replica_and_client():
         assert not np.array_equal(a, other)
 
 
+@pytest.mark.integration
 def test_zero_replicas_equal_the_reference_loop_exactly(runs):
     """R = 0 is the ordinary run: the Flower path's arrays equal the reference loop's (the
     code path before replicas existed) bit for bit."""
@@ -184,6 +191,7 @@ def test_zero_replicas_equal_the_reference_loop_exactly(runs):
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.integration
 def test_the_byzantine_screen_sees_a_lie_in_the_replicas_alone():
     """Every replica is a group of the screen: a client that scales only its replicas' deltas
     is flagged and left out (of the main run too)."""
@@ -213,7 +221,7 @@ def test_the_byzantine_screen_sees_a_lie_in_the_replicas_alone():
 def test_stacked_replicas_step_as_separate_runs(shape, mode):
     """``replicas_update`` (batched products for the MLPs) takes each replica's
     :func:`local_update` steps on its resample. (The CNN's vmap path agrees to 1e-16 too, but
-    its first call costs seconds: not in the fast tier.)"""
+    its first call costs seconds: not in the suite.)"""
     import torch
 
     rng = np.random.default_rng(0)

@@ -12,6 +12,7 @@ sys.path.insert(0, str(ROOT / "docs"))
 import build  # noqa: E402
 
 
+@pytest.mark.integration
 def test_docs_are_up_to_date():
     r = subprocess.run([sys.executable, str(ROOT / "docs" / "build.py"), "--check"],
                        capture_output=True, text=True, cwd=ROOT)
@@ -29,6 +30,7 @@ def test_every_run_config_key_is_on_its_page(algorithm):
         assert f"`train.{phase}`" in page
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", sorted(build.ALGORITHMS))
 def test_the_wire_table_names_every_message_that_crosses_the_wire(algorithm):
     """A small in-process run: each message type the server sends (FedCF with its query) is

@@ -7,85 +7,25 @@ with its own pyproject's run config; each partition's node config names its CSV
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import tomllib
-from pathlib import Path
 
 import numpy as np
 import pytest
 from flwr.app import Context, RecordDict
-from flwr.common.config import flatten_dict
 
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.testing import InProcessGrid
+from tests.helpers.examples import (
+    ALGORITHMS,
+    EXAMPLES,
+    csvs,
+    load,
+    run_config,
+    run_example,
+)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-ALGORITHMS = ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"]
-
-
-def load(example: str, module: str):
-    """``examples/<example>/<module>.py`` as a fresh module (examples share file names)."""
-    return load_from(EXAMPLES / example, module, f"example_{example}_{module}")
-
-
-def load_from(folder: Path, module: str, name: str):
-    """``folder/<module>.py`` as module ``name``, importing its sibling modules
-    (``make_data``) from ``folder``, as Flower does with the App's folder on ``sys.path``."""
-    spec = importlib.util.spec_from_file_location(name, folder / f"{module}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    sys.modules.pop("make_data", None)  # each example has its own
-    sys.path.insert(0, str(folder))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(folder))
-        sys.modules.pop("make_data", None)
-    return mod
-
-
-def run_config(example: str) -> dict:
-    doc = tomllib.loads((EXAMPLES / example / "pyproject.toml").read_text())
-    return flatten_dict(doc["tool"]["flwr"]["app"]["config"])
-
-
-def csvs(example: str) -> list[Path]:
-    return sorted((EXAMPLES / example / "data").glob("*.csv"))
-
-
-def run_example(example: str, tmp_path: Path, **changes) -> RunResult:
-    rc = {**run_config(example), "outputs": str(tmp_path), **changes}
-    files = csvs(example)
-    nodes = {i: {"data-path": str(f), **node_extra(example, i)} for i, f in enumerate(files)}
-    grid = InProcessGrid(load(example, "client_app").app, len(files), rc, nodes)
-    load(example, "server_app").app(grid, Context(1, 0, {}, RecordDict(), rc))
-    return RunResult.load(tmp_path / str(rc["run-name"]))
-
-
-def assert_same_as_in_process(result: RunResult, example: str, tmp_path: Path,
-                              **changes) -> None:
-    """``result`` (a run under real Flower on the example's CSVs) has the rounds and, to 1e-8,
-    the W and A of the example's in-process run on the same CSVs."""
-    reference = run_example(example, tmp_path / "in-process", **changes)
-    assert len(result.history) == len(reference.history)
-    for key in ("W", "A"):
-        np.testing.assert_allclose(result.estimates[key], reference.estimates[key], rtol=0,
-                                   atol=1e-8)
-
-
-def node_extra(example: str, i: int) -> dict:
-    if example == "fedcf":  # each plant names its own valve column (README)
-        return {"input-columns": ["boiler_valve", "turbine_valve"][i]}
-    if example != "vfedcd":
-        return {}
-    # no shared ID key (the parties align by PSI, as the README runs it); and their consent
-    # to the test-only mock backend (fast tier)
-    return {"vfedcd-accept-backends": "mock", "vfedcd-min-key-bits": 256}
-
-
-#: fast-tier changes of an example's own run config (VFedCD: real Paillier takes minutes)
+#: in-process changes of an example's own run config (VFedCD: real Paillier takes minutes)
 FAST = {"vfedcd": {"vertical.he-backend": "mock", "vertical.key-bits": 256,
                     "vertical.insecure-test-keys": True}}
 
@@ -106,6 +46,7 @@ def test_every_algorithm_has_an_example_project():
                 assert internal not in text, (alg, module, internal)
 
 
+@pytest.mark.integration
 def test_fdbnl_example_gives_a_named_graph(tmp_path):
     result = run_example("fdbnl", tmp_path)
     assert result.status == "completed" and result.metrics["clients"] == 4
@@ -131,6 +72,7 @@ PLANT = {("valve", "flow", 0), ("pump", "flow", 0), ("flow", "tank_temp", 0),
          ("valve", "valve", 1), ("flow", "level", 1), ("level", "level", 1)}
 
 
+@pytest.mark.integration
 def test_plant_example_uses_the_engineers_knowledge(tmp_path):
     """examples/plant: tiers, an exogenous variable and a required edge from the run config;
     the knowledge file says the same; with it the planted process comes back."""
@@ -152,6 +94,7 @@ def test_plant_example_uses_the_engineers_knowledge(tmp_path):
     assert {(s, t, lag) for s, t, _, lag in without.edges()} != PLANT
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("example", ["pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd"])
 def test_example_runs(example, tmp_path):
     result = run_example(example, tmp_path, **FAST.get(example, {}))
@@ -237,6 +180,7 @@ def test_public_readers_name_what_is_missing():
     assert node_data("fdbnl", ctx)["names"] == table.names
 
 
+@pytest.mark.integration
 def test_fedcf_example_answers_the_valve_counterfactual(tmp_path):
     """The plants' valves are known inputs (node config ``input-columns``); FedCF's answer to
     "how would the turbine's sensors change had the boiler's valve risen by 1" points where

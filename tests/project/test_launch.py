@@ -288,6 +288,7 @@ def test_a_deployment_prints_where_its_certificates_keys_and_logs_are(tmp_path):
     assert "insecure" in "\n".join(launch.security_lines(tmp_path, None, {}))
 
 
+@pytest.mark.integration
 def test_sigterm_stops_every_process_the_run_started_and_only_those(capsys):
     import subprocess
     import sys
@@ -313,6 +314,7 @@ def test_sigterm_stops_every_process_the_run_started_and_only_those(capsys):
         mine.wait()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_main_exits_128_plus_the_signal_naming_what_it_stopped(monkeypatch, capsys, tmp_path,
                                                                sig):

@@ -31,6 +31,7 @@ def _python(code: str) -> str:
     return proc.stdout.strip()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm,strategy,client", [
     ("fdbnl", "FDBNL", "FDBNLClient"), ("pfdbnl", "PFDBNL", "PFDBNLClient"),
     ("fedgc", "FedGC", "FedGCClient"), ("fedcf", "FedCF", "FedCFClient"),
@@ -71,6 +72,7 @@ s.FedIVSettings(lr_g=0.1)
     assert out.splitlines() == [f"ImportError {message}"] * len(names)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("blocked", ["phe", "gmpy2"])
 def test_vfedcd_needs_its_extra_only_for_real_keys(blocked):
     """Without phe/gmpy2 the mock backend (plaintext shares, a test and ablation tool) still
@@ -204,6 +206,7 @@ def _clean_python(code: str, **env: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.integration
 def test_importing_the_package_leaves_blas_threads_alone():
     out = _clean_python("""
 import numpy, scipy.linalg
@@ -218,6 +221,7 @@ print(json.dumps({"env": os.environ.get("OPENBLAS_NUM_THREADS"), "before": befor
     assert out["after"] == out["before"]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("env,call,expect", [
     ({}, "limit_blas_threads()", 1),
     ({"FEDCAUSAL_BLAS_THREADS": "0"}, "limit_blas_threads()", None),
@@ -267,6 +271,7 @@ def test_sourcing_the_setup_leaves_the_callers_shell_options(tmp_path):
     assert f"venv: {ROOT / '.venv'}" in out.stdout
 
 
+@pytest.mark.integration
 def test_a_quiet_run_names_each_slow_test_as_it_starts():
     test = "tests/e2e/test_e2e_flower_versions.py::test_tested_releases_are_the_pinned_range"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from flwr.app import Context, RecordDict
 from flwr.cli.build import build_fab_from_disk
-from test_examples import ALGORITHMS, EXAMPLES, load_from
 
 from fedcausal_flwr.cli import starter
 from fedcausal_flwr.cli.starter import main
+from tests.helpers.examples import ALGORITHMS, EXAMPLES, load_from
 
 ROOT = EXAMPLES.parent
 EVERY_EXAMPLE = sorted(p.name for p in EXAMPLES.iterdir() if (p / "pyproject.toml").is_file())

@@ -37,6 +37,7 @@ def reference(rc: dict, **kwargs):
     return sys, clients, loop.reference(clients, app_ss.settings(model, rc), **kwargs)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm,extra", [
     # the paper, W = 1
     ("fedgc", {"statespace.ss-gc-target": "predicted", "statespace.ss-difference": False}),
@@ -69,6 +70,7 @@ def test_flower_path_equals_reference(algorithm, extra):
     assert np.abs(ref.server.A_hat).max() > 0  # something was learned
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
 def test_only_states_and_gradients_cross_the_wire(algorithm):
     rc = {**RC, "algorithm": algorithm, "statespace.ss-window": 30, "statespace.ss-epochs": 1,
@@ -174,6 +176,7 @@ def test_fedcf_client_rejects_a_bad_query():
         client.fit([np.zeros(5)], {"phase": "ss_query"})
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
 def test_dp_run_equals_reference_and_reports_the_total(algorithm):
     rc = {**RC, "algorithm": algorithm, "statespace.ss-window": 30, "statespace.ss-epochs": 2,
@@ -206,6 +209,7 @@ def test_dp_run_equals_reference_and_reports_the_total(algorithm):
     assert down[1].content["config"]["dp-noise"] > 0
 
 
+@pytest.mark.integration
 def test_netsim_clients_through_the_app_equal_the_reference(shared_data):
     from fedcausal_flwr.statespace.data import real_clients, svd_var_client
 
@@ -242,6 +246,7 @@ def test_data_defaults_agree_with_the_app_config():
     assert declared <= set(DEFAULTS) | settings  # every declared ss-key has one owner
 
 
+@pytest.mark.integration
 def test_a_users_own_client_app_with_register():
     """Another Flower project: its own ClientApp registers FedGC with its data, its own
     ServerApp runs FedGC with settings; the run equals the reference loop."""
@@ -285,6 +290,7 @@ def test_num_rounds_bounds_the_windows_and_the_last_gradients_arrive(algorithm):
         np.testing.assert_allclose(theta, ref.clients[i].theta, atol=1e-10)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("algorithm", ["fedgc", "fedcf"])
 def test_initial_arrays_warm_start_the_server_model(algorithm):
     from flwr.app import ArrayRecord

@@ -425,6 +425,7 @@ def test_the_step_bound_is_a_running_maximum():
     assert after.curv == big.curv > alone.curv > 0
 
 
+@pytest.mark.integration
 def test_innovation_target_recovers_b_where_the_literal_server_cannot():
     """Spec A5: i.i.d. inputs, the literal server learns B_hat_21 ~ 0; C^+ y^t is unbiased."""
     rc = merged_config({"seed": 21, "statespace.ss-t": 2000}, "fedcf")
@@ -481,6 +482,7 @@ def test_reference_stops_after_num_rounds():
     assert cut.history == full.history[:4]
 
 
+@pytest.mark.integration
 def test_fedgc_default_learns_with_shifts_no_filter_models():
     """Issue 13: the paper's setting (mean shifts on client 0 that no Kalman filter models).
     The default (innovation target, differenced loss) recovers A_21 and keeps A_12 ~ 0; the

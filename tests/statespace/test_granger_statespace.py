@@ -85,6 +85,7 @@ def fedgc_run(seed: int, coupling: float):
     return sys, loop.reference(clients, ss.FedGCSettings.from_run_config(rc))
 
 
+@pytest.mark.integration
 def test_null_pvalues_are_near_uniform_and_alternatives_are_found():
     """App defaults at T = 2000, A_12 = A_21 = 0, fixed seeds 100-109 (80 null entries)."""
     learned = ss.off_diagonal(np.ones((4, 4)), np.zeros((4, 0)), [2, 2], [0, 0])[0] > 0

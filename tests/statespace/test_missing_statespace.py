@@ -93,6 +93,7 @@ def test_known_zero_blocks_stay_exactly_zero_in_every_iterate(model, text):
     assert np.all(spar.A_hat[zA] == 0) and np.all(spar.B_hat[zB] == 0)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("model", ["fedgc", "fedcf"])
 def test_the_result_reports_known_zero_blocks_with_nan_tests(model):
     rc = {**RC, "algorithm": model, "statespace.ss-clients": 3,
@@ -219,6 +220,7 @@ def test_a_client_above_the_limit_is_dropped_with_its_share():
     assert shares["0"] == 0 and 0.05 < shares["1"] < 0.15 and shares["2"] > 0.3
 
 
+@pytest.mark.integration
 def test_no_cell_value_crosses_the_wire():
     rc = {**RC, "statespace.ss-window": 30, "statespace.ss-epochs": 1}
     grid = InProcessGrid(missing_app(rc, {0: 0.2, 1: 0.2}), 2, rc)
@@ -237,6 +239,7 @@ def test_no_cell_value_crosses_the_wire():
                 assert not (isinstance(v, float) and np.isclose(v, cells, atol=1e-12).any())
 
 
+@pytest.mark.integration
 def test_a_nodes_csv_with_empty_cells_runs_as_the_same_arrays(tmp_path):
     """Empty and NA cells of a node's own CSV are missing values: the App's client (z-scored
     over observed cells, identified, filtered) runs as the arrays with NaN handed directly."""

@@ -29,33 +29,16 @@ from fedcausal_flwr.vertical.data import (
     split_standardised,
 )
 from fedcausal_flwr.vertical.model import VFedCDSettings
+from tests.helpers.vfedcd import RC, run
 
 APP_CONFIG = flatten_dict(tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml")
                           .read_text())["tool"]["flwr"]["app"]["config"])
-# Test-only opt-ins: small keys (the server's insecure-test-keys) and the built-in parties'
-# consent to every backend, mode and key size (run config: the parties of an in-process grid,
-# like those of a Ray simulation, have no node config of their own).
-INSECURE = {"vertical.insecure-test-keys": True,
-            "vertical.vfedcd-accept-backends": "paillier,paillier-packed,mock",
-            "vertical.vfedcd-accept-modes": "vfedcd,ctv,framework",
-            "vertical.vfedcd-min-key-bits": 256}
-# the paper's settings (what these tests have always run) on a small data set
-RC = {**VFedCDSettings.paper().app_config(), "algorithm": "vfedcd", "vertical.d": 6,
-      "vertical.edges": 8, "vertical.n": 20, "vertical.num-epochs": 2, "vertical.batch": 8,
-      "vertical.he-backend": "mock", "vertical.key-bits": 256,
-      "node-wait-s": 5.0, "vertical.gamma": 0.5, "seed": 4, **INSECURE}
-
-
-def run(rc: dict, k: int = 3, app=client_app, node_configs=None):
-    grid = InProcessGrid(app, k, rc, node_configs)
-    return vertical.strategy("vfedcd", rc).start(grid=grid), grid
-
-
 def reference(rc: dict, k: int = 3) -> loop.State:
     xs = [party_data(rc, i, k)[0] for i in range(k)]
     return loop.train_reference(xs, VFedCDSettings.from_run_config(rc))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("backend", ["mock", "paillier", "paillier-packed"])
 def test_flower_path_equals_reference(backend):
     rc = {**RC, "vertical.he-backend": backend}
@@ -71,6 +54,7 @@ def test_flower_path_equals_reference(backend):
     assert {"shd", "f1"} <= set(result.metrics)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("mode", ["framework", "ctv", "vfedcd"])
 def test_each_mode_in_flower_equals_its_reference_loop(mode):
     rc = {**RC, "vertical.mode": mode, "vertical.l2": 0.01, "vertical.unfreeze": True,
@@ -89,6 +73,7 @@ def test_each_mode_in_flower_equals_its_reference_loop(mode):
     assert bool(plain) == (mode != "vfedcd")  # the ablations send features in the clear
 
 
+@pytest.mark.integration
 def test_laplace_noise_on_graph_fragments_matches_the_reference():
     rc = {**RC, "vertical.dp-b": 0.05}
     result, _ = run(rc)
@@ -101,6 +86,7 @@ def test_laplace_noise_on_graph_fragments_matches_the_reference():
     assert not np.allclose(clean.estimates["B"], result.estimates["B"])
 
 
+@pytest.mark.integration
 def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments():
     rc = {**RC, "vertical.he-backend": "paillier", "vertical.num-epochs": 1}
     result, grid = run(rc)
@@ -176,6 +162,7 @@ def test_bad_input_stops_naming_the_party_and_reports_no_graph(node_configs, wor
     assert result.estimates == {} and "shd" not in result.metrics
 
 
+@pytest.mark.integration
 def test_parties_align_on_their_shared_ids():
     """Party 1 lacks the last sample, party 2 holds its rows in another order: every party
     trains on the shared ids in the server's order, exactly as if each held only those rows
@@ -203,6 +190,7 @@ def test_a_party_refuses_ids_it_does_not_hold():
             shared_rows(ids, lie, "party 0")
 
 
+@pytest.mark.integration
 def test_a_party_dropping_out_mid_run_stops_without_a_final_graph():
     class Offline(Exception):
         pass
@@ -223,6 +211,7 @@ def test_a_party_dropping_out_mid_run_stops_without_a_final_graph():
     assert result.estimates == {} and all(e == {} for e in saved)
 
 
+@pytest.mark.integration
 def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
     X, _ = pooled_data({"vertical.d": 6, "vertical.edges": 8, "vertical.n": 24,
                         "vertical.data-seed": 1})
@@ -256,6 +245,7 @@ def test_a_users_client_app_is_one_register_call_plus_the_partys_data():
     assert all(dict(m.content["config"])["he_backend"] == "mock" for m in keys)
 
 
+@pytest.mark.integration
 def test_parties_follow_the_servers_settings_not_their_run_config():
     nodes_rc = {**RC, "vertical.lr": 0.5, "vertical.loss": "nll", "vertical.batch": 4,
                 "vertical.he-backend": "paillier"}

@@ -86,6 +86,7 @@ def test_own_data_parties_consent_in_their_node_config(tmp_path, caplog):
     assert len(party) == 2 and all("from node config" in p for p in party), party
 
 
+@pytest.mark.integration
 def test_builtin_simulated_parties_take_the_run_config_consent_as_the_submitters(caplog):
     rc = {**SMALL["vfedcd"][0], "vertical.num-epochs": 1}
     with caplog.at_level(logging.WARNING, logger="flwr"):

@@ -257,6 +257,7 @@ def _study(name: str):
         sys.path.remove(str(SIMULATIONS / "studies"))
 
 
+@pytest.mark.integration
 def test_sachs_study_chose_by_its_criterion_from_its_runs():
     # The committed summary must be what the fixed criterion gives on the committed runs
     # (highest mean F1 over dev seeds 100-109, ties by SHD; only fully confirmed configs).

@@ -102,6 +102,7 @@ def run(tmp_path, cfgs):
     return glue("vfedcd").strategy("vfedcd", RC).start(grid=grid), grid
 
 
+@pytest.mark.integration
 def test_psi_run_learns_the_keyed_hash_runs_graph(tmp_path, monkeypatch):
     monkeypatch.delenv("FEDCAUSAL_ID_KEY", raising=False)
     (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
@@ -136,6 +137,7 @@ def _records(message) -> tuple[list[np.ndarray], str]:
     return arrays, text
 
 
+@pytest.mark.integration
 def test_no_id_no_hash_and_no_other_partys_singly_blinded_value_reaches_the_server(
         tmp_path, monkeypatch):
     monkeypatch.delenv("FEDCAUSAL_ID_KEY", raising=False)

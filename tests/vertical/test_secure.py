@@ -138,6 +138,7 @@ def test_he2ss_shares_sum_to_the_product(name, keys):
     assert np.array_equal(rem + phi, m)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", ["paillier", "paillier-packed"])
 def test_toy_case_secure_features_and_gradients_equal_plaintext(name):
     """Acceptance 1: real Paillier, K=3, d=6, n=8: sum_k z_kt = sum_k x^k W_kt (1e-4)."""
@@ -182,6 +183,7 @@ def dispatch_dz(party, dz, t):
         8, 2, 10) / 2**16
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("extra", [{}, {"l2": 0.05, "loss": "nll", "lambda1": 5e-4},
                                    {"optimizer": "adam", "adam_eps": 1e-3, "l2": 0.05,
                                     "loss": "nll", "lr": 0.05},
@@ -201,6 +203,7 @@ def test_paillier_mock_and_reference_give_the_same_trajectory(extra):
         assert ctv.lam2 == ref.lam2 > 0
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", ["paillier", "paillier-packed"])
 def test_relay_sees_only_ciphertexts_masked_shares_and_graph_fragments(name):
     xs = toy(3)

@@ -63,6 +63,7 @@ def trains(grid) -> list[str]:
             if m.metadata.message_type.startswith("train.")]
 
 
+@pytest.mark.integration
 def test_without_knowledge_or_missing_cells_runs_are_the_runs_before():
     absent = {k: v for k, v in RC.items() if k.split(".")[-1] not in KNOWLEDGE}
     res, grid = run(absent)  # keys absent, secure dispatch through Flower
@@ -117,6 +118,7 @@ def test_dag_never_holds_a_forbidden_edge_and_always_the_required_ones():
     assert V.dag_at_threshold(B, 0.0)[forbid].any()  # without the masks tau 0 takes them
 
 
+@pytest.mark.integration
 def test_forbidden_entries_are_zero_at_every_step_and_required_ones_kept():
     rc = {**RC, "vertical.forbid": "x1->x0, *->x3", "vertical.require": "x5->x2",
           "vertical.tiers": "x4 < x0", "vertical.tau": 100.0, "vertical.dp-b": 0.0}
@@ -209,6 +211,7 @@ def missing_app(share: dict[int, float], extra: int = 0) -> ClientApp:
     return register(ClientApp(), "vfedcd", make)
 
 
+@pytest.mark.integration
 def test_missing_cells_train_on_what_was_observed_and_are_reported():
     res, grid = run(RC, app=missing_app({0: 0.2, 2: 0.1}))
     assert res.status == "completed"

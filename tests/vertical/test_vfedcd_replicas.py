@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_app_vfedcd import RC, run
 
 from fedcausal_flwr.secure.shares import backend as he_backend
 from fedcausal_flwr.stability import (
@@ -18,6 +17,7 @@ from fedcausal_flwr.vertical import dispatch, loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import party_data
 from fedcausal_flwr.vertical.model import VFedCDSettings
+from tests.helpers.vfedcd import RC, run
 
 R2 = {**RC, "vertical.replicas": 2}
 
@@ -28,6 +28,7 @@ def runs():
     return run(RC), run(R2)
 
 
+@pytest.mark.integration
 def test_replica_zero_is_the_ordinary_run_bit_for_bit_in_the_same_exchanges(runs):
     (plain, g0), (rep, g2) = runs
     assert plain.status == rep.status == "completed"
@@ -43,6 +44,7 @@ def test_replica_zero_is_the_ordinary_run_bit_for_bit_in_the_same_exchanges(runs
                                 if "arrays" in m.content else 0 for m in g0.sent)
 
 
+@pytest.mark.integration
 def test_each_replica_in_flower_equals_its_reference_loop(runs):
     _, (rep, _) = runs
     xs = [party_data(R2, i, 3)[0] for i in range(3)]
@@ -56,6 +58,7 @@ def test_each_replica_in_flower_equals_its_reference_loop(runs):
     assert not np.array_equal(graphs[0], graphs[1])  # the halves differ
 
 
+@pytest.mark.integration
 def test_the_result_names_and_shapes_the_frequencies(runs):
     _, (rep, _) = runs
     f = np.asarray(rep.estimates["B_frequency"])
@@ -119,6 +122,7 @@ def test_too_small_a_half_for_the_steps_is_refused_naming_the_keys():
         V.replica_batches(10, s, 1, 0)
 
 
+@pytest.mark.integration
 def test_the_view_labels_the_frequencies_as_bs_layer(runs):
     from fedcausal_flwr.vertical import view
 

@@ -198,6 +198,7 @@ def test_the_builtin_app_takes_missing_node_config_consent_from_the_run_config()
 
 
 # ---- warnings --------------------------------------------------------------------------
+@pytest.mark.integration
 @pytest.mark.parametrize("changes,words", [
     ({"vertical.he-backend": "mock"}, "encrypts nothing"),
     ({"vertical.mode": "framework"}, "in the clear"),

@@ -1,0 +1,1 @@
+"""The test suite: plain ``pytest`` runs every tier (see tests/conftest.py)."""
