@@ -90,6 +90,11 @@ class FDBNL(CausalStrategy):
         super().__init__(settings, **kwargs)
         self.state: dbn.ServerState | None = None
         self.table: list[rep.Replica] = []
+        self.states: list[dbn.ServerState] = []
+        self.live: list[bool] = []
+        self.main = 0
+        self.scores: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.pick: tuple[int, int] | None = None
         self.masks: dbn.Masks | None = None
         self.informed: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
         self.sites: list[np.ndarray] | None = None
@@ -164,6 +169,7 @@ class FDBNL(CausalStrategy):
         self.federation(nodes)
         self.d = len(self.variables)
         s = self.settings
+        self.state = dbn.initial_state(self.d, self.p, s.rho1, s.rho2)
         self.rng = np.random.default_rng(s.seed)
         n_min = min(int(info.props.get("n", 0)) for info in nodes.values())
         if s.replicas > rep.max_halves(n_min):
@@ -185,8 +191,7 @@ class FDBNL(CausalStrategy):
         self.main = next(j for j, r in enumerate(self.table) if r.rows == rep.ALL_ROWS)
         self.state = self.states[self.main]
         self.tau_w, self.tau_a = s.tau_w, s.tau_a
-        self.scores: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self.pick: tuple[int, int] | None = None
+        self.scores, self.pick = None, None
         self.phase = wire.wire_phase(type(self).phase, s.replicated)
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
@@ -357,9 +362,8 @@ class FDBNL(CausalStrategy):
 
     def halves(self) -> list[int]:
         """The half-sample replicas at the reported graph's lambdas."""
-        main = self.table[self.main]
-        return [j for j, r in enumerate(self.table) if r.rows >= 1
-                and (r.lambda_w, r.lambda_a) == (main.lambda_w, main.lambda_a)]
+        return [j for j, r in enumerate(self.table) if r.rows >= 1 and (r.lambda_w, r.lambda_a)
+                == (self.table[self.main].lambda_w, self.table[self.main].lambda_a)]
 
     def edge_stability(self) -> EdgeStability | None:
         """The confidence of the half-sample replicas (:meth:`halves`; None without them):
