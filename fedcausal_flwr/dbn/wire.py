@@ -108,12 +108,15 @@ def stacked(phase: str, direction: str, arrays: Sequence[np.ndarray],
             config: Mapping[str, Any] | None = None) -> list[np.ndarray]:
     """What came over the wire in ``phase`` as a stack (in the order of :func:`names`): a
     plain step's arrays gain a replica axis of 1, its ``rows`` (all), ``scalars`` (from
-    ``config``: the plain scalars, the settings' lambdas, NaN for the rest) and ``val``
-    (no thresholds)."""
+    ``config``: the plain scalars, which it must hold, the settings' lambdas, NaN for the
+    rest) and ``val`` (no thresholds)."""
     if phase.endswith(STACK):
         return list(arrays)
-    got = dict(zip(getattr(PHASES[phase], direction), arrays, strict=True))
-    config = config or {}
-    fill = {"rows": np.zeros(1, dtype=np.int64), "val": np.zeros((1, 0)),
-            "scalars": np.array([[float(config.get(k, np.nan)) for k in SCALARS]])}
-    return [np.asarray(got[n])[None] if n in got else fill[n] for n in names(phase, direction)]
+    got = {n: np.asarray(a)[None]
+           for n, a in zip(getattr(PHASES[phase], direction), arrays, strict=True)}
+    if direction == "down":
+        config = config or {}
+        got["rows"] = np.zeros(1, dtype=np.int64)
+        got["scalars"] = np.array([[float(config[k] if k in PLAIN_SCALARS[phase]
+                                          else config.get(k, np.nan)) for k in SCALARS]])
+    return [got.get(n, np.zeros((1, 0))) for n in names(phase, direction)]  # val: no taus
