@@ -118,8 +118,8 @@ class FDBNLClient(CausalClient):
         return Knowledge.from_config(config, where=self.who).masks(variables, self.p)
 
     def replicas(self, phase: str, parameters: list[np.ndarray], config: dict[str, Any]
-                 ) -> tuple[list[np.ndarray], list[tuple[dbn.Moments, np.ndarray]], np.ndarray,
-                            SiteView | None]:
+                 ) -> tuple[dict[str, np.ndarray], list[tuple[dbn.Moments, np.ndarray]],
+                            np.ndarray, SiteView | None]:
         """The checked stack of ``phase`` (:func:`~fedcausal_flwr.dbn.wire.stacked`, on this
         site's variables), each replica's (moments, scalars), its held-out losses at the
         config's ``taus`` (zeros for replicas that learn from other rows than the training
@@ -127,7 +127,6 @@ class FDBNLClient(CausalClient):
         sent = PHASES[phase].down
         if len(parameters) != len(sent):
             check_shapes(self.who, parameters, [()] * len(sent), list(sent))
-        names = wire.names(phase, "down")
         R = wire.replicas_in(phase, parameters)
         if not 1 <= R <= MAX_REPLICAS:
             raise ValueError(f"{self.who}: {R} replicas in one message (1 to {MAX_REPLICAS})")
@@ -135,12 +134,11 @@ class FDBNLClient(CausalClient):
         D = self.d if view is None else view.D
         check_shapes(self.who, parameters, wire.wire_shapes(phase, "down", D, self.p, R),
                      list(sent))
-        parameters = wire.stacked(phase, "down", parameters, config)
+        got = wire.stacked(phase, "down", parameters, config)
         if view is not None:
-            parameters = [view.down(a) if LIKE[n] in ("W", "A") else a
-                          for n, a in zip(names, parameters, strict=True)]
+            got = {n: view.down(a) if LIKE[n] in ("W", "A") else a for n, a in got.items()}
         local = (lambda m: m) if view is None else view.moments  # noqa: E731
-        rows = np.asarray(parameters[names.index("rows")])
+        rows = np.asarray(got["rows"])
         most = max_halves(self.n)
         if not np.all(np.isfinite(rows)) or np.any(rows != np.round(rows)) or \
                 np.any(rows < TRAIN_ROWS) or np.any(rows > most):
@@ -157,29 +155,29 @@ class FDBNLClient(CausalClient):
         if not 0 < holdout < 1:
             raise ValueError(f"{self.who}: holdout must be in (0, 1), got {holdout}")
         taus = numbers(str(config.get("taus", "")))
-        scal = np.asarray(parameters[names.index("scalars")], dtype=float)
+        scal = np.asarray(got["scalars"], dtype=float)
         val = np.zeros((R, len(taus)))
         out = []
         for j, r in enumerate(int(x) for x in rows):
             out.append((local(self.replica_moments.of(r, seed, holdout)), scal[j]))
             if r == TRAIN_ROWS and taus:
                 val[j] = holdout_losses(local(self.replica_moments.validation(holdout)),
-                                        parameters[0][j], parameters[1][j], taus)
-        return parameters, out, val, view
+                                        got["W"][j], got["A"][j], taus)
+        return got, out, val, view
 
     def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.local`` (``train.local_replicas``): the local step (2) of every replica in
         the message, each on its own rows: [W, A, beta_k, gamma_k] -> [B_k, D_k] (and the
         held-out losses ``val``) stacked by replica."""
         phase = str(config.get("phase", "local"))
-        (W, A, beta, gamma, _, _), reps, val, view = self.replicas(phase, parameters, config)
-        BD = [dbn.admm_local_step(mom, W[j], A[j], beta[j], gamma[j], rho2=float(sc[2]))
-              for j, (mom, sc) in enumerate(reps)]
+        got, reps, val, view = self.replicas(phase, parameters, config)
+        BD = [dbn.admm_local_step(mom, *(got[n][j] for n in PHASES["local"].down),
+                                  rho2=float(sc[2])) for j, (mom, sc) in enumerate(reps)]
         B, D = np.stack([b for b, _ in BD]), np.stack([d for _, d in BD])
         loss = dbn.squared_loss(B[0], D[0], reps[0][0])
         if view is not None:
             B, D = view.up(B, "W"), view.up(D, "A")
-        return wire.up(phase, [B, D, val]), self.n, {"loss": loss}
+        return wire.up(phase, {"B": B, "D": D, "val": val}), self.n, {"loss": loss}
 
 
 class PFDBNLClient(FDBNLClient):
@@ -198,7 +196,7 @@ class PFDBNLClient(FDBNLClient):
         (:meth:`~fedcausal_flwr.settings.Settings.from_wire`).
         """
         phase = str(config.get("phase", "personal"))
-        arrays, reps, val, view = self.replicas(phase, parameters, config)
+        got, reps, val, view = self.replicas(phase, parameters, config)
         s = dbn.PFDBNLSettings.from_wire(config, self.who).to_wire()
         masks = self.knowledge(config, view)
         if masks is not None and view is not None:
@@ -206,12 +204,12 @@ class PFDBNLClient(FDBNLClient):
         outs = []
         for j, (mom, sc) in enumerate(reps):
             alpha, rho1, rho2, lw, la = (float(x) for x in sc)
-            outs.append(dbn.pfdbnl_client_step(mom, [a[j] for a in arrays[:8]], alpha, rho1,
-                                               rho2, **{**s, "lambda_w": lw, "lambda_a": la},
-                                               knowledge=masks))
-        stacked = [np.stack([o[i] for o in outs]) for i in range(5)]
+            outs.append(dbn.pfdbnl_client_step(
+                mom, [got[n][j] for n in PHASES["personal"].down], alpha, rho1, rho2,
+                **{**s, "lambda_w": lw, "lambda_a": la}, knowledge=masks))
+        out = {n: np.stack([o[i] for o in outs]) for i, n in enumerate(PHASES["personal"].up)}
         if view is not None:
-            stacked = [view.up(x, like) for x, like in zip(stacked[:4], "WAWA", strict=True)
-                       ] + stacked[4:]
-        return wire.up(phase, [*stacked, val]), self.n, {
+            out = {n: view.up(a, LIKE[n]) if LIKE[n] in ("W", "A") else a
+                   for n, a in out.items()}
+        return wire.up(phase, {**out, "val": val}), self.n, {
             "loss": dbn.squared_loss(outs[0][2], outs[0][3], reps[0][0])}

@@ -83,6 +83,7 @@ class FDBNL(CausalStrategy):
     algorithm = "fdbnl"
     settings_class = FDBNLSettings
     phase = "local"
+    averaged = ("B", "D")  # what the server averages of a reply (the Byzantine screen's view)
     progress_keys = ("h", "rho1", "primal_residual", "shd_w", "tpr_w", "fdr_w", "shd_a",
                      "tpr_a", "fdr_a", "auroc", "aupr", "n_clients", "dropped", "seconds")
 
@@ -243,8 +244,9 @@ class FDBNL(CausalStrategy):
         copies ``W~_k, A~_k``), one group per replica. Not ``B_k`` alone: a client back from
         missed rounds answers with its older duals, and its ``B_k`` differs by what they lag,
         its target does not."""
-        stack = wire.stacked(phase, "up", arrays)
-        views = [self.target_view(self.states[j], cid, stack[0][i], stack[1][i])
+        got = wire.stacked(phase, "up", arrays)
+        W, A = (got[n] for n in self.averaged)
+        views = [self.target_view(self.states[j], cid, W[i], A[i])
                  for i, j in enumerate(self.sent) if self.live[j]]
         if self.informed is not None and cid in self.informed:  # what its data inform
             seen = np.concatenate([m.ravel() for m in self.informed[cid]])
@@ -282,11 +284,12 @@ class FDBNL(CausalStrategy):
         losses of the training-block replicas (of the consensus the clients received)."""
         taus = self.settings.taus()
         replies = {c: wire.stacked(self.phase, "up", a) for c, a in replies.items()}
+        step = wire.PHASES[type(self).phase].up  # one replica's reply
         for i, j in enumerate(self.sent):
             if taus and self.table[j].rows == rep.TRAIN_ROWS:
-                self.losses[j] = {c: a[-1][i] for c, a in replies.items()}
+                self.losses[j] = {c: r["val"][i] for c, r in replies.items()}
             self.states[j] = self.server_round(
-                self.states[j], {c: [x[i] for x in a[:-1]] for c, a in replies.items()},
+                self.states[j], {c: [r[n][i] for n in step] for c, r in replies.items()},
                 self.table[j])
             self.live[j] = not dbn.converged(self.states[j], **self.settings.stop_args())
         self.choose()
@@ -470,6 +473,7 @@ class PFDBNL(FDBNL):
     algorithm = "pfdbnl"
     settings_class = PFDBNLSettings
     phase = "personal"
+    averaged = ("W_tilde", "A_tilde")
 
     def client_payload(self, state: dbn.ServerState, cid: int) -> list[np.ndarray]:
         """Client ``cid``'s anchors and duals of one server state."""

@@ -96,22 +96,21 @@ def down(phase: str, stack: Mapping[str, np.ndarray], config: Mapping[str, Any]
         **{k: v for k, v in config.items() if k not in STACK_CONFIG}}
 
 
-def up(phase: str, stack: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The reply of ``phase`` from a stack (arrays in the order of :func:`names` ``"up"``)."""
+def up(phase: str, stack: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """The reply of ``phase`` from a stack (arrays by :func:`names` ``"up"``)."""
     if phase.endswith(STACK):
-        return list(stack)
-    keep = PHASES[phase].up
-    return [a[0] for n, a in zip(names(phase, "up"), stack, strict=True) if n in keep]
+        return [stack[n] for n in PHASES[phase].up]
+    return [stack[n][0] for n in PHASES[phase].up]
 
 
 def stacked(phase: str, direction: str, arrays: Sequence[np.ndarray],
-            config: Mapping[str, Any] | None = None) -> list[np.ndarray]:
-    """What came over the wire in ``phase`` as a stack (in the order of :func:`names`): a
+            config: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """What came over the wire in ``phase`` as a stack, by :func:`names`: a
     plain step's arrays gain a replica axis of 1, its ``rows`` (all), ``scalars`` (from
     ``config``: the plain scalars, which it must hold, the settings' lambdas, NaN for the
     rest) and ``val`` (no thresholds)."""
     if phase.endswith(STACK):
-        return list(arrays)
+        return dict(zip(getattr(PHASES[phase], direction), arrays, strict=True))
     got = {n: np.asarray(a)[None]
            for n, a in zip(getattr(PHASES[phase], direction), arrays, strict=True)}
     if direction == "down":
@@ -119,4 +118,4 @@ def stacked(phase: str, direction: str, arrays: Sequence[np.ndarray],
         got["rows"] = np.zeros(1, dtype=np.int64)
         got["scalars"] = np.array([[float(config[k] if k in PLAIN_SCALARS[phase]
                                           else config.get(k, np.nan)) for k in SCALARS]])
-    return [got.get(n, np.zeros((1, 0))) for n in names(phase, direction)]  # val: no taus
+    return {n: got.get(n, np.zeros((1, 0))) for n in names(phase, direction)}  # val: no taus

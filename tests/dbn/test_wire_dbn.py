@@ -33,7 +33,8 @@ def test_a_plain_step_travels_unstacked_and_comes_back_as_a_stack_of_one(step):
     assert [cfg[k] for k in wire.PLAIN_SCALARS[step]] == [
         st["scalars"][0][wire.SCALARS.index(k)] for k in wire.PLAIN_SCALARS[step]]
     back = wire.stacked(step, "down", arrays, cfg)
-    for n, a in zip(wire.names(step, "down"), back, strict=True):
+    assert list(back) == list(wire.names(step, "down"))
+    for n, a in back.items():
         if n == "scalars":
             for k, x in zip(wire.SCALARS, a[0], strict=True):
                 want = cfg.get(k, np.nan)
@@ -52,14 +53,15 @@ def test_a_replicated_step_travels_as_the_stack(step):
     assert phase == f"{step}_replicas" and cfg == {"replica-seed": 3}
     assert wire.replicas_in(phase, arrays) == 3
     assert [a.shape for a in arrays] == wire.wire_shapes(phase, "down", D, P, 3)
-    assert all(a is b for a, b in zip(wire.stacked(phase, "down", arrays), arrays,
+    assert all(a is b for a, b in zip(wire.stacked(phase, "down", arrays).values(), arrays,
                                       strict=True))
 
 
 def test_a_plain_reply_drops_the_replica_axis_and_val():
     B, Dm = np.ones((1, D, D)), np.ones((1, P * D, D))
-    up = wire.up("local", [B, Dm, np.zeros((1, 0))])
+    up = wire.up("local", {"B": B, "D": Dm, "val": np.zeros((1, 0))})
     assert [a.shape for a in up] == wire.wire_shapes("local", "up", D, P, 1)
     back = wire.stacked("local", "up", up)
-    assert [a.shape for a in back] == [(1, D, D), (1, P * D, D), (1, 0)]
+    assert {n: a.shape for n, a in back.items()} == {"B": (1, D, D), "D": (1, P * D, D),
+                                                     "val": (1, 0)}
     assert wire.wire_phase("local", False) == "local" and wire.replicas_in("local", up) == 1
