@@ -33,11 +33,7 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.knowledge import Masks
-from fedcausal_flwr.stability import (
-    complementary_halves,
-    selection_frequency,
-    stability_bound,
-)
+from fedcausal_flwr.stability import complementary_halves, edge_stability
 from fedcausal_flwr.vertical.settings import (  # noqa: F401 - re-exported: vertical.model's
     ADAM_BETAS,
     BACKENDS,
@@ -450,14 +446,9 @@ def edge_confidence(graphs: np.ndarray, tau: float, pi: float, prior: Masks | No
     R, ``threshold`` pi, ``mean_selected`` q (mean edges a replica's DAG at ``tau``
     selects), ``candidates`` p (d (d - 1)), ``false_edge_bound`` (``q^2 / ((2 pi - 1) p)``,
     the bound on the expected false edges in the stable set, Meinshausen & Buhlmann 2010
-    Thm. 1) and ``stable_edges``, the keys FDBNL's ``metrics["stability"]`` has.
+    Thm. 1) and ``stable_edges`` (:func:`~fedcausal_flwr.stability.edge_stability`).
     """
     dags = replica_dags(graphs, tau, prior)
-    freq = selection_frequency(dags, 0.5)
-    d = dags.shape[-1]
-    q, p = float(dags.sum(axis=(1, 2)).mean()), d * (d - 1)
-    stable = (freq >= pi).astype(float)
-    return ({"B_frequency": freq, "B_stable": stable},
-            {"replicas": len(dags), "threshold": float(pi), "mean_selected": q,
-             "candidates": p, "false_edge_bound": stability_bound(q, p, pi),
-             "stable_edges": int(stable.sum())})
+    conf = edge_stability(dags > 0, pi, ~np.eye(dags.shape[-1], dtype=bool))
+    return ({"B_frequency": conf.frequency, "B_stable": conf.stable.astype(float)},
+            conf.summary())
