@@ -16,7 +16,7 @@ from fedcausal_flwr.dbn.replicas import TRAIN_ROWS, ReplicaMoments, holdout_loss
 from fedcausal_flwr.dbn.sites import SiteView, lag_index
 from fedcausal_flwr.dbn.wire import LIKE, PHASES
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes, checked_lagged
-from fedcausal_flwr.knowledge import KEYS, Knowledge, Masks
+from fedcausal_flwr.knowledge import Masks
 from fedcausal_flwr.names import checked_names, joined, split
 from fedcausal_flwr.settings import MAX_REPLICAS, numbers
 
@@ -110,12 +110,10 @@ class FDBNLClient(CausalClient):
         return self.views[text]
 
     def knowledge(self, config: dict[str, Any], view: SiteView | None) -> Masks | None:
-        """The masks of the prior knowledge in the config (PFDBNL's local step needs them),
-        over the federation's variables."""
-        if not any(config.get(k) for k in KEYS):
-            return None
-        variables = split(config["variables"]) if view is not None else self.names
-        return Knowledge.from_config(config, where=self.who).masks(variables, self.p)
+        """The masks of the prior knowledge that the server sent (PFDBNL's local step needs
+        them; :meth:`Masks.from_config <fedcausal_flwr.knowledge.Masks.from_config>`), over
+        the federation's variables."""
+        return Masks.from_config(config, self.d if view is None else view.D, self.p)
 
     def replicas(self, phase: str, parameters: list[np.ndarray], config: dict[str, Any]
                  ) -> tuple[dict[str, np.ndarray], list[tuple[dbn.Moments, np.ndarray]],

@@ -480,11 +480,12 @@ class PFDBNL(FDBNL):
         return dbn.pfdbnl_client_payload(state, cid)
 
     def site_config(self, cid: int) -> dict[str, Any]:
-        """:meth:`FDBNL.site_config` and the prior knowledge, which PFDBNL's clients
-        enforce in their step (its four strings; nothing without knowledge)."""
+        """:meth:`FDBNL.site_config` and the prior knowledge's masks over the federation's
+        variables, which PFDBNL's clients enforce in their step (:meth:`Masks.to_config
+        <fedcausal_flwr.knowledge.Masks.to_config>`; nothing without knowledge)."""
         out = super().site_config(cid)
         if self.masks is not None:
-            out.update(self.settings.knowledge().config())
+            out.update(self.masks.to_config())
         return out
 
     def server_round(self, state: dbn.ServerState, replies: Mapping[int, list[np.ndarray]],

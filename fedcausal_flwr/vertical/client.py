@@ -42,6 +42,7 @@ from flwr.common.logger import log
 
 from fedcausal_flwr.data.csvdata import standardized
 from fedcausal_flwr.federation.client import CausalClient, Fit
+from fedcausal_flwr.knowledge import Masks
 from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.secure import psi
 from fedcausal_flwr.secure.shares import Mock, described
@@ -364,7 +365,7 @@ class VFedCDClient(CausalClient):
         K = len(sizes)
         peers = [i for i in range(K) if i != me]
         party = dispatch.Replicas(me, self.x, sizes, s, self._backend(s), self._state["keys"],
-                                  core.prior_from_config(config, sum(sizes)))
+                                  Masks.from_config(config, sum(sizes)))
         box, graph = party.setup(dict(zip(peers, parameters, strict=True)))
         self._state = {"settings": s, "party": party, "rows": self._state["rows"]}
         return self._fragments_out(party, box, graph), len(self.x), self._save()
@@ -427,7 +428,7 @@ class VFedCDClient(CausalClient):
         rows = self._align(config)
         me, sizes = self._setup_sizes(config)
         party = dispatch.PlainParty(me, self.x, sizes, s,
-                                    core.prior_from_config(config, sum(sizes)))
+                                    Masks.from_config(config, sum(sizes)))
         self._state = {"settings": s, "party": party, "rows": rows}
         return party.graph_fragments(), len(self.x), self._save(self._missing())
 

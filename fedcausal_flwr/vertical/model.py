@@ -26,7 +26,7 @@ Pure numpy: no I/O, no data generation (:mod:`fedcausal_flwr.vertical.data`), no
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -108,36 +108,11 @@ def init_fragments(sizes: Sequence[int], h: int, secure: bool, seed: int,
 
 
 # ---- prior knowledge and missing cells --------------------------------------------------
-PRIOR_KEYS = ("knowledge-forbid", "knowledge-require")
-"""Setup-config keys of the masks the server sends the parties: the flat indices
-``i d + j`` (block order) of the forbidden and the required entries, comma-separated."""
-
-
 def prior_masks(s: VFedCDSettings, names: Sequence[str]) -> Masks | None:
     """The settings' knowledge as masks over ``names`` (in the order given; None: no
     knowledge). An unknown name, a contradiction or a required cycle is a ValueError."""
     knowledge = s.knowledge()
     return knowledge.masks(list(names)) if knowledge else None
-
-
-def prior_config(prior: Masks | None) -> dict[str, str]:
-    """The :data:`PRIOR_KEYS` of ``prior`` (nothing without knowledge)."""
-    if prior is None:
-        return {}
-    return {key: ",".join(map(str, np.flatnonzero(M).tolist()))
-            for key, M in zip(PRIOR_KEYS, (prior.forbid_W, prior.require_W), strict=True)}
-
-
-def prior_from_config(config: Mapping[str, Any], d: int) -> Masks | None:
-    """The masks :func:`prior_config` sent (None when the config has none)."""
-    if PRIOR_KEYS[0] not in config:
-        return None
-    out = []
-    for key in PRIOR_KEYS:
-        M = np.zeros(d * d, bool)
-        M[[int(v) for v in str(config[key]).split(",") if v.strip()]] = True
-        out.append(M.reshape(d, d))
-    return Masks(out[0], out[1], np.zeros((0, d), bool), np.zeros((0, d), bool))
 
 
 def block(M: np.ndarray, sizes: Sequence[int], k: int, t: int) -> np.ndarray:
