@@ -38,7 +38,8 @@ def test_every_algorithms_wire_settings_are_config_record_safe_and_round_trip(al
     cls = registry.get(algorithm).settings_class()
     s = cls()
     wire = s.to_wire()
-    assert wire and set(wire) == set(cls.wire_fields())
+    # FDBNL's clients read none of its settings (its local step is closed-form): none travel
+    assert bool(wire) == (algorithm != "fdbnl") and set(wire) == set(cls.wire_fields())
     ConfigRecord(wire)  # scalars, strings and lists of them only
     assert cls.from_wire(dict(ConfigRecord(wire))).to_wire() == wire
 
