@@ -273,18 +273,17 @@ class Settings:
         ValueError
             When a wire field is missing (naming it and the class), or a value is not allowed.
         """
-        if cls.client_message is not None:
-            return cls.client_message.from_wire(config, who)
+        made = cls.client_message or cls
         names = cls.wire_fields()
         missing = [n for n in names if n not in config]
         if missing:
             raise ValueError(f"{who}: the server's message lacks the {cls.__name__} wire "
                              f"settings {missing}")
-        hints, values = field_types(cls), {n: config[n] for n in names}
+        hints, values = field_types(made), {n: config[n] for n in names}
         for n, v in values.items():
             if typing.get_origin(hints[n]) is tuple and isinstance(v, list):
                 values[n] = tuple(v)  # a ConfigRecord carries a tuple as a list
-        return cls(**values)
+        return made(**values)
 
     def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes``."""

@@ -99,7 +99,7 @@ def test_a_pfdbnl_client_reads_a_small_typed_message_and_an_fdbnl_client_none():
     got = PFDBNLSettings.from_wire({**sent, "phase": "personal", "taus": ""}, "client 2")
     assert isinstance(got, S.PersonalInputs) and got == s.client_inputs()
     assert (got.mu, got.local_maxiter) == (0.3, 7) and len(fields(got)) == 8
-    with pytest.raises(ValueError, match=r"client 2: .* lacks the PersonalInputs wire "
+    with pytest.raises(ValueError, match=r"client 2: .* lacks the PFDBNLSettings wire "
                                          r"settings \['mu'\]"):
         PFDBNLSettings.from_wire({k: v for k, v in sent.items() if k != "mu"}, "client 2")
     with pytest.raises(ValueError, match="must be >= 0"):

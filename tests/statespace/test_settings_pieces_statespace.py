@@ -51,7 +51,7 @@ def test_the_settings_are_their_pieces_in_order_and_a_client_reads_window_inputs
     got = cls.from_wire({**sent, "phase": "ss_window", "start": 1}, "client 1")
     assert isinstance(got, S.WindowInputs) and got == s.client_inputs()
     assert (got.lr_client, got.dp, got.seed, got.xi) == (0.5, True, 3, s.xi)
-    with pytest.raises(ValueError, match=r"client 1: .* lacks the WindowInputs wire settings "
+    with pytest.raises(ValueError, match=rf"client 1: .* lacks the {cls.__name__} wire settings "
                                          r"\['seed'\]"):
         cls.from_wire({k: v for k, v in sent.items() if k != "seed"}, "client 1")
 
