@@ -20,7 +20,8 @@ from fedcausal_flwr.settings import (
     setting,
 )
 
-__all__ = ["FedIVSettings"]
+__all__ = ["Compute", "FedIVSettings", "Game", "GameArgs", "Intervals", "IVPiece", "LocalInputs",
+           "ServerRounds", "Validation"]
 
 GAME_ARGS = ("lr_g", "lr_f", "grad_clip", "optimizer", "momentum", "betas", "mode",
              "batch_size")
