@@ -128,11 +128,11 @@ def view(algorithm: str, rc: Mapping[str, Any]) -> dict[str, Any]:
     return section_view(section(algorithm), rc)
 
 
-def rekeyed_as(algorithm: str, key: str) -> str | None:
+def read_instead_as(algorithm: str, key: str) -> str | None:
     """The sectioned key under which ``algorithm`` reads the field that another algorithm of
-    its section reads as ``key`` (bare), if its class re-keys it (``Settings.rekeyed``)."""
+    its section reads as ``key`` (bare), if it has one (``Settings.read_instead``)."""
     for cls in readers(algorithm):
-        if key in (moved := cls.rekeyed()):
+        if key in (moved := cls.read_instead()):
             return cls.app_key(moved[key][0])
     return None
 
@@ -170,7 +170,7 @@ def problems(algorithm: str, rc: Mapping[str, Any]) -> list[str]:
                     f" (did you mean {' or '.join(repr(f'{own}.{n}') for n in near)}?)"
                     if near else ""))
             elif all(rc[key] != defaults_of[a].get(key) for a in readers_of):
-                own_key = rekeyed_as(algorithm, bare) if sec == own else None
+                own_key = read_instead_as(algorithm, bare) if sec == own else None
                 out.append(f"{key!r} = {rc[key]!r} is read by {', '.join(readers_of)}, not by "
                            f"{algorithm} (" + (f"which reads {own_key!r} instead)" if own_key
                                                else f"whose keys are in section {own!r})"))

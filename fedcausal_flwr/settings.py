@@ -22,7 +22,9 @@ family's glue).
 
 A field made with ``setting(..., wire=True)`` is one the clients need: the strategy sends
 :meth:`Settings.to_wire` (``{field name: value}``) with its messages and the client reads it
-back with :meth:`Settings.from_wire`, the one way settings reach a client.
+back with :meth:`Settings.from_wire`, the one way settings reach a client. A class whose
+``client_message`` names a :class:`ClientMessage` sends that small typed message instead (only
+what its clients read), and its ``from_wire`` builds that message, not the whole settings.
 
 The App's config declares exactly :meth:`Settings.app_config` of each
 algorithm's defaults (tested), so the App, the scripts and a user's own project agree.
@@ -82,12 +84,16 @@ def section_view(section: str, config: Mapping[str, Any]) -> dict[str, Any]:
 
 def setting(default: Any, key: str | None = None, *, ge: float | None = None,
             gt: float | None = None, le: float | None = None, lt: float | None = None,
-            choices: Sequence[Any] | None = None, doc: str = "", wire: bool = False) -> Any:
-    """A dataclass field with its run-config ``key`` (None: not in the run config) and bounds;
-    ``wire``: the clients need it (sent by :meth:`Settings.to_wire`)."""
+            choices: Sequence[Any] | None = None, doc: str = "", wire: bool = False,
+            instead_of: tuple[str, Any] | None = None) -> Any:
+    """A dataclass field with its run-config ``key`` (None: not in the run config) and bounds
+    (``default`` ``dataclasses.MISSING``: none, the field must be given); ``wire``: the
+    clients need it (sent by :meth:`Settings.to_wire`); ``instead_of``: ``(other key, its
+    default)``, the key under which another algorithm of the section reads this field's
+    value, refused by :meth:`Settings.from_run_config` when set to other than its default."""
     meta = {"key": key, "ge": ge, "gt": gt, "le": le, "lt": lt,
             "choices": tuple(choices) if choices is not None else None, "doc": doc,
-            "wire": wire}
+            "wire": wire, "instead_of": instead_of}
     return dataclasses.field(default=default, metadata={_META: meta})
 
 
@@ -160,6 +166,9 @@ class Settings:
     section: ClassVar[str] = ""
     """The run-config table of its keys (``"dbn"``: ``dbn.lambda-w``); "" for shared keys."""
 
+    client_message: ClassVar[type[ClientMessage] | None] = None
+    """What its clients read, as a small typed message (None: its own wire fields)."""
+
     def __post_init__(self) -> None:
         hints = field_types(type(self))
         for f in fields(self):
@@ -190,19 +199,12 @@ class Settings:
         return key if key in SHARED_KEYS or not cls.section else f"{cls.section}.{key}"
 
     @classmethod
-    def rekeyed(cls) -> dict[str, tuple[str, Any]]:
-        """``{base key: (own key, base default)}`` of the fields this class reads under another
-        run-config key than a settings class it derives from (PFDBNL's own lambdas)."""
-        own = {f.name: _meta(f).get("key") for f in fields(cls)}
-        out: dict[str, tuple[str, Any]] = {}
-        for base in cls.__mro__[1:]:
-            if not (dataclasses.is_dataclass(base) and issubclass(base, Settings)):
-                continue
-            for f in fields(base):
-                key = _meta(f).get("key")
-                if key and own.get(f.name) and own[f.name] != key:
-                    out.setdefault(key, (own[f.name], f.default))
-        return out
+    def read_instead(cls) -> dict[str, tuple[str, Any]]:
+        """``{other key: (own key, other default)}`` of the fields read under their own key
+        where another algorithm of the section reads another (``setting(instead_of=...)``:
+        PFDBNL's own lambdas)."""
+        return {m["instead_of"][0]: (m["key"], m["instead_of"][1])
+                for m in map(_meta, fields(cls)) if m.get("instead_of")}
 
     @classmethod
     def from_run_config(cls, config: Mapping[str, Any], **overrides: Any) -> Self:
@@ -210,9 +212,9 @@ class Settings:
 
         ``config`` is sectioned (``dbn.lambda-w``) or one section's view (``lambda-w``). Keys of
         other sections are ignored; a key of this class with a wrong type or value, or given
-        without its section beside sectioned keys, raises a ValueError naming it; so does a
-        base class's key of a field this class reads under its own key (:meth:`rekeyed`) set
-        to other than the base's default, which this class would otherwise ignore.
+        without its section beside sectioned keys, raises a ValueError naming it; so does the
+        other key of a field this class reads under its own (:meth:`read_instead`) set to
+        other than its default, which this class would otherwise ignore.
         """
         if cls.section and any(str(k).startswith(cls.section + ".") for k in config):
             stale = [k for k in cls.keys() if k in config and k not in SHARED_KEYS]
@@ -220,7 +222,7 @@ class Settings:
                 raise ValueError("run config: " + "; ".join(
                     f"{k!r} is now {cls.app_key(k)!r}" for k in stale))
         config = section_view(cls.section, config)
-        ignored = [(k, mine) for k, (mine, default) in cls.rekeyed().items()
+        ignored = [(k, mine) for k, (mine, default) in cls.read_instead().items()
                    if k in config and k not in cls.keys() and config[k] != default]
         if ignored:
             raise ValueError("run config: " + "; ".join(
@@ -240,34 +242,48 @@ class Settings:
 
     @classmethod
     def wire_fields(cls) -> tuple[str, ...]:
-        """Names of the fields the clients need (``setting(..., wire=True)``)."""
+        """Names of the fields the clients need (``setting(..., wire=True)``, or those of
+        its ``client_message``)."""
+        if cls.client_message is not None:
+            return cls.client_message.wire_fields()
         return tuple(f.name for f in fields(cls) if _meta(f).get("wire"))
+
+    def client_inputs(self) -> Settings:
+        """The typed message of what its clients read (``client_message``), from its fields;
+        itself when it has none."""
+        message = self.client_message
+        if message is None:
+            return self
+        return message(**{f.name: getattr(self, f.name) for f in fields(message)})
 
     def to_wire(self) -> dict[str, Any]:
         """``{field name: value}`` of the wire fields, ConfigRecord-safe (a tuple as a list)."""
-        return {name: list(v) if isinstance(v := getattr(self, name), tuple) else v
+        inputs = self.client_inputs()
+        return {name: list(v) if isinstance(v := getattr(inputs, name), tuple) else v
                 for name in self.wire_fields()}
 
     @classmethod
-    def from_wire(cls, config: Mapping[str, Any], who: str = "client") -> Self:
+    def from_wire(cls, config: Mapping[str, Any], who: str = "client") -> Any:
         """The settings a client works with: the wire fields from ``config`` (what
-        :meth:`to_wire` sent; other keys ignored), every other field at its default.
+        :meth:`to_wire` sent; other keys ignored), every other field at its default; for a
+        class with a ``client_message``, that message alone.
 
         Raises
         ------
         ValueError
             When a wire field is missing (naming it and the class), or a value is not allowed.
         """
+        made = cls.client_message or cls
         names = cls.wire_fields()
         missing = [n for n in names if n not in config]
         if missing:
             raise ValueError(f"{who}: the server's message lacks the {cls.__name__} wire "
                              f"settings {missing}")
-        hints, values = field_types(cls), {n: config[n] for n in names}
+        hints, values = field_types(made), {n: config[n] for n in names}
         for n, v in values.items():
             if typing.get_origin(hints[n]) is tuple and isinstance(v, list):
                 values[n] = tuple(v)  # a ConfigRecord carries a tuple as a list
-        return cls(**values)
+        return made(**values)
 
     def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes``."""
@@ -281,6 +297,17 @@ class Settings:
     def asdict(self) -> dict[str, Any]:
         """Every field, for ``result.json``."""
         return dict(self.items())
+
+
+@dataclass(frozen=True)
+class ClientMessage(Settings):
+    """A phase's client inputs: a small typed message of only what the client reads of the
+    settings; every field travels (:meth:`Settings.to_wire`), none has a default."""
+
+    @classmethod
+    def wire_fields(cls) -> tuple[str, ...]:
+        """Every field."""
+        return tuple(f.name for f in fields(cls))
 
 
 @dataclass(frozen=True)

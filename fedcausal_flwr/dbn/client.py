@@ -190,7 +190,8 @@ class PFDBNLClient(FDBNLClient):
         step starts) -> copies, the new W_k, A_k and h(W_k), stacked by replica.
 
         mu, ``code_compat``, ``restarts``, ``local_start``, ``local_maxiter`` and
-        ``local_ftol`` come from the server with the message
+        ``local_ftol`` come from the server with the message, read as the typed
+        :class:`~fedcausal_flwr.dbn.settings.PersonalInputs` alone
         (:meth:`~fedcausal_flwr.settings.Settings.from_wire`).
         """
         phase = str(config.get("phase", "personal"))

@@ -46,8 +46,9 @@ def unnamed(info: NodeInfo) -> bool:
 class FDBNL(CausalStrategy):
     """Federated DBN structure learning (Algorithm 1 of Chen, Ma, Yue 2025).
 
-    Each round sends client k ``[W, A, beta_k, gamma_k]`` with ``rho2`` and the wire settings
-    and receives its local solution ``[B_k, D_k]`` (:data:`~fedcausal_flwr.dbn.wire.PHASES`).
+    Each round sends client k ``[W, A, beta_k, gamma_k]`` with ``rho2`` (its clients read no
+    other setting: :class:`~fedcausal_flwr.dbn.settings.LocalInputs`) and receives its local
+    solution ``[B_k, D_k]`` (:data:`~fedcausal_flwr.dbn.wire.PHASES`).
     The duals are a deterministic function of what the server receives, so the server keeps
     them (by partition id) and clients stay stateless: a client left out of a round keeps its
     duals, a restarted SuperNode loses nothing.

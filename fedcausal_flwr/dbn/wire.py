@@ -6,8 +6,9 @@ phases of :data:`PHASES`; ``rows`` (R,) says which rows each replica learns from
 ``scalars`` (R x 5) holds each one's ``alpha, rho1, rho2, lambda_w, lambda_a``
 (:data:`SCALARS`), and ``val`` (R x T) is the client's held-out loss of each replica's
 consensus at each of T thresholds (T = 0 without a penalty path), with ``replica-seed``,
-``holdout`` and ``taus`` in the config. The settings travel as
-:meth:`~fedcausal_flwr.settings.Settings.to_wire`.
+``holdout`` and ``taus`` in the config. What a client reads of the settings travels as its
+typed message (:meth:`~fedcausal_flwr.settings.Settings.to_wire`: PFDBNL's
+``PersonalInputs``; FDBNL's clients read none).
 
 A step travels in one of two forms (:func:`wire_phase`): a run with replicas sends the stack
 as it is (phase ``<step>_replicas``); a plain run (its one replica on all rows) keeps the

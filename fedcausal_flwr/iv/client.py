@@ -16,7 +16,7 @@ import numpy as np
 from fedcausal_flwr.extras import missing_extra
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes
 from fedcausal_flwr.iv import model as dg
-from fedcausal_flwr.iv.settings import FedIVSettings
+from fedcausal_flwr.iv.settings import FedIVSettings, LocalInputs
 from fedcausal_flwr.iv.wire import PHASES, layout, pack, replicas_in, unpack
 
 try:
@@ -142,7 +142,7 @@ class FedIVClient(CausalClient):
         want = layout(PHASES[phase].down, dg.shapes(g), dg.shapes(f), 0, replicas)
         check_shapes(self.who, parameters, [sh for _, sh in want], [n for n, _ in want])
 
-    def _val_sums(self, g: torch.nn.Module, s: FedIVSettings) -> list[np.ndarray]:
+    def _val_sums(self, g: torch.nn.Module, s: LocalInputs) -> list[np.ndarray]:
         basis = dg.rff(int(np.prod(self.z_shape)), s.val_features, s.seed)
         return list(dg.validation_sums(g, self.val, dg.features(self._z_val, basis)))
 
@@ -155,7 +155,7 @@ class FedIVClient(CausalClient):
         """``train.validate``: ``[theta...]`` -> the validation sums of theta."""
         g, f = self._nets()
         self._check("validate", parameters, g, f)
-        s = FedIVSettings.from_wire(config, self.who)
+        s: LocalInputs = FedIVSettings.from_wire(config, self.who)
         return self._val_sums(dg.set_params(g, parameters), s), self.val.n, {}
 
     def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
@@ -164,7 +164,7 @@ class FedIVClient(CausalClient):
         replicas = replicas_in(parameters, len(dg.shapes(g)) + len(dg.shapes(f)))
         self._check("local", parameters, g, f, replicas)
         got = unpack("local", "down", parameters, dg.shapes(g), dg.shapes(f), 0, replicas)
-        s = FedIVSettings.from_wire(config, self.who)
+        s: LocalInputs = FedIVSettings.from_wire(config, self.who)
         if s.mode == "sgda" and self.train.n < s.batch_size:
             raise ValueError(f"{self.who}: {self.train.n} train samples, fewer than one "
                              f"minibatch of {s.batch_size}")
@@ -183,7 +183,7 @@ class FedIVClient(CausalClient):
         ), self.train.n, {"loss": float(u)}
 
     def _replicas_step(self, g: torch.nn.Module, f: torch.nn.Module, theta: list[np.ndarray],
-                       tau: list[np.ndarray], s: FedIVSettings, rnd: int
+                       tau: list[np.ndarray], s: LocalInputs, rnd: int
                        ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
         """The bootstrap replicas' local step on resamples of this client's own rows:
         ``(dtheta_r, dtau_r, ok_r)`` (a replica whose game went non-finite sends zero deltas

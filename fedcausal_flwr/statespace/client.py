@@ -34,6 +34,7 @@ from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.statespace import kalman
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings, StateSpaceSettings
+from fedcausal_flwr.statespace.settings import WindowInputs
 from fedcausal_flwr.statespace.wire import PHASES, shapes
 
 
@@ -86,7 +87,7 @@ class FedGCClient(CausalClient):
         return {"state": context.state}
 
     # ---- private parameters in context.state ----------------------------------------------
-    def params(self, s: StateSpaceSettings) -> ss.ClientParams:
+    def params(self, s: WindowInputs) -> ss.ClientParams:
         """``theta_m, phi_m`` (their seeded start before the first window)."""
         if "ss_params" not in self.state.array_records:
             return ss.initial_client(self.data, s.init_std, s.seed, self.partition_id)
@@ -135,8 +136,9 @@ class FedGCClient(CausalClient):
                 raise ValueError(f"{self.who}: server sent a non-finite {name}")
 
     def window(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
-        """``ss_window``: a step on the previous window's gradients, the next window's states."""
-        s = self.settings_class.from_wire(config, self.who)
+        """``ss_window``: a step on the previous window's gradients, the next window's states
+        (the settings it reads: :class:`~fedcausal_flwr.statespace.settings.WindowInputs`)."""
+        s: WindowInputs = self.settings_class.from_wire(config, self.who)
         T = self.data.y.shape[0]
         prev = np.arange(int(config["prev-start"]), int(config["prev-stop"]))
         ts = np.arange(int(config["start"]), int(config["stop"]))
@@ -161,7 +163,7 @@ class FedGCClient(CausalClient):
 
 
     @staticmethod
-    def noise_multiplier(s: StateSpaceSettings, config: dict[str, Any]) -> float:
+    def noise_multiplier(s: WindowInputs, config: dict[str, Any]) -> float:
         """The server's ``dp-noise`` (``-1``: clip only, ``inf``); NaN with DP off. A DP run
         without it is an error (the client never sends its states unnoised)."""
         if not s.dp:

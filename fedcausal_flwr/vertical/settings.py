@@ -1,7 +1,7 @@
-"""VFedCD's settings (:class:`VFedCDSettings`) and a party's consent (:class:`PartyConsent`):
-every default once, with its run-config (or node-config) key, the HE backends, the paper's
-and the former presets. The equations that read them are in
-:mod:`fedcausal_flwr.vertical.model`, which re-exports these names.
+"""VFedCD's settings (:class:`VFedCDSettings`, composed of small frozen pieces by concern) and
+a party's consent (:class:`PartyConsent`): every default once, with its run-config (or
+node-config) key, the HE backends, the paper's and the former presets. The equations that
+read them are in :mod:`fedcausal_flwr.vertical.model`, which re-exports these names.
 
 Pure dataclasses: no arrays, no I/O, no Flower.
 """
@@ -32,78 +32,117 @@ MAX_REPLICAS = 64
 
 
 @dataclass(frozen=True)
-class VFedCDSettings(KnowledgeSettings, RunSettings):
-    """Every setting of VFedCD, with the App's defaults (the one source of them).
-
-    The defaults are a few-step schedule (Adam, ``lr`` 0.1, ``batch`` 200, 30 epochs: 120
-    steps, 600 relayed exchanges); how they were chosen: ``docs/algorithms/vfedcd.md``.
-    :meth:`paper` gives the paper's values instead (SGD, ``lr`` 0.01, ``batch`` 16, Sec. 6.1)
-    and :meth:`slow` the previous defaults (the paper's SGD schedule over 700 epochs).
-    ``mode``: "vfedcd" (secure dispatch, Algs. 2-6), "ctv"
-    (plain framework plus the CTV penalty) or "framework" (plain framework, no penalty), the
-    ablations of Table 3.
-    ``loss``: "nll" (Gaussian NLL with a learned variance per attribute, as SDCD) or "mse".
-    ``optimizer``: how every party steps its fragments and decoder: "sgd" (the paper),
-    "sgdm" (heavy-ball momentum :data:`MOMENTUM`) or "adam" (betas :data:`ADAM_BETAS`,
-    ``adam_eps``); each holder keeps the memory of its own fragments, so under the secure
-    dispatch Adam steps each fragment on its share of the gradient (SGD and momentum are
-    linear: the encoders step as if on the whole gradient).
-    ``lambda1``: L1 on every fragment; ``l2``: L2 on every weight; ``gamma``: growth of
-    lambda2 per epoch until ``B > dag_tol`` is a DAG (``unfreeze``: it grows again once
-    ``B > tau`` turns cyclic); ``lambda_b``: L1 on B at the CTV; ``power_iters``: power
-    iterations of the spectral radius; ``tau``: threshold of the reported DAG.
-    ``split``: the CTV's gradient shares ("dirichlet" weights or "exact" copies);
-    ``sigma_phi``: scale of the backward mask phi; ``frac``: fixed-point fraction bits;
-    ``dp_b``: Laplace scale of each party's noise on its graph fragments (the paper's DP
-    variant, 0: off). ``he_backend``/``key_bits``: the parties' homomorphic encryption
-    ("paillier", "paillier-packed" or "mock": same shares, no encryption, the relay reads
-    them). Keys below :data:`MIN_KEY_BITS` are refused unless ``insecure_test_keys`` (run
-    config ``vertical.insecure-test-keys``, for tests only) allows them (down to 256 bits).
-    ``seed``: every seeded draw (initialisation, batches, masks, splits).
-    ``replicas`` (R, even; 0: the ordinary run alone): replicas of the protocol that ride in
-    the same messages, replica 0 the ordinary run on all rows, replicas 2i-1 and 2i the two
-    halves of the i-th random split of the aligned rows (complementary pairs, drawn by every
-    party from ``seed``), each with its own seed (:func:`replica_settings`); the result adds
-    each edge's selection frequency over replicas 1..R and the stable set at
-    ``stability_threshold`` (pi, in (1/2, 1]) with its bound on the expected false edges
-    (:func:`edge_confidence`). Only mode "vfedcd" carries replicas.
-    The server sends the parties' fields (the ``wire`` ones; the rest is the CTV's: epochs,
-    gamma, tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round
-    settings) with the first and the setup phase; each party accepts them only within its own
-    :class:`PartyConsent`.
-    ``forbid``, ``require``, ``tiers``, ``exogenous`` (:class:`~fedcausal_flwr.knowledge.
-    KnowledgeSettings`): prior knowledge by variable name, enforced exactly (:func:`prior`);
-    ``max_missing``: the largest share of missing cells a party may hold (:func:`inputs`,
-    :func:`~fedcausal_flwr.vertical.decoder.residual_loss`).
-    """
+class VerticalPiece(Settings):
+    """A piece of VFedCD's settings: its keys sit in the run config's ``vertical`` table."""
 
     section: ClassVar[str] = "vertical"
+
+
+@dataclass(frozen=True)
+class Training(VerticalPiece):
+    """The schedule and the step: ``epochs`` (the CTV's), ``batch``, ``lr``; ``optimizer``:
+    how every party steps its fragments and decoder: "sgd" (the paper), "sgdm" (heavy-ball
+    momentum :data:`MOMENTUM`) or "adam" (betas :data:`ADAM_BETAS`, ``adam_eps``); each holder
+    keeps the memory of its own fragments, so under the secure dispatch Adam steps each
+    fragment on its share of the gradient (SGD and momentum are linear: the encoders step as
+    if on the whole gradient)."""
 
     epochs: int = setting(30, "num-epochs", ge=1, le=MAX_ROUNDS)
     batch: int = setting(200, "batch", ge=1, le=MAX_ROWS, wire=True)
     lr: float = setting(0.1, "lr", gt=0, wire=True)
     optimizer: str = setting("adam", "optimizer", choices=OPTIMIZERS, wire=True)
     adam_eps: float = setting(0.003, "adam-eps", gt=0, wire=True)
+
+
+@dataclass(frozen=True)
+class GraphPenalty(VerticalPiece):
+    """``lambda1``: L1 on every fragment; ``gamma``: growth of lambda2 per epoch until
+    ``B > dag_tol`` is a DAG; ``lambda_b``: L1 on B at the CTV; ``tau``: threshold of the
+    reported DAG."""
+
     lambda1: float = setting(1e-3, "lambda1", ge=0, wire=True)
     gamma: float = setting(0.01, "gamma", ge=0)
     lambda_b: float = setting(0.0, "lambda-b", ge=0)
     tau: float = setting(0.7, "tau", ge=0)
     dag_tol: float = setting(0.01, "dag-tol", ge=0)
+
+
+@dataclass(frozen=True)
+class Network(VerticalPiece):
+    """``hidden`` units of the encoders, ``dec_layers`` of the decoders; ``power_iters``:
+    power iterations of the spectral radius of B."""
+
     hidden: int = setting(10, "hidden", ge=1, le=4096, wire=True)
     dec_layers: int = setting(2, "decoder-layers", ge=1, le=64, wire=True)
     power_iters: int = setting(15, "power-iters", ge=1, le=10_000)
+
+
+@dataclass(frozen=True)
+class Masking(VerticalPiece):
+    """``sigma_phi``: scale of the backward mask phi; ``split``: the CTV's gradient shares
+    ("dirichlet" weights or "exact" copies); ``frac``: fixed-point fraction bits; ``dp_b``:
+    Laplace scale of each party's noise on its graph fragments (the paper's DP variant, 0:
+    off)."""
+
     sigma_phi: float = setting(1e-3, "sigma-phi", gt=0, wire=True)
     split: str = setting("dirichlet", "split", choices=("dirichlet", "exact"))
     frac: int = setting(16, "frac-bits", ge=1, le=64, wire=True)
     dp_b: float = setting(0.0, "dp-b", ge=0, wire=True)
+
+
+@dataclass(frozen=True)
+class Objective(VerticalPiece):
+    """``l2``: L2 on every weight; ``unfreeze``: lambda2 grows again once ``B > tau`` turns
+    cyclic; ``loss``: "nll" (Gaussian NLL with a learned variance per attribute, as SDCD) or
+    "mse"."""
+
     l2: float = setting(0.0, "l2", ge=0, wire=True)
     unfreeze: bool = setting(False, "unfreeze")
     loss: str = setting("nll", "loss", choices=("mse", "nll"), wire=True)
+
+
+@dataclass(frozen=True)
+class Dispatch(VerticalPiece):
+    """``mode``: "vfedcd" (secure dispatch, Algs. 2-6), "ctv" (plain framework plus the CTV
+    penalty) or "framework" (plain framework, no penalty), the ablations of Table 3.
+    ``he_backend``/``key_bits``: the parties' homomorphic encryption ("paillier",
+    "paillier-packed" or "mock": same shares, no encryption, the relay reads them). Keys below
+    :data:`MIN_KEY_BITS` are refused unless ``insecure_test_keys`` (run config
+    ``vertical.insecure-test-keys``, for tests only) allows them (down to 256 bits)."""
+
     mode: str = setting("vfedcd", "mode", choices=MODES, wire=True)
     he_backend: str = setting("paillier-packed", "he-backend", choices=BACKENDS, wire=True)
     key_bits: int = setting(2048, "key-bits", ge=256, le=MAX_KEY_BITS, wire=True)
     insecure_test_keys: bool = setting(False, "insecure-test-keys", wire=True)
+
+    @property
+    def secure(self) -> bool:
+        """Encoders split into K fragments (the secure dispatch protocol)."""
+        return self.mode == "vfedcd"
+
+    @property
+    def ctv(self) -> bool:
+        """The CTV acyclicity penalty is on."""
+        return self.mode != "framework"
+
+
+@dataclass(frozen=True)
+class Seeds(VerticalPiece):
+    """``seed``: every seeded draw (initialisation, batches, masks, splits)."""
+
     seed: int = setting(0, "seed", ge=0, wire=True)
+
+
+@dataclass(frozen=True)
+class ReplicaPlan(VerticalPiece):
+    """``replicas`` (R, even; 0: the ordinary run alone): replicas of the protocol that ride
+    in the same messages, replica 0 the ordinary run on all rows, replicas 2i-1 and 2i the two
+    halves of the i-th random split of the aligned rows (complementary pairs, drawn by every
+    party from ``seed``), each with its own seed (:func:`replica_settings`); the result adds
+    each edge's selection frequency over replicas 1..R and the stable set at
+    ``stability_threshold`` (pi, in (1/2, 1]) with its bound on the expected false edges
+    (:func:`edge_confidence`). Only mode "vfedcd" carries replicas."""
+
     replicas: int = setting(
         0, "replicas", ge=0, le=MAX_REPLICAS, wire=True,
         doc="R (even; 0: off): replicas on complementary halves of the rows that ride in the "
@@ -114,10 +153,41 @@ class VFedCDSettings(KnowledgeSettings, RunSettings):
         0.75, "stability-threshold", gt=0.5, le=1.0,
         doc="pi: the stable set B_stable keeps the edges selected by at least this share of "
             "the replicas (set before any run: Meinshausen & Buhlmann advise 0.6-0.9)")
+
+
+@dataclass(frozen=True)
+class Sites(VerticalPiece):
+    """``max_missing``: the largest share of missing cells a party may hold (:func:`inputs`,
+    :func:`~fedcausal_flwr.vertical.decoder.residual_loss`)."""
+
     max_missing: float = setting(
         0.5, "max-missing", ge=0, le=1,
         doc="largest share of a party's cells (over its shared rows) that may be missing; a "
             "party above it stops the run before any round (its columns are the graph's)")
+
+
+@dataclass(frozen=True)
+class VFedCDSettings(Sites, ReplicaPlan, Seeds, Dispatch, Objective, Masking, Network,
+                     GraphPenalty, Training, KnowledgeSettings, RunSettings):
+    """Every setting of VFedCD, with the App's defaults (the one source of them): the run and
+    knowledge pieces, then :class:`Training`, :class:`GraphPenalty`, :class:`Network`,
+    :class:`Masking`, :class:`Objective`, :class:`Dispatch`, :class:`Seeds`,
+    :class:`ReplicaPlan` and :class:`Sites` (bases listed last piece first: a dataclass
+    orders its fields by the reversed MRO); each piece documents its fields.
+
+    The defaults are a few-step schedule (Adam, ``lr`` 0.1, ``batch`` 200, 30 epochs: 120
+    steps, 600 relayed exchanges); how they were chosen: ``docs/algorithms/vfedcd.md``.
+    :meth:`paper` gives the paper's values instead (SGD, ``lr`` 0.01, ``batch`` 16, Sec. 6.1)
+    and :meth:`slow` the previous defaults (the paper's SGD schedule over 700 epochs).
+    The server sends the parties' fields (the ``wire`` ones; the rest is the CTV's: epochs,
+    gamma, tau, lambda-b, dag-tol, power-iters, split, unfreeze, and the server's round
+    settings) with the first and the setup phase; each party accepts them only within its own
+    :class:`PartyConsent`.
+    ``forbid``, ``require``, ``tiers``, ``exogenous`` (:class:`~fedcausal_flwr.knowledge.
+    KnowledgeSettings`): prior knowledge by variable name, enforced exactly (:func:`prior`).
+    """
+
+    section: ClassVar[str] = "vertical"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -144,16 +214,6 @@ class VFedCDSettings(KnowledgeSettings, RunSettings):
         """The App's defaults until the few-step schedule (:data:`SLOW`): the paper's SGD
         schedule (lr 0.01, batch 16) over 700 epochs with the tuned loss and penalties."""
         return cls(**{**PAPER, **SLOW, **changes})
-
-    @property
-    def secure(self) -> bool:
-        """Encoders split into K fragments (the secure dispatch protocol)."""
-        return self.mode == "vfedcd"
-
-    @property
-    def ctv(self) -> bool:
-        """The CTV acyclicity penalty is on."""
-        return self.mode != "framework"
 
     def optimizer_args(self) -> dict[str, Any]:
         """The numbers of every party's step (:func:`optimizer_step`; the decoder's and, with

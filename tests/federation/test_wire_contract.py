@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from importlib import import_module
 
@@ -38,7 +39,8 @@ def test_every_algorithms_wire_settings_are_config_record_safe_and_round_trip(al
     cls = registry.get(algorithm).settings_class()
     s = cls()
     wire = s.to_wire()
-    assert wire and set(wire) == set(cls.wire_fields())
+    # FDBNL's clients read none of its settings (its local step is closed-form): none travel
+    assert bool(wire) == (algorithm != "fdbnl") and set(wire) == set(cls.wire_fields())
     ConfigRecord(wire)  # scalars, strings and lists of them only
     assert cls.from_wire(dict(ConfigRecord(wire))).to_wire() == wire
 
@@ -49,3 +51,18 @@ def test_every_clients_phases_are_in_its_familys_phase_table(algorithm):
     table = import_module(f"{a.package}.wire").PHASES
     table = table.get(algorithm, table)  # the state-space family has one table per algorithm
     assert set(a.client_class().phases) <= set(table)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_a_client_message_bounds_each_value_as_its_settings_field_does(algorithm):
+    cls = registry.get(algorithm).settings_class()
+    message = cls.client_message
+    if message is None:
+        pytest.skip(f"{algorithm}'s clients read its settings' own wire fields")
+    own = {f.name: f for f in dataclasses.fields(cls)}
+    for f in dataclasses.fields(message):
+        assert f.name in own, f"{message.__name__}.{f.name} is no field of {cls.__name__}"
+        mine, theirs = (g.metadata["fedcausal"] for g in (f, own[f.name]))
+        for bound in ("ge", "gt", "le", "lt"):
+            assert mine[bound] == theirs[bound], (f.name, bound)
+        assert theirs["choices"] is None or set(theirs["choices"]) <= set(mine["choices"])
