@@ -31,13 +31,12 @@ unprotected in an accepted run is logged once per run as a WARNING.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Sequence
 from logging import WARNING
 from typing import Any, NamedTuple
 
 import numpy as np
-from flwr.app import ConfigRecord, Context
+from flwr.app import Context
 from flwr.common.logger import log
 
 from fedcausal_flwr.data.csvdata import standardized
@@ -47,7 +46,7 @@ from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.secure import psi
 from fedcausal_flwr.secure.shares import Mock, described
 from fedcausal_flwr.secure.shares import backend as make_backend
-from fedcausal_flwr.vertical import dispatch, wire
+from fedcausal_flwr.vertical import dispatch, state, wire
 from fedcausal_flwr.vertical import model as core
 from fedcausal_flwr.vertical.data import (
     TRANSFORMS,
@@ -57,7 +56,7 @@ from fedcausal_flwr.vertical.data import (
 )
 from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
 
-STATE_KEY = "vfedcd"
+STATE_KEY = state.KEY
 _ARGUMENT = {"vfedcd-accept-backends": "accept_backends", "vfedcd-accept-modes": "accept_modes",
              "vfedcd-min-key-bits": "min_key_bits"}
 """The constructor argument of each consent key."""
@@ -152,8 +151,8 @@ class VFedCDClient(CausalClient):
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.context = context
         self._state: dict[str, Any] = {}
-        if context is not None and STATE_KEY in context.state.config_records:
-            self._state = pickle.loads(context.state[STATE_KEY]["blob"])
+        if context is not None:
+            self._state = state.load(context.state, self.who)
         self.x_all = self.x
         if "rows" in self._state:
             self.x = self._aligned(self._state["rows"])
@@ -292,14 +291,10 @@ class VFedCDClient(CausalClient):
         return party
 
     def _save(self, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Keep the state in ``context.state`` (the data stay out of it); the metrics."""
-        party = self._state.get("party")
-        if party is not None:
-            party.x = None
+        """Keep the state in ``context.state`` as typed records (:mod:`~fedcausal_flwr.
+        vertical.state`; the data stay out of it); the metrics."""
         if self.context is not None:
-            self.context.state[STATE_KEY] = ConfigRecord({"blob": pickle.dumps(self._state)})
-        if party is not None:
-            party.x = self.x
+            state.save(self.context.state, self._state)
         return metrics or {}
 
     def _batch(self, party: Any, config: dict[str, Any]) -> np.ndarray:
@@ -344,15 +339,15 @@ class VFedCDClient(CausalClient):
     def psi_hop(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_psi_hop``: another party's set in, times this party's key out (same
         order); each hop 1..K-1 once per run."""
-        state = self._psi_state()
+        held = self._psi_state()
         h = int(config[dispatch.PSI_HOP])
-        if not 1 <= h < self.num_partitions or h in state["hops"] or len(parameters) != 1:
+        if not 1 <= h < self.num_partitions or h in held["hops"] or len(parameters) != 1:
             raise ValueError(f"{self.who}: private set intersection hop {h} refused (hops 1.."
                              f"{self.num_partitions - 1}, each once, one set; done: "
-                             f"{state['hops']})")
-        state["hops"].append(h)
+                             f"{held['hops']})")
+        held["hops"].append(h)
         try:
-            out = psi.reblinded(self._got("psi_hop", parameters)["psi"], state["key"])
+            out = psi.reblinded(self._got("psi_hop", parameters)["psi"], held["key"])
         except ValueError as e:
             raise ValueError(f"{self.who}: hop {h}: {e}") from None
         return self._layout("psi_hop", "up").pack({"psi": out}), len(self.x), self._save()
