@@ -14,13 +14,23 @@ lag k (block ``A_k``); a forbidden edge without ``@`` holds at every lag, a requ
 say its lag. A variable in a later tier never causes one in an earlier tier, at any lag;
 an exogenous variable is caused by no variable, its own past excepted. The file form has one
 statement per row: ``forbid,cause,effect[,lag]``, ``require,cause,effect,lag``,
-``tier,name,level`` (levels: numbers, lower first) and ``exogenous,name``.
+``tier,name,level`` (levels: numbers, lower first), ``exogenous,name`` and
+``known-zero,A|B,target,source``.
+
+A state-space model (FedGC, FedCF) learns couplings between clients, not between
+variables: what is known absent there is a block, ``A:m<-n`` (client n's state does not
+drive client m's; also ``A:n->m``) or ``B:m<-n`` (client n's input does not drive client
+m's state), clients by partition id or ``*`` (run-config key ``statespace.ss-known-zero``,
+:func:`parse_known_zero`); :mod:`fedcausal_flwr.statespace.knownzero` turns the blocks into
+the masks of its matrices. Every family reads one :class:`Knowledge`.
 
 :meth:`Knowledge.masks` checks the names against the data's (an unknown name is an error
 naming it) and returns boolean masks that the solvers enforce exactly: a forbidden entry is
 held at 0 by the solver's bounds, a required one carries no L1 penalty and survives every
 threshold. Required edges that form a directed cycle at lag 0, or that knowledge forbids,
-are errors before any round. Pure Python and numpy: no I/O except :meth:`from_file`.
+are errors before any round. The server sends masks, never the text: :meth:`Masks.to_config`
+(flat indices, :data:`MASK_KEYS`), read back by :meth:`Masks.from_config`, so no client
+parses knowledge. Pure Python and numpy: no I/O except :meth:`from_file`.
 """
 
 from __future__ import annotations
@@ -29,13 +39,22 @@ import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from fedcausal_flwr.settings import Settings, setting
 
 KEYS = ("forbid", "require", "tiers", "exogenous")
+"""The run-config keys of edge knowledge (in an algorithm's section)."""
+KNOWN_ZERO = "known-zero"
+"""The :meth:`Knowledge.config` key of known-zero blocks (run config: ``ss-known-zero``)."""
+MASK_KEYS = ("knowledge-forbid", "knowledge-require", "knowledge-forbid-lags",
+             "knowledge-require-lags")
+"""Config keys of :meth:`Masks.to_config`: the flat indices (row-major) of the forbidden and
+the required entries of ``W`` and, for a model with lags, of ``A``, comma-separated."""
 ANY = "*"
+ANY_CLIENT = "*"
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,27 @@ class Masks:
     def __bool__(self) -> bool:
         return bool(self.forbid_W.any() or self.require_W.any() or self.forbid_A.any()
                     or self.require_A.any())
+
+    def to_config(self) -> dict[str, str]:
+        """The masks as :data:`MASK_KEYS` (the lag keys only for a model with lags): what a
+        server sends its clients, read back by :meth:`from_config`."""
+        arrays = (self.forbid_W, self.require_W, self.forbid_A, self.require_A)
+        keys = MASK_KEYS if self.forbid_A.shape[0] else MASK_KEYS[:2]
+        return {key: ",".join(map(str, np.flatnonzero(M).tolist()))
+                for key, M in zip(keys, arrays, strict=False)}
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], d: int, p: int = 0) -> Masks | None:
+        """The masks :meth:`to_config` sent over ``d`` variables and ``p`` lags (None when
+        the config has none)."""
+        if MASK_KEYS[0] not in config:
+            return None
+        out = []
+        for key, rows in zip(MASK_KEYS, (d, d, p * d, p * d), strict=True):
+            M = np.zeros(rows * d, bool)
+            M[[int(v) for v in str(config.get(key, "") or "").split(",") if v.strip()]] = True
+            out.append(M.reshape(rows, d))
+        return cls(*out)
 
     def subset(self, idx: Sequence[int], p: int, d: int) -> Masks:
         """The masks restricted to the variables ``idx`` of ``d`` (lag blocks alike)."""
@@ -98,23 +138,83 @@ def _items(text: str) -> list[str]:
     return [t.strip() for t in str(text).split(",") if t.strip()]
 
 
+class ZeroBlock(NamedTuple):
+    """``matrix`` (``"A"`` or ``"B"``) block ``(target, source)`` known to be 0: client
+    ``source``'s state (input) does not drive client ``target``'s state; None: every client."""
+
+    matrix: str
+    target: int | None
+    source: int | None
+
+    def __str__(self) -> str:
+        def name(c: int | None) -> str:
+            return ANY_CLIENT if c is None else str(c)
+        return f"{self.matrix}:{name(self.target)}<-{name(self.source)}"
+
+
+def _client_id(text: str, statement: str, where: str) -> int | None:
+    """A partition id (``3`` or ``c3``, the result's naming) or ``*`` (None)."""
+    t = text.strip()
+    if t == ANY_CLIENT:
+        return None
+    digits = t[1:] if t[:1] in ("c", "C") else t
+    if not digits.isdigit():
+        raise ValueError(f"{where}: {statement!r}: {t!r} is not a client; name one by its "
+                         "partition id (e.g. 2 or c2) or '*' for every client")
+    return int(digits)
+
+
+def parse_known_zero(text: str, where: str = "known-zero") -> tuple[ZeroBlock, ...]:
+    """The comma-separated statements ``A:m<-n`` (``A_mn = 0``: client n's state does not
+    drive client m's; also written ``A:n->m``) and ``B:m<-n`` (``B_mn = 0``: client n's input
+    does not drive client m's state), clients by partition id or ``*`` (every client, the
+    diagonal block left out); a malformed statement is a ValueError naming ``where``."""
+    out = []
+    for item in _items(text):
+        matrix, colon, body = item.partition(":")
+        matrix = matrix.strip().upper()
+        arrows = [a for a in ("<-", "->") if body.count(a) == 1]
+        if not colon or matrix not in ("A", "B") or len(arrows) != 1:
+            raise ValueError(f"{where}: {item!r} is not a known-zero block; write "
+                             "'A:target<-source' or 'B:target<-source' (partition ids or "
+                             "'*'), e.g. 'A:1<-0, A:2<-*, B:1<-0'")
+        left, right = body.split(arrows[0])
+        target, source = (left, right) if arrows[0] == "<-" else (right, left)
+        block_ = ZeroBlock(matrix, _client_id(target, item, where),
+                           _client_id(source, item, where))
+        if block_.target is not None and block_.target == block_.source:
+            raise ValueError(f"{where}: {item!r}: the diagonal block is client "
+                             f"{block_.target}'s own, known to it and not learned")
+        out.append(block_)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Knowledge:
-    """Forbidden and required edges, tiers (earliest first) and exogenous variables."""
+    """Forbidden and required edges, tiers (earliest first), exogenous variables and the
+    coupling blocks known to be zero (``zero_blocks``, a state-space model's)."""
 
     forbidden: tuple[Edge, ...] = ()
     required: tuple[Edge, ...] = ()
     tiers: tuple[tuple[str, ...], ...] = ()
     exogenous: tuple[str, ...] = ()
+    zero_blocks: tuple[ZeroBlock, ...] = ()
 
     def __bool__(self) -> bool:
+        return bool(self.forbidden or self.required or self.tiers or self.exogenous
+                    or self.zero_blocks)
+
+    def edges(self) -> bool:
+        """Whether it says anything about edges between variables (all but ``zero_blocks``)."""
         return bool(self.forbidden or self.required or self.tiers or self.exogenous)
 
     @classmethod
     def parse(cls, forbid: str = "", require: str = "", tiers: str = "", exogenous: str = "",
-              where: str = "knowledge") -> Knowledge:
-        """Knowledge from its four strings (syntax in the module docstring); a malformed
-        statement is a ValueError naming ``where`` and the key."""
+              where: str = "knowledge", known_zero: str = "",
+              known_zero_where: str | None = None) -> Knowledge:
+        """Knowledge from its strings (syntax in the module docstring); a malformed
+        statement is a ValueError naming ``where`` and the key (``known_zero_where``: what
+        names the known-zero blocks, default ``where`` and ``'known-zero'``)."""
         required = tuple(_edge(t, f"{where} 'require'") for t in _items(require))
         for e in required:
             if ANY in (e.cause, e.effect):
@@ -124,19 +224,22 @@ class Knowledge:
         if str(tiers).strip() and (len(levels) < 2 or any(not t for t in levels)):
             raise ValueError(f"{where} 'tiers': {tiers!r}: expected two or more groups of "
                              "names separated by '<', earliest first, e.g. 'a, b < c'")
+        zeros = parse_known_zero(known_zero, known_zero_where or f"{where} '{KNOWN_ZERO}'")
         return cls(tuple(_edge(t, f"{where} 'forbid'") for t in _items(forbid)), required,
-                   levels, tuple(_items(exogenous)))
+                   levels, tuple(_items(exogenous)), zeros)
 
     @classmethod
     def from_config(cls, config: Mapping[str, object], where: str = "run config") -> Knowledge:
-        """Knowledge from a config holding some of the keys :data:`KEYS`."""
-        return cls.parse(**{k: str(config.get(k, "") or "") for k in KEYS}, where=where)
+        """Knowledge from a config holding some of the keys :data:`KEYS` and
+        :data:`KNOWN_ZERO` (what :meth:`config` gives)."""
+        return cls.parse(**{k: str(config.get(k, "") or "") for k in KEYS}, where=where,
+                         known_zero=str(config.get(KNOWN_ZERO, "") or ""))
 
     @classmethod
     def from_file(cls, path: str | Path) -> Knowledge:
         """Knowledge from a CSV of statements (module docstring), read where it is called: on
         the machine that submits the run, never on the server or a node."""
-        rows: dict[str, list[str]] = {k: [] for k in KEYS}
+        rows: dict[str, list[str]] = {k: [] for k in (*KEYS, KNOWN_ZERO)}
         tiers: dict[float, list[str]] = {}
         with open(path, newline="", encoding="utf-8-sig") as f:
             for n, row in enumerate(csv.reader(f), start=1):
@@ -155,22 +258,29 @@ class Knowledge:
                         raise ValueError(f"{where}: tier level must be a number") from None
                 elif kind == "exogenous" and len(args) == 1:
                     rows["exogenous"].append(args[0])
+                elif kind == KNOWN_ZERO and len(args) == 3:
+                    rows[KNOWN_ZERO].append(f"{args[0]}:{args[1]}<-{args[2]}")
                 else:
                     raise ValueError(f"{where}: expected forbid,cause,effect[,lag] | "
                                      "require,cause,effect,lag | tier,name,level | "
-                                     "exogenous,name")
+                                     "exogenous,name | known-zero,A|B,target,source")
         tier_text = " < ".join(", ".join(tiers[k]) for k in sorted(tiers))
         if len(tiers) == 1:
             tier_text = ""
         return cls.parse(", ".join(rows["forbid"]), ", ".join(rows["require"]), tier_text,
-                         ", ".join(rows["exogenous"]), where=str(path))
+                         ", ".join(rows["exogenous"]), where=str(path),
+                         known_zero=", ".join(rows[KNOWN_ZERO]))
 
     def config(self) -> dict[str, str]:
-        """The four strings (:data:`KEYS`) that :meth:`from_config` reads back."""
-        return {"forbid": ", ".join(map(str, self.forbidden)),
-                "require": ", ".join(map(str, self.required)),
-                "tiers": " < ".join(", ".join(t) for t in self.tiers),
-                "exogenous": ", ".join(self.exogenous)}
+        """The four strings (:data:`KEYS`) and, with blocks, :data:`KNOWN_ZERO`, that
+        :meth:`from_config` reads back (a run config's values, in the algorithm's section)."""
+        out = {"forbid": ", ".join(map(str, self.forbidden)),
+               "require": ", ".join(map(str, self.required)),
+               "tiers": " < ".join(", ".join(t) for t in self.tiers),
+               "exogenous": ", ".join(self.exogenous)}
+        if self.zero_blocks:
+            out[KNOWN_ZERO] = ", ".join(map(str, self.zero_blocks))
+        return out
 
     def masks(self, names: Sequence[str], p: int = 0) -> Masks:
         """Enforceable masks over ``names`` (and ``p`` lags; 0: a static graph).
@@ -272,8 +382,9 @@ def _cycle(G: np.ndarray) -> list[int]:
 
 @dataclass(frozen=True)
 class KnowledgeSettings(Settings):
-    """The four knowledge keys of an algorithm's settings (empty: no knowledge); the
-    syntax is checked when the settings are made, the names when the data's are known."""
+    """The four knowledge keys of an algorithm's settings (empty: no knowledge); parsed once,
+    when the settings are made (a syntax error names the key), the names checked when the
+    data's are known."""
 
     forbid: str = setting("", "forbid", doc="edges never learned, e.g. '*->temp, a->b@0'")
     require: str = setting("", "require", doc="edges always kept, e.g. 'valve->flow@0'")
@@ -282,9 +393,11 @@ class KnowledgeSettings(Settings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.knowledge()
+        parsed = Knowledge.from_config({k: getattr(self, k) for k in KEYS},
+                                       where=f"run config {self.section}.".rstrip("."))
+        object.__setattr__(self, "_knowledge", parsed)
 
     def knowledge(self) -> Knowledge:
-        """The settings' :class:`Knowledge` (a syntax error names the key)."""
-        return Knowledge.from_config({k: getattr(self, k) for k in KEYS},
-                                     where=f"run config {self.section}.".rstrip("."))
+        """The settings' :class:`Knowledge`, parsed when they were made (the same object at
+        every call)."""
+        return self.__dict__["_knowledge"]

@@ -139,8 +139,10 @@ def parser() -> argparse.ArgumentParser:
                     "'input-columns=\"valve\"'), given once per node in partition order")
     ap.add_argument("--knowledge", type=Path, default=None, metavar="CSV",
                     help="prior knowledge as CSV rows (forbid,cause,effect[,lag] | "
-                    "require,cause,effect,lag | tier,name,level | exogenous,name), read here "
-                    "and sent as the run config's <section>.forbid/require/tiers/exogenous")
+                    "require,cause,effect,lag | tier,name,level | exogenous,name | "
+                    "known-zero,A|B,target,source), read here and sent as the run config's "
+                    "<section>.forbid/require/tiers/exogenous (FedGC/FedCF: "
+                    "statespace.ss-known-zero)")
     ap.add_argument("--no-drops", action="store_true",
                     help="exit 1 when any client was dropped or not used (the summary line "
                     "names each with its reason); needs an App that writes result.json")

@@ -230,16 +230,26 @@ def flwr_env(flwr_home: Path) -> dict[str, str]:
 
 def knowledge_config(path: Path, algorithm: str) -> dict[str, str]:
     """The run-config keys of the prior knowledge in the CSV at ``path``
-    (:meth:`~fedcausal_flwr.knowledge.Knowledge.from_file`), in ``algorithm``'s section; read
-    on the submitting machine, so neither the server nor a node opens a file for it."""
+    (:meth:`~fedcausal_flwr.knowledge.Knowledge.from_file`), in ``algorithm``'s section: its
+    edge keys, or its known-zero key for ``known-zero`` rows (statements ``algorithm`` does not
+    take are a ValueError naming who takes them). Read on the submitting machine, so neither
+    the server nor a node opens a file for it."""
     from fedcausal_flwr import registry
-    from fedcausal_flwr.knowledge import Knowledge
+    from fedcausal_flwr.knowledge import KEYS, KNOWN_ZERO, Knowledge
 
     alg = registry.get(algorithm)
-    if "forbid" not in alg.settings_class().keys():
+    keys = alg.settings_class().keys()
+    know = Knowledge.from_file(path)
+    if know.edges() and "forbid" not in keys:
         raise ValueError(f"{algorithm} takes no edge knowledge ({edge_knowledge()})")
-    return {f"{alg.section}.{k}": v for k, v in Knowledge.from_file(path).config().items()
-            if v}
+    zero = next((k for k in keys if k.endswith(KNOWN_ZERO)), None)
+    if know.zero_blocks and zero is None:
+        raise ValueError(f"{algorithm} takes no known-zero blocks ({edge_knowledge()})")
+    text = know.config()
+    out = {f"{alg.section}.{k}": text[k] for k in KEYS if text[k]}
+    if know.zero_blocks:
+        out[alg.settings_class().app_key(zero)] = text[KNOWN_ZERO]
+    return out
 
 
 def edge_knowledge() -> str:

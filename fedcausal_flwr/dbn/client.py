@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.dbn import model as dbn
-from fedcausal_flwr.dbn.model import site_local_step, site_personal_step
+from fedcausal_flwr.dbn import wire
 from fedcausal_flwr.dbn.replicas import TRAIN_ROWS, ReplicaMoments, holdout_losses, max_halves
 from fedcausal_flwr.dbn.sites import SiteView, lag_index
-from fedcausal_flwr.dbn.wire import LIKE, PHASES, shapes
+from fedcausal_flwr.dbn.wire import LIKE, PHASES
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes, checked_lagged
-from fedcausal_flwr.knowledge import KEYS, Knowledge, Masks
+from fedcausal_flwr.knowledge import Masks
 from fedcausal_flwr.names import checked_names, joined, split
 from fedcausal_flwr.settings import MAX_REPLICAS, numbers
 
@@ -50,7 +50,7 @@ class FDBNLClient(CausalClient):
     ``unobserved``). The share of missing cells goes to the server as ``missing``.
     """
 
-    phases = {"local": "local_step", "local_replicas": "replicas_step"}
+    phases = {"local": "local_step", "local_replicas": "local_step"}
 
     def __init__(self, Xt: np.ndarray, Xlag: np.ndarray, partition_id: int = 0,
                  num_partitions: int = 1, names: Sequence[str] | None = None,
@@ -110,59 +110,42 @@ class FDBNLClient(CausalClient):
         return self.views[text]
 
     def knowledge(self, config: dict[str, Any], view: SiteView | None) -> Masks | None:
-        """The masks of the prior knowledge in the config (PFDBNL's local step needs them),
-        over the federation's variables."""
-        if not any(config.get(k) for k in KEYS):
-            return None
-        variables = split(config["variables"]) if view is not None else self.names
-        return Knowledge.from_config(config, where=self.who).masks(variables, self.p)
-
-    def check(self, phase: str, parameters: list[np.ndarray], view: SiteView | None = None,
-              replicas: int | None = None) -> None:
-        """The server's arrays of ``phase`` fit this client's data (:data:`PHASES`), shaped
-        by the federation's variables."""
-        names = PHASES[phase].down
-        D = self.d if view is None else view.D
-        check_shapes(self.who, parameters, shapes(names, D, self.p, replicas), list(names))
-
-    def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
-        """``train.local``: [W, A, beta_k, gamma_k] -> [B_k, D_k]."""
-        view = self.view(config)
-        self.check("local", parameters, view)
-        if view is not None:
-            B, D = site_local_step(view, self.mom, parameters, float(config["rho2"]))
-            return [B, D], self.n, {"loss": dbn.squared_loss(
-                view.down(B), view.down(D), view.moments(self.mom))}
-        B, D = dbn.admm_local_step(self.mom, *parameters, rho2=float(config["rho2"]))
-        return [B, D], self.n, {"loss": dbn.squared_loss(B, D, self.mom)}
+        """The masks of the prior knowledge that the server sent (PFDBNL's local step needs
+        them; :meth:`Masks.from_config <fedcausal_flwr.knowledge.Masks.from_config>`), over
+        the federation's variables."""
+        return Masks.from_config(config, self.d if view is None else view.D, self.p)
 
     def replicas(self, phase: str, parameters: list[np.ndarray], config: dict[str, Any]
-                 ) -> tuple[list[np.ndarray], list[tuple[dbn.Moments, np.ndarray]], np.ndarray,
-                            SiteView | None]:
-        """Checked arrays of a replicated ``phase`` (on this site's variables), each
-        replica's (moments, scalars), its held-out losses at the config's ``taus`` (zeros
-        for replicas that learn from other rows than the training block) and the site's
-        view (:meth:`view`)."""
-        names = PHASES[phase].down
-        if len(parameters) != len(names):
-            check_shapes(self.who, parameters, [()] * len(names), list(names))
-        R = int(np.shape(parameters[names.index("rows")])[0])
+                 ) -> tuple[dict[str, np.ndarray], list[tuple[dbn.Moments, np.ndarray]],
+                            np.ndarray, SiteView | None]:
+        """The checked stack of ``phase`` (:func:`~fedcausal_flwr.dbn.wire.stacked`, on this
+        site's variables), each replica's (moments, scalars), its held-out losses at the
+        config's ``taus`` (zeros for replicas that learn from other rows than the training
+        block) and the site's view (:meth:`view`)."""
+        sent = PHASES[phase].down
+        if len(parameters) != len(sent):
+            check_shapes(self.who, parameters, [()] * len(sent), list(sent))
+        R = wire.replicas_in(phase, parameters)
         if not 1 <= R <= MAX_REPLICAS:
             raise ValueError(f"{self.who}: {R} replicas in one message (1 to {MAX_REPLICAS})")
         view = self.view(config)
-        self.check(phase, parameters, view, R)
+        D = self.d if view is None else view.D
+        check_shapes(self.who, parameters, wire.wire_shapes(phase, "down", D, self.p, R),
+                     list(sent))
+        got = wire.stacked(phase, "down", parameters, config)
         if view is not None:
-            parameters = [view.down(a) if LIKE[n] in ("W", "A") else a
-                          for n, a in zip(names, parameters, strict=True)]
+            got = {n: view.down(a) if LIKE[n] in ("W", "A") else a for n, a in got.items()}
         local = (lambda m: m) if view is None else view.moments  # noqa: E731
-        rows = np.asarray(parameters[names.index("rows")])
+        rows = np.asarray(got["rows"])
         most = max_halves(self.n)
         if not np.all(np.isfinite(rows)) or np.any(rows != np.round(rows)) or \
                 np.any(rows < TRAIN_ROWS) or np.any(rows > most):
             raise ValueError(f"{self.who}: replica rows must be whole numbers from "
                              f"{TRAIN_ROWS} to {most} (at most as many halves as its "
                              f"{self.n} rows)")
-        seed, holdout = int(config["replica-seed"]), float(config["holdout"])
+        # a plain step (one replica on all rows) draws no rows: the run's seed
+        seed = int(config.get("replica-seed", self.run_seed))
+        holdout = float(config.get("holdout", 0.5))
         if seed != self.run_seed:
             raise ValueError(f"{self.who}: replica seed {seed} is not this run's seed "
                              f"{self.run_seed} (run config 'seed'); halves are drawn only "
@@ -170,63 +153,48 @@ class FDBNLClient(CausalClient):
         if not 0 < holdout < 1:
             raise ValueError(f"{self.who}: holdout must be in (0, 1), got {holdout}")
         taus = numbers(str(config.get("taus", "")))
-        scal = np.asarray(parameters[names.index("scalars")], dtype=float)
+        scal = np.asarray(got["scalars"], dtype=float)
         val = np.zeros((R, len(taus)))
         out = []
         for j, r in enumerate(int(x) for x in rows):
             out.append((local(self.replica_moments.of(r, seed, holdout)), scal[j]))
             if r == TRAIN_ROWS and taus:
                 val[j] = holdout_losses(local(self.replica_moments.validation(holdout)),
-                                        parameters[0][j], parameters[1][j], taus)
-        return parameters, out, val, view
+                                        got["W"][j], got["A"][j], taus)
+        return got, out, val, view
 
-    def replicas_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
-        """``train.local_replicas``: the local step (2) of every replica in the message,
-        each on its own rows -> [B, D, val] stacked by replica."""
-        (W, A, beta, gamma, _, _), reps, val, view = self.replicas(
-            "local_replicas", parameters, config)
-        BD = [dbn.admm_local_step(mom, W[j], A[j], beta[j], gamma[j], rho2=float(sc[2]))
-              for j, (mom, sc) in enumerate(reps)]
+    def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
+        """``train.local`` (``train.local_replicas``): the local step (2) of every replica in
+        the message, each on its own rows: [W, A, beta_k, gamma_k] -> [B_k, D_k] (and the
+        held-out losses ``val``) stacked by replica."""
+        phase = str(config.get("phase", "local"))
+        got, reps, val, view = self.replicas(phase, parameters, config)
+        BD = [dbn.admm_local_step(mom, *(got[n][j] for n in PHASES["local"].down),
+                                  rho2=float(sc[2])) for j, (mom, sc) in enumerate(reps)]
         B, D = np.stack([b for b, _ in BD]), np.stack([d for _, d in BD])
         loss = dbn.squared_loss(B[0], D[0], reps[0][0])
         if view is not None:
             B, D = view.up(B, "W"), view.up(D, "A")
-        return [B, D, val], self.n, {"loss": loss}
+        return wire.up(phase, {"B": B, "D": D, "val": val}), self.n, {"loss": loss}
 
 
 class PFDBNLClient(FDBNLClient):
     """Answers ``train.personal`` with ``[W~_k, A~_k, W_k, A_k, h(W_k)]``."""
 
-    phases = {"personal": "personal_step", "personal_replicas": "personal_replicas_step"}
+    phases = {"personal": "personal_step", "personal_replicas": "personal_step"}
 
     def personal_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
-        """``train.personal``: [W, A, W~_k, A~_k, beta_k, gamma_k, W_k, A_k] (W_k, A_k: this
-        client's last personalized graph, where its local step starts) -> copies and the new
-        W_k, A_k.
+        """``train.personal`` (``train.personal_replicas``): for every replica in the message,
+        each on its own rows with its own scalars and lambdas, [W, A, W~_k, A~_k, beta_k,
+        gamma_k, W_k, A_k] (W_k, A_k: this client's last personalized graph, where its local
+        step starts) -> copies, the new W_k, A_k and h(W_k), stacked by replica.
 
-        The lambdas, mu, ``code_compat``, ``restarts``, ``local_start``, ``local_maxiter``
-        and ``local_ftol`` come from the server with the message
+        mu, ``code_compat``, ``restarts``, ``local_start``, ``local_maxiter`` and
+        ``local_ftol`` come from the server with the message
         (:meth:`~fedcausal_flwr.settings.Settings.from_wire`).
         """
-        view = self.view(config)
-        self.check("personal", parameters, view)
-        s = dbn.PFDBNLSettings.from_wire(config, self.who)
-        masks = self.knowledge(config, view)
-        scalars = (float(config["alpha"]), float(config["rho1"]), float(config["rho2"]))
-        if view is not None:
-            out = site_personal_step(view, self.mom, parameters, *scalars, masks,
-                                     **s.to_wire())
-            return out, self.n, {"loss": dbn.squared_loss(
-                view.down(out[2]), view.down(out[3]), view.moments(self.mom))}
-        out = dbn.pfdbnl_client_step(self.mom, parameters, *scalars, **s.to_wire(),
-                                     knowledge=masks)
-        return out, self.n, {"loss": dbn.squared_loss(out[2], out[3], self.mom)}
-
-    def personal_replicas_step(self, parameters: list[np.ndarray], config: dict[str, Any]
-                               ) -> Fit:
-        """``train.personal_replicas``: :meth:`personal_step` for every replica in the
-        message, each on its own rows with its own scalars and lambdas, stacked by replica."""
-        arrays, reps, val, view = self.replicas("personal_replicas", parameters, config)
+        phase = str(config.get("phase", "personal"))
+        got, reps, val, view = self.replicas(phase, parameters, config)
         s = dbn.PFDBNLSettings.from_wire(config, self.who).to_wire()
         masks = self.knowledge(config, view)
         if masks is not None and view is not None:
@@ -234,12 +202,12 @@ class PFDBNLClient(FDBNLClient):
         outs = []
         for j, (mom, sc) in enumerate(reps):
             alpha, rho1, rho2, lw, la = (float(x) for x in sc)
-            outs.append(dbn.pfdbnl_client_step(mom, [a[j] for a in arrays[:8]], alpha, rho1,
-                                               rho2, **{**s, "lambda_w": lw, "lambda_a": la},
-                                               knowledge=masks))
-        stacked = [np.stack([o[i] for o in outs]) for i in range(5)]
+            outs.append(dbn.pfdbnl_client_step(
+                mom, [got[n][j] for n in PHASES["personal"].down], alpha, rho1, rho2,
+                **{**s, "lambda_w": lw, "lambda_a": la}, knowledge=masks))
+        out = {n: np.stack([o[i] for o in outs]) for i, n in enumerate(PHASES["personal"].up)}
         if view is not None:
-            stacked = [view.up(x, like) for x, like in zip(stacked[:4], "WAWA", strict=True)
-                       ] + stacked[4:]
-        return [*stacked, val], self.n, {
+            out = {n: view.up(a, LIKE[n]) if LIKE[n] in ("W", "A") else a
+                   for n, a in out.items()}
+        return wire.up(phase, {**out, "val": val}), self.n, {
             "loss": dbn.squared_loss(outs[0][2], outs[0][3], reps[0][0])}

@@ -18,7 +18,7 @@ Pure numpy: no I/O, no Flower.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,31 +117,6 @@ def holdout_losses(mom: dbn.Moments, W: np.ndarray, A: np.ndarray, taus: Sequenc
     set to 0)."""
     return np.array([dbn.squared_loss(dbn.threshold(W, t), dbn.threshold(A, t), mom)
                      for t in taus])
-
-
-def holdout_score(losses: Mapping[int, np.ndarray], n_val: Mapping[int, int]
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Pooled held-out loss L = sum_k w_k l_k (w_k = n_k / sum n) over the clients that
-    reported, and its standard error sqrt(sum_k w_k (l_k - L)^2 / (K - 1))."""
-    ids = sorted(losses)
-    if not ids:
-        raise ValueError("no client reported held-out losses")
-    w = np.array([float(n_val[k]) for k in ids])
-    w = w / w.sum()
-    L = np.stack([np.asarray(losses[k], dtype=float) for k in ids])
-    mean = np.tensordot(w, L, axes=1)
-    var = np.tensordot(w, (L - mean) ** 2, axes=1)
-    return mean, np.sqrt(var / max(len(ids) - 1, 1))
-
-
-def chosen(mean: np.ndarray, se: np.ndarray, edges: np.ndarray) -> tuple[int, int]:
-    """``(lambda, tau)`` by the one-standard-error rule: among the candidates whose score is
-    within one standard error of the lowest, the one with the fewest edges (ties: the first,
-    the larger lambda and the smaller tau as the paths are ordered)."""
-    g, t = np.unravel_index(int(np.nanargmin(mean)), mean.shape)
-    ok = mean <= mean[g, t] + se[g, t]
-    i = int(np.argmin(np.where(ok, np.asarray(edges, dtype=float), np.inf)))
-    return divmod(i, mean.shape[1])
 
 
 def edge_count(W: np.ndarray, A: np.ndarray, tau_w: float, tau_a: float | None = None

@@ -14,9 +14,9 @@ from flwr.common.logger import log
 
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn import replicas as rep
+from fedcausal_flwr.dbn import wire
 from fedcausal_flwr.dbn.model import FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.dbn.sites import SiteView, shared, union
-from fedcausal_flwr.dbn.wire import PHASES, shapes
 from fedcausal_flwr.federation.strategy import (
     CausalStrategy,
     NodeInfo,
@@ -27,7 +27,13 @@ from fedcausal_flwr.federation.strategy import (
 from fedcausal_flwr.names import default_names, joined, lagged_names, split
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.settings import numbers
-from fedcausal_flwr.stability import selection_frequency, stability_bound
+from fedcausal_flwr.stability import (
+    EdgeStability,
+    edge_stability,
+    holdout_score,
+    one_standard_error,
+    selection_frequency,
+)
 
 
 def unnamed(info: NodeInfo) -> bool:
@@ -58,12 +64,12 @@ class FDBNL(CausalStrategy):
     clients' step): forbidden entries are exactly 0, required ones carry no L1 and are kept
     by the thresholds.
 
-    With ``replicas`` > 0 or ``lambda_select="holdout"`` every message carries a stack of
-    replicas (:mod:`~fedcausal_flwr.dbn.replicas`), each with its own server state, frozen
-    once it meets the stop rule; the run ends when every fit on all rows has. The estimates
-    then add
-    each edge's selection frequency over the half-sample replicas and, for a penalty path,
-    the held-out score of every (lambda, tau) and the chosen pair.
+    Every run is a stack of R >= 1 replicas (:mod:`~fedcausal_flwr.dbn.replicas`; a plain run
+    is its one fit on all rows), each with its own server state, frozen once it meets the
+    stop rule; the run ends when every fit on all rows has. With ``replicas`` > 0 or
+    ``lambda_select="holdout"`` the estimates add each edge's selection frequency over the
+    half-sample replicas and, for a penalty path, the held-out score of every (lambda, tau)
+    and the chosen pair. How a stack travels: :mod:`~fedcausal_flwr.dbn.wire`.
 
     Parameters
     ----------
@@ -77,6 +83,7 @@ class FDBNL(CausalStrategy):
     algorithm = "fdbnl"
     settings_class = FDBNLSettings
     phase = "local"
+    averaged = ("B", "D")  # what the server averages of a reply (the Byzantine screen's view)
     progress_keys = ("h", "rho1", "primal_residual", "shd_w", "tpr_w", "fdr_w", "shd_a",
                      "tpr_a", "fdr_a", "auroc", "aupr", "n_clients", "dropped", "seconds")
 
@@ -84,6 +91,11 @@ class FDBNL(CausalStrategy):
         super().__init__(settings, **kwargs)
         self.state: dbn.ServerState | None = None
         self.table: list[rep.Replica] = []
+        self.states: list[dbn.ServerState] = []
+        self.live: list[bool] = []
+        self.main = 0
+        self.scores: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.pick: tuple[int, int] | None = None
         self.masks: dbn.Masks | None = None
         self.informed: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
         self.sites: list[np.ndarray] | None = None
@@ -170,19 +182,18 @@ class FDBNL(CausalStrategy):
                 rep.train_rows(n_min, s.holdout)
             except ValueError as e:
                 raise ValueError(f"run config {s.app_key('holdout')!r}: {e}") from None
-        self.table = rep.replicas_of(s) if s.replicated else []
+        self.table = rep.replicas_of(s)
         self.states = [dbn.initial_state(self.d, self.p, s.rho1, s.rho2) for _ in self.table]
         self.live = [True] * len(self.table)  # still iterating
         self.losses: dict[int, dict[int, np.ndarray]] = {}
         self.sent: list[int] = []
         # the reported fit and its thresholds, and the penalty path's scores and pick (g, t):
         # settled once per round by choose()
-        self.main = next((j for j, r in enumerate(self.table) if r.rows == rep.ALL_ROWS), 0)
+        self.main = next(j for j, r in enumerate(self.table) if r.rows == rep.ALL_ROWS)
+        self.state = self.states[self.main]
         self.tau_w, self.tau_a = s.tau_w, s.tau_a
-        self.scores: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self.pick: tuple[int, int] | None = None
-        if self.table:
-            self.phase = f"{type(self).phase}_replicas"
+        self.scores, self.pick = None, None
+        self.phase = wire.wire_phase(type(self).phase, s.replicated)
 
     def warm_start(self, arrays: list[np.ndarray]) -> None:
         """Start the consensus from ``[W, A]`` instead of zeros."""
@@ -190,9 +201,9 @@ class FDBNL(CausalStrategy):
             raise ValueError(f"{type(self).__name__} warm start takes [W, A], got "
                              f"{len(arrays)} arrays")
         s = self.settings
-        self.state = dbn.initial_state(self.d, self.p, s.rho1, s.rho2, (arrays[0], arrays[1]))
         self.states = [dbn.initial_state(self.d, self.p, s.rho1, s.rho2, (arrays[0], arrays[1]))
                        for _ in self.table]
+        self.state = self.states[self.main]
 
     def select(self) -> list[int]:
         """All clients, or ``clients_per_round`` sampled uniformly without replacement (and
@@ -205,46 +216,38 @@ class FDBNL(CausalStrategy):
         return dbn.fdbnl_client_payload(state, cid)
 
     def payload(self, cid: int) -> Payload:
-        """``[W, A, beta_k, gamma_k]``, rho2 and the wire settings (replicated: each array
-        stacked over the message's replicas, with their ``rows`` and ``scalars``)."""
-        if not self.table:
-            return self.client_payload(self.state, cid), {
-                "rho2": float(self.state.rho2), **self.settings.to_wire(),
-                **self.site_config(cid)}
-        return self.replica_payload(cid)
-
-    def replica_payload(self, cid: int) -> Payload:
-        """The replicated message of client ``cid`` (:data:`~fedcausal_flwr.dbn.wire.PHASES`
-        ``*_replicas``)."""
+        """Each array of :meth:`client_payload` stacked over the message's replicas, their
+        ``rows`` and ``scalars``, the replicas' seed, holdout and thresholds, the wire
+        settings and the site's config, as :func:`~fedcausal_flwr.dbn.wire.down` sends them."""
         s = self.settings
         per = [self.client_payload(self.states[j], cid) for j in self.sent]
-        arrays = [np.stack([a[i] for a in per]) for i in range(len(per[0]))]
-        rows = np.array([self.table[j].rows for j in self.sent], dtype=np.int64)
-        scalars = np.array([[st.alpha, st.rho1, st.rho2, r.lambda_w, r.lambda_a]
-                            for st, r in ((self.states[j], self.table[j]) for j in self.sent)])
-        return [*arrays, rows, scalars], {
+        stack = {n: np.stack([a[i] for a in per])
+                 for i, n in enumerate(wire.PHASES[type(self).phase].down)}
+        stack["rows"] = np.array([self.table[j].rows for j in self.sent], dtype=np.int64)
+        stack["scalars"] = np.array([[st.alpha, st.rho1, st.rho2, r.lambda_w, r.lambda_a]
+                                     for st, r in ((self.states[j], self.table[j])
+                                                   for j in self.sent)])
+        return wire.down(self.phase, stack, {
             "replica-seed": int(s.seed), "holdout": float(s.holdout),
             "taus": ",".join(repr(t) for t in s.taus()), **s.to_wire(),
-            **self.site_config(cid)}
+            **self.site_config(cid)})
 
     def reply_shapes(self) -> list[Shape]:
         """The phase's reply (:data:`~fedcausal_flwr.dbn.wire.PHASES`)."""
-        if not self.table:
-            return shapes(PHASES[self.phase].up, self.d, self.p)
-        return shapes(PHASES[self.phase].up, self.d, self.p, len(self.sent),
-                      len(self.settings.taus()))
+        return wire.wire_shapes(self.phase, "up", self.d, self.p, len(self.sent),
+                                len(self.settings.taus()))
 
     def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
                     ) -> list[np.ndarray]:
         """The Byzantine screen compares what the server averages of a reply: client k's
         consensus targets ``B_k + beta_k / rho2`` and ``D_k + gamma_k / rho2`` (PFDBNL: of its
-        copies ``W~_k, A~_k``). Not ``B_k`` alone: a client back from missed rounds answers
-        with its older duals, and its ``B_k`` differs by what they lag, its target does not."""
-        if not self.table:
-            views = [self.target_view(self.state, cid, arrays[0], arrays[1])]
-        else:
-            views = [self.target_view(self.states[j], cid, arrays[0][i], arrays[1][i])
-                     for i, j in enumerate(self.sent) if self.live[j]]
+        copies ``W~_k, A~_k``), one group per replica. Not ``B_k`` alone: a client back from
+        missed rounds answers with its older duals, and its ``B_k`` differs by what they lag,
+        its target does not."""
+        got = wire.stacked(phase, "up", arrays)
+        W, A = (got[n] for n in self.averaged)
+        views = [self.target_view(self.states[j], cid, W[i], A[i])
+                 for i, j in enumerate(self.sent) if self.live[j]]
         if self.informed is not None and cid in self.informed:  # what its data inform
             seen = np.concatenate([m.ravel() for m in self.informed[cid]])
             views = [np.where(seen, v, np.nan) for v in views]
@@ -257,8 +260,7 @@ class FDBNL(CausalStrategy):
         None (one cohort) when every client takes part in every round."""
         if not self.settings.clients_per_round:
             return None
-        st = self.state if not self.table else self.states[self.sent[0]]
-        return cid in st.beta
+        return cid in self.states[self.sent[0]].beta
 
     @staticmethod
     def target_view(st: dbn.ServerState, cid: int, B: np.ndarray, D: np.ndarray
@@ -270,26 +272,24 @@ class FDBNL(CausalStrategy):
             np.ravel(dbn.consensus_target(D, st.gamma.get(cid, zA), st.rho2) - st.A)])
 
     def server_round(self, state: dbn.ServerState, replies: Mapping[int, list[np.ndarray]],
-                     lambdas: rep.Replica | None = None) -> dbn.ServerState:
-        """One server round of ``state`` (``lambdas``: a replica's, else the settings')."""
+                     lambdas: rep.Replica) -> dbn.ServerState:
+        """One server round of ``state`` with the replica ``lambdas``' L1 weights."""
         args = self.settings.fdbnl_round_args()
-        if lambdas is not None:
-            args.update(lambda_w=lambdas.lambda_w, lambda_a=lambdas.lambda_a)
+        args.update(lambda_w=lambdas.lambda_w, lambda_a=lambdas.lambda_a)
         return dbn.fdbnl_server_round(state, {c: (a[0], a[1]) for c, a in replies.items()},
                                       **args, knowledge=self.masks, informed=self.informed)
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Global step, duals, alpha and rho of each replica in the message, and the held-out
         losses of the training-block replicas (of the consensus the clients received)."""
-        if not self.table:
-            self.state = self.server_round(self.state, replies)
-            return
         taus = self.settings.taus()
+        replies = {c: wire.stacked(self.phase, "up", a) for c, a in replies.items()}
+        step = wire.PHASES[type(self).phase].up  # one replica's reply
         for i, j in enumerate(self.sent):
             if taus and self.table[j].rows == rep.TRAIN_ROWS:
-                self.losses[j] = {c: a[-1][i] for c, a in replies.items()}
+                self.losses[j] = {c: r["val"][i] for c, r in replies.items()}
             self.states[j] = self.server_round(
-                self.states[j], {c: [x[i] for x in a[:-1]] for c, a in replies.items()},
+                self.states[j], {c: [r[n][i] for n in step] for c, r in replies.items()},
                 self.table[j])
             self.live[j] = not dbn.converged(self.states[j], **self.settings.stop_args())
         self.choose()
@@ -299,12 +299,12 @@ class FDBNL(CausalStrategy):
         """Settle the reported graph: with ``lambda_select "holdout"`` (once every candidate
         has a score) the fit on all rows at the lambda, and the tau, that the
         one-standard-error rule picks from the held-out scores
-        (:func:`~fedcausal_flwr.dbn.replicas.chosen`); else the settings'."""
+        (:func:`~fedcausal_flwr.stability.one_standard_error`); else the settings'."""
         self.scores = self.holdout_scores()
         if self.scores is None:
             return
         s = self.settings
-        g, t = self.pick = rep.chosen(*self.scores)
+        g, t = self.pick = one_standard_error(*self.scores)
         lam = numbers(s.lambda_path)[g]
         self.main = next(j for j, r in enumerate(self.table)
                          if r.rows == rep.ALL_ROWS and r.lambda_w == lam)
@@ -319,7 +319,7 @@ class FDBNL(CausalStrategy):
         n_val = {c: int(info.props["n"]) - rep.train_rows(int(info.props["n"]),
                                                            self.settings.holdout)
                  for c, info in self.nodes.items()}
-        mean, se = zip(*(rep.holdout_score(self.losses[j], n_val) for j in cands),
+        mean, se = zip(*(holdout_score(self.losses[j], n_val) for j in cands),
                        strict=True)
         edges = [[rep.edge_count(self.states[j].W, self.states[j].A, t)
                   for t in self.settings.taus()] for j in cands]
@@ -365,9 +365,21 @@ class FDBNL(CausalStrategy):
 
     def halves(self) -> list[int]:
         """The half-sample replicas at the reported graph's lambdas."""
-        main = self.table[self.main] if self.table else None
-        return [j for j, r in enumerate(self.table) if r.rows >= 1
-                and (r.lambda_w, r.lambda_a) == (main.lambda_w, main.lambda_a)]
+        return [j for j, r in enumerate(self.table) if r.rows >= 1 and (r.lambda_w, r.lambda_a)
+                == (self.table[self.main].lambda_w, self.table[self.main].lambda_a)]
+
+    def edge_stability(self) -> EdgeStability | None:
+        """The confidence of the half-sample replicas (:meth:`halves`; None without them):
+        replica r's graph is its W and A thresholded as the reported ones, W's self-loops no
+        candidate edges (:func:`~fedcausal_flwr.stability.edge_stability`)."""
+        if not (js := self.halves()):
+            return None
+        graphs = [np.concatenate([(np.abs(st.W) >= self.tau_w) & (st.W != 0),
+                                  (np.abs(st.A) >= self.tau_a) & (st.A != 0)])
+                  for st in (self.states[j] for j in js)]
+        candidates = np.concatenate([~np.eye(self.d, dtype=bool),
+                                     np.ones_like(self.state.A, dtype=bool)])
+        return edge_stability(np.stack(graphs), self.settings.stability_threshold, candidates)
 
     def confidence(self) -> dict[str, np.ndarray]:
         """``W_frequency``, ``A_frequency``: the share of half-sample replicas whose graph,
@@ -376,13 +388,8 @@ class FDBNL(CausalStrategy):
         ``holdout_edges`` (lambda x tau: the pooled held-out loss, its standard error and the
         edges of the training-block fit) and the chosen ``lambda_chosen``, ``tau_chosen``."""
         out: dict[str, np.ndarray] = {}
-        if not self.table:
-            return out
-        if js := self.halves():
-            out["W_frequency"] = selection_frequency([self.states[j].W for j in js],
-                                                     self.tau_w)
-            out["A_frequency"] = selection_frequency([self.states[j].A for j in js],
-                                                     self.tau_a)
+        if (conf := self.edge_stability()) is not None:
+            out["W_frequency"], out["A_frequency"] = np.split(conf.frequency, [self.d])
         if self.scores is not None:
             s = self.settings
             out.update(lambda_path=np.array(numbers(s.lambda_path)),
@@ -394,20 +401,12 @@ class FDBNL(CausalStrategy):
 
     def stability(self) -> dict[str, float]:
         """The stable edges at ``stability_threshold`` pi and the bound on the expected
-        false ones among them, q^2 / ((2 pi - 1) p) (:mod:`fedcausal_flwr.stability`)."""
-        est = self.confidence()
-        if "W_frequency" not in est:
+        false ones among them (:meth:`edge_stability`), and how many half-sample replicas
+        were still iterating at the end (``unconverged``)."""
+        if (conf := self.edge_stability()) is None:
             return {}
-        pi, d = self.settings.stability_threshold, self.d
-        W_f = est["W_frequency"] * (1 - np.eye(d))
-        sel = [rep.edge_count(self.states[j].W, self.states[j].A, self.tau_w, self.tau_a)
-               for j in self.halves()]
-        p = d * (d - 1) + est["A_frequency"].size
-        q = float(np.mean(sel))
-        return {"replicas": len(self.halves()), "threshold": pi, "candidates": p,
-                "unconverged": int(sum(self.live[j] for j in self.halves())),
-                "mean_selected": q, "false_edge_bound": stability_bound(q, p, pi),
-                "stable_edges": int(np.sum(W_f >= pi) + np.sum(est["A_frequency"] >= pi))}
+        return {**conf.summary(),
+                "unconverged": int(sum(self.live[j] for j in self.halves()))}
 
     def _finish(self, result: RunResult, t0: float) -> None:
         """Adds ``metrics["stability"]`` (:meth:`stability`) and, with a penalty path,
@@ -428,8 +427,6 @@ class FDBNL(CausalStrategy):
                 "absent": {str(c): v for c, v in sorted(self.absent.items()) if v},
                 "unidentified": int(np.sum(est.get("W_unidentified", 0))
                                     + np.sum(est.get("A_unidentified", 0)))}
-        if not self.table:
-            return
         if stab := self.stability():
             result.metrics["stability"] = stab
         if self.pick is not None:
@@ -455,14 +452,12 @@ class FDBNL(CausalStrategy):
         return out
 
     def done(self) -> bool:
-        """h(W) <= h_tol or the settings' round budget is spent (replicated: every fit on
-        all rows has stopped; replicas on halves or training blocks still iterating then
-        are taken as they are, so the run has as many exchanges as its fits on all rows
-        need, whatever the number of replicas)."""
-        if self.table:
-            return not any(self.live[j] for j, r in enumerate(self.table)
-                           if r.rows == rep.ALL_ROWS)
-        return dbn.converged(self.state, **self.settings.stop_args())
+        """Every fit on all rows has stopped (h(W) <= h_tol or the settings' round budget is
+        spent); replicas on halves or training blocks still iterating then are taken as they
+        are, so the run has as many exchanges as its fits on all rows need, whatever the
+        number of replicas."""
+        return not any(self.live[j] for j, r in enumerate(self.table)
+                       if r.rows == rep.ALL_ROWS)
 
 
 class PFDBNL(FDBNL):
@@ -478,30 +473,23 @@ class PFDBNL(FDBNL):
     algorithm = "pfdbnl"
     settings_class = PFDBNLSettings
     phase = "personal"
+    averaged = ("W_tilde", "A_tilde")
 
     def client_payload(self, state: dbn.ServerState, cid: int) -> list[np.ndarray]:
         """Client ``cid``'s anchors and duals of one server state."""
         return dbn.pfdbnl_client_payload(state, cid)
 
-    def payload(self, cid: int) -> Payload:
-        """Anchors, duals, the round's scalars and the wire settings."""
-        if self.table:
-            return self.replica_payload(cid)
-        st = self.state
-        return self.client_payload(st, cid), {
-            "alpha": float(st.alpha), "rho1": float(st.rho1), "rho2": float(st.rho2),
-            **self.settings.to_wire(), **self.site_config(cid)}
-
     def site_config(self, cid: int) -> dict[str, Any]:
-        """:meth:`FDBNL.site_config` and the prior knowledge, which PFDBNL's clients
-        enforce in their step (its four strings; nothing without knowledge)."""
+        """:meth:`FDBNL.site_config` and the prior knowledge's masks over the federation's
+        variables, which PFDBNL's clients enforce in their step (:meth:`Masks.to_config
+        <fedcausal_flwr.knowledge.Masks.to_config>`; nothing without knowledge)."""
         out = super().site_config(cid)
         if self.masks is not None:
-            out.update(self.settings.knowledge().config())
+            out.update(self.masks.to_config())
         return out
 
     def server_round(self, state: dbn.ServerState, replies: Mapping[int, list[np.ndarray]],
-                     lambdas: rep.Replica | None = None) -> dbn.ServerState:
+                     lambdas: rep.Replica) -> dbn.ServerState:
         """Exact average, duals, alpha (mean h) and rho (the lambdas act on the clients)."""
         return dbn.pfdbnl_server_round(state, replies, **self.settings.pfdbnl_round_args(),
                                        knowledge=self.masks, informed=self.informed)

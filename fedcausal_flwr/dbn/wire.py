@@ -1,18 +1,27 @@
 """What crosses the wire in FDBNL and PFDBNL: each phase's arrays by name, and their shapes.
 
-The strategy's reply shapes and the client's shape checks both come from :data:`PHASES`;
-the settings travel as :meth:`~fedcausal_flwr.settings.Settings.to_wire`, the round's
-``alpha``, ``rho1``, ``rho2`` beside them. A replicated run (:mod:`fedcausal_flwr.dbn.
-replicas`) uses the ``*_replicas`` phases: every array gains a leading axis of the R
-replicas in the message, ``rows`` (R,) says which rows each learns from, ``scalars`` (R x 5)
-holds each one's ``alpha, rho1, rho2, lambda_w, lambda_a``, and ``val`` (R x T) is the
-client's held-out loss of each replica's consensus at each of T thresholds (T = 0 without a
-penalty path), with ``replica-seed``, ``holdout`` and ``taus`` in the config.
+Every run is a stack of R >= 1 replicas (:mod:`fedcausal_flwr.dbn.replicas`): the strategy
+and the client work on arrays with a leading replica axis, named as in the ``*_replicas``
+phases of :data:`PHASES`; ``rows`` (R,) says which rows each replica learns from,
+``scalars`` (R x 5) holds each one's ``alpha, rho1, rho2, lambda_w, lambda_a``
+(:data:`SCALARS`), and ``val`` (R x T) is the client's held-out loss of each replica's
+consensus at each of T thresholds (T = 0 without a penalty path), with ``replica-seed``,
+``holdout`` and ``taus`` in the config. The settings travel as
+:meth:`~fedcausal_flwr.settings.Settings.to_wire`.
+
+A step travels in one of two forms (:func:`wire_phase`): a run with replicas sends the stack
+as it is (phase ``<step>_replicas``); a plain run (its one replica on all rows) keeps the
+wire it always had (phase ``<step>``): replica 0's arrays without the replica axis, its
+scalars in the config (:data:`PLAIN_SCALARS`). :func:`down`, :func:`up` pack a stack for the
+wire, :func:`stacked` unpacks what came; nothing else knows the two forms apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
 
 from fedcausal_flwr.federation.wire import Phase
 
@@ -34,6 +43,22 @@ LIKE: dict[str, str] = {"W": "W", "beta": "W", "B": "W", "W_tilde": "W", "W_k": 
                         "rows": "rows", "scalars": "scalars", "val": "val"}
 #: The per-replica numbers of ``scalars``, in column order.
 SCALARS = ("alpha", "rho1", "rho2", "lambda_w", "lambda_a")
+#: The scalars a plain step's config carries (``lambda_w``, ``lambda_a``: the settings').
+PLAIN_SCALARS = {"local": ("rho2",), "personal": ("alpha", "rho1", "rho2")}
+#: The config keys that only a stack uses.
+STACK_CONFIG = ("replica-seed", "holdout", "taus")
+STACK = "_replicas"
+
+
+def wire_phase(step: str, replicated: bool) -> str:
+    """The phase ``step`` (``"local"``, ``"personal"``) travels as: ``<step>_replicas`` for a
+    run with replicas (``FDBNLSettings.replicated``), ``<step>`` for a plain run."""
+    return step + STACK if replicated else step
+
+
+def names(phase: str, direction: str) -> tuple[str, ...]:
+    """The stack's arrays of ``phase``'s step, ``direction`` ``"down"`` or ``"up"``."""
+    return getattr(PHASES[phase.removesuffix(STACK) + STACK], direction)
 
 
 def shapes(names: Sequence[str], d: int, p: int, replicas: int | None = None, taus: int = 0
@@ -44,3 +69,53 @@ def shapes(names: Sequence[str], d: int, p: int, replicas: int | None = None, ta
           "val": (taus,)}
     lead = () if replicas is None else (replicas,)
     return [lead + of[LIKE[n]] for n in names]
+
+
+def wire_shapes(phase: str, direction: str, d: int, p: int, replicas: int, taus: int = 0
+                ) -> list[tuple[int, ...]]:
+    """Shapes of ``phase``'s arrays as they travel for a stack of ``replicas``."""
+    lead = replicas if phase.endswith(STACK) else None
+    return shapes(getattr(PHASES[phase], direction), d, p, lead, taus)
+
+
+def replicas_in(phase: str, arrays: Sequence[np.ndarray]) -> int:
+    """R of a message of ``phase``: the leading axis of its ``rows`` (1: a plain step)."""
+    sent = PHASES[phase].down
+    return int(np.shape(arrays[sent.index("rows")])[0]) if "rows" in sent else 1
+
+
+def down(phase: str, stack: Mapping[str, np.ndarray], config: Mapping[str, Any]
+         ) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """The message of ``phase`` from a stack (arrays by :func:`names` ``"down"``, each with
+    a leading replica axis) and its config (with :data:`STACK_CONFIG`)."""
+    if phase.endswith(STACK):
+        return [stack[n] for n in PHASES[phase].down], dict(config)
+    scalars = dict(zip(SCALARS, stack["scalars"][0], strict=True))
+    return [stack[n][0] for n in PHASES[phase].down], {
+        **{k: float(scalars[k]) for k in PLAIN_SCALARS[phase]},
+        **{k: v for k, v in config.items() if k not in STACK_CONFIG}}
+
+
+def up(phase: str, stack: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """The reply of ``phase`` from a stack (arrays by :func:`names` ``"up"``)."""
+    if phase.endswith(STACK):
+        return [stack[n] for n in PHASES[phase].up]
+    return [stack[n][0] for n in PHASES[phase].up]
+
+
+def stacked(phase: str, direction: str, arrays: Sequence[np.ndarray],
+            config: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """What came over the wire in ``phase`` as a stack, by :func:`names`: a
+    plain step's arrays gain a replica axis of 1, its ``rows`` (all), ``scalars`` (from
+    ``config``: the plain scalars, which it must hold, the settings' lambdas, NaN for the
+    rest) and ``val`` (no thresholds)."""
+    if phase.endswith(STACK):
+        return dict(zip(getattr(PHASES[phase], direction), arrays, strict=True))
+    got = {n: np.asarray(a)[None]
+           for n, a in zip(getattr(PHASES[phase], direction), arrays, strict=True)}
+    if direction == "down":
+        config = config or {}
+        got["rows"] = np.zeros(1, dtype=np.int64)
+        got["scalars"] = np.array([[float(config[k] if k in PLAIN_SCALARS[phase]
+                                          else config.get(k, np.nan)) for k in SCALARS]])
+    return {n: got.get(n, np.zeros((1, 0))) for n in names(phase, direction)}  # val: no taus

@@ -17,7 +17,7 @@ from fedcausal_flwr.extras import missing_extra
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes
 from fedcausal_flwr.iv import model as dg
 from fedcausal_flwr.iv.settings import FedIVSettings
-from fedcausal_flwr.iv.wire import PHASES, layout
+from fedcausal_flwr.iv.wire import PHASES, layout, pack, replicas_in, unpack
 
 try:
     import torch
@@ -76,14 +76,6 @@ def iv_names(names: Sequence[str] | Mapping[str, Any] | None, dx: int, dz: int,
     if both:
         raise ValueError(f"{who}: names {both} are both x and z columns")
     return xs, y, zs
-
-
-def replicas_of(parameters: Sequence[np.ndarray], k: int) -> int:
-    """R of a ``train.local`` message whose first ``k`` arrays are the main players: the
-    leading axis of the stacked replicas' first array (0 when there are none)."""
-    if len(parameters) <= k or np.ndim(parameters[k]) == 0:
-        return 0
-    return int(np.shape(parameters[k])[0])
 
 
 def shape_tag(shape: tuple[int, ...]) -> str:
@@ -169,14 +161,14 @@ class FedIVClient(CausalClient):
     def local_step(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.local``: R local epochs of (S)GDA from the global (theta, tau)."""
         g, f = self._nets()
-        n_th, n_ta = len(dg.shapes(g)), len(dg.shapes(f))
-        replicas = replicas_of(parameters, n_th + n_ta)
+        replicas = replicas_in(parameters, len(dg.shapes(g)) + len(dg.shapes(f)))
         self._check("local", parameters, g, f, replicas)
+        got = unpack("local", "down", parameters, dg.shapes(g), dg.shapes(f), 0, replicas)
         s = FedIVSettings.from_wire(config, self.who)
         if s.mode == "sgda" and self.train.n < s.batch_size:
             raise ValueError(f"{self.who}: {self.train.n} train samples, fewer than one "
                              f"minibatch of {s.batch_size}")
-        theta, tau = parameters[:n_th], parameters[n_th:n_th + n_ta]
+        theta, tau = got["theta"], got["tau"]
         sums = self._val_sums(dg.set_params(g, theta), s)
         rnd = int(config.get("server-round", 0))
         dth, dta, u = dg.local_update(g, f, self.train, theta, tau,
@@ -184,20 +176,26 @@ class FedIVClient(CausalClient):
         if not np.isfinite(u) or not all(np.isfinite(a).all() for a in dth + dta):
             raise ValueError(f"{self.who}: local game diverged (non-finite loss U={u}) in "
                              f"round {rnd}")
-        rest = parameters[n_th + n_ta:]
-        extra = self._replicas_step(g, f, rest[:n_th], rest[n_th:], s, rnd) if replicas else []
-        return [*dth, *dta, *sums, np.array([u]), *extra], self.train.n, {"loss": float(u)}
+        dth_r, dta_r, ok = self._replicas_step(g, f, got["theta_r"], got["tau_r"], s, rnd)
+        return pack("local", "up", {
+            "dtheta": dth, "dtau": dta, "psi_sum": sums[0], "C_sum": sums[1],
+            "U": np.array([u]), "dtheta_r": dth_r, "dtau_r": dta_r, "ok_r": ok}
+        ), self.train.n, {"loss": float(u)}
 
     def _replicas_step(self, g: torch.nn.Module, f: torch.nn.Module, theta: list[np.ndarray],
-                       tau: list[np.ndarray], s: FedIVSettings, rnd: int) -> list[np.ndarray]:
+                       tau: list[np.ndarray], s: FedIVSettings, rnd: int
+                       ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
         """The bootstrap replicas' local step on resamples of this client's own rows:
-        ``[dtheta_r..., dtau_r..., ok_r]`` (a replica whose game went non-finite sends zero
-        deltas and ok 0; the ordinary run is not touched)."""
-        rows = dg.replica_rows(self.train, s.seed, len(theta[0]), self.partition_id)
+        ``(dtheta_r, dtau_r, ok_r)`` (a replica whose game went non-finite sends zero deltas
+        and ok 0; the ordinary run is not touched; a stack of none trains nothing)."""
+        R = len(theta[0])
+        if R == 0:  # no torch call on an empty stack
+            return theta, tau, np.zeros(0)
+        rows = dg.replica_rows(self.train, s.seed, R, self.partition_id)
         with np.errstate(all="ignore"):
             dth, dta, u = dg.replicas_update(g, f, rows, theta, tau,
                                              [s.seed, rnd, self.partition_id],
                                              **s.local_args())
         ok = dg.replica_ok(dth, dta, u)
         keep = [np.where(ok.reshape(-1, *[1] * (a.ndim - 1)) > 0, a, 0.0) for a in dth + dta]
-        return [*keep, ok]
+        return keep[:len(dth)], keep[len(dth):], ok

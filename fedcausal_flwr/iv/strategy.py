@@ -35,7 +35,7 @@ import numpy as np
 from fedcausal_flwr.federation.strategy import CausalStrategy, Diverged, NodeInfo, TooFewReplies
 from fedcausal_flwr.iv import model as dg
 from fedcausal_flwr.iv.settings import FedIVSettings
-from fedcausal_flwr.iv.wire import PHASES, shapes
+from fedcausal_flwr.iv.wire import PHASES, pack, shapes, unpack
 from fedcausal_flwr.names import default_names, split
 from fedcausal_flwr.results import RunResult
 
@@ -142,11 +142,17 @@ class FedIV(CausalStrategy):
         validation sums scale with a client's sample count; they only score rounds)."""
         if phase != "local":
             return None
-        k = len(self.theta_shapes) + len(self.tau_shapes)
-        main = [np.concatenate([np.ravel(a) for a in arrays[:k]])]
-        reps = arrays[k + 3:k + 3 + k]  # each replica is a group of its own
+        got = self._unpack(phase, arrays)
+        main = [np.concatenate([np.ravel(a) for a in got["dtheta"] + got["dtau"]])]
+        reps = got["dtheta_r"] + got["dtau_r"]  # each replica is a group of its own
         return main + [np.concatenate([np.ravel(a[r]) for a in reps])
                        for r in range(self.settings.replicas)]
+
+    def _unpack(self, phase: str, arrays: Sequence[np.ndarray]
+                ) -> dict[str, np.ndarray | list[np.ndarray]]:
+        """A reply's arrays by name (:func:`~fedcausal_flwr.iv.wire.unpack`)."""
+        return unpack(phase, "up", arrays, self.theta_shapes, self.tau_shapes,
+                      self.settings.val_features + 1, self.settings.replicas)
 
     def _criterion(self, sums: Mapping[int, Sequence[np.ndarray]]) -> float:
         """Pooled validation criterion from the clients' ``(psi_sum, C_sum)``."""
@@ -163,23 +169,23 @@ class FedIV(CausalStrategy):
         m, R = s.val_features + 1, s.replicas
         up = {p: shapes(ph.up, self.theta_shapes, self.tau_shapes, m, R)
               for p, ph in PHASES.items()}
-        st, k, wire = self.state, len(self.theta_shapes), s.to_wire()
-        n_main = k + len(self.tau_shapes) + 3
+        st, wire = self.state, s.to_wire()
         for rec in self.rounds(result):
-            down = (st.theta + st.tau + self._replicas_down(), wire)
-            replies = self._exchange_or_stop(grid, "local", {c: down for c in self.select()},
-                                             up["local"])
-            parts = {c: r[n_main:] for c, r in replies.items()}
-            replies = {c: r[:n_main] for c, r in replies.items()}
-            score = self._criterion({c: r[-3:-1] for c, r in replies.items()})
+            down = (pack("local", "down", {"theta": st.theta, "tau": st.tau,
+                                           "theta_r": self._stack("theta"),
+                                           "tau_r": self._stack("tau")}), wire)
+            replies = {c: self._unpack("local", r) for c, r in self._exchange_or_stop(
+                grid, "local", {c: down for c in self.select()}, up["local"]).items()}
+            score = self._criterion({c: (r["psi_sum"], r["C_sum"])
+                                     for c, r in replies.items()})
             dg.select(st, score, st.theta, st.round)
             dg.select_replicas(self.reps, st, st.round)
-            self._replicas_round(parts)
-            theta = dg.server_update(st.theta, {c: r[:k] for c, r in replies.items()},
+            self._replicas_round(replies)
+            theta = dg.server_update(st.theta, {c: r["dtheta"] for c, r in replies.items()},
                                      self.weights)
-            tau = dg.server_update(st.tau, {c: r[k:-3] for c, r in replies.items()},
+            tau = dg.server_update(st.tau, {c: r["dtau"] for c, r in replies.items()},
                                    self.weights)
-            loss = float(np.mean([r[-1][0] for r in replies.values()]))
+            loss = float(np.mean([r["U"][0] for r in replies.values()]))
             why = dg.divergence(theta, tau, st, self.settings.diverge_factor)
             if why is not None:
                 self._diverged(f"round {self.recorder.round}: diverged, {why}; keeping round "
@@ -195,22 +201,18 @@ class FedIV(CausalStrategy):
         dg.select_replicas(self.reps, st, st.round)
         result.metrics["final_val_criterion"] = score
 
-    def _replicas_down(self) -> list[np.ndarray]:
-        """The replicas' players stacked (``theta_r..., tau_r...``; none when R = 0)."""
-        if not self.reps:
-            return []
-        return (dg.stacked([r.theta for r in self.reps])
-                + dg.stacked([r.tau for r in self.reps]))
+    def _stack(self, player: str) -> list[np.ndarray]:
+        """The replicas' ``player`` (``"theta"`` or ``"tau"``) stacked: one ``(R, *shape)``
+        array per parameter (R = 0: empty stacks)."""
+        shapes = self.theta_shapes if player == "theta" else self.tau_shapes
+        return [np.array([getattr(r, player)[i] for r in self.reps]).reshape(len(self.reps), *sh)
+                for i, sh in enumerate(shapes)]
 
-    def _replicas_round(self, parts: Mapping[int, Sequence[np.ndarray]]) -> None:
-        """Each replica's server step from the clients' stacked deltas and ``ok_r``
-        (nothing when R = 0)."""
-        if not self.reps:
-            return
-        k = len(self.theta_shapes)
-        deltas = {c: (list(p[:k]), list(p[k:-1]), p[-1]) for c, p in parts.items()}
+    def _replicas_round(self, replies: Mapping[int, Mapping[str, Any]]) -> None:
+        """Each replica's server step from the clients' stacked deltas and ``ok_r``."""
+        deltas = {c: (r["dtheta_r"], r["dtau_r"], r["ok_r"]) for c, r in replies.items()}
         dg.replicas_round(self.reps, deltas, self.weights, self.settings.diverge_factor,
-                          min(self.settings.min_nodes, len(parts)), self.recorder.round)
+                          min(self.settings.min_nodes, len(replies)), self.recorder.round)
 
     def _exchange_or_stop(self, grid: Any, phase: str, payloads: Mapping[int, Any],
                           shapes: list[tuple[int, ...]]) -> dict[int, list[np.ndarray]]:

@@ -7,11 +7,18 @@ over m = ``val_features + 1`` features; ``U`` is the local game's value (1,). Wi
 same parameter lists stacked over the replicas (each array ``(R, *shape)``) and ``ok_r`` (R,)
 says which replicas' local games stayed finite; with R = 0 they are absent. The settings
 travel as :meth:`~fedcausal_flwr.settings.Settings.to_wire`.
+
+The strategy and the client name every array: :func:`pack` lays a phase's arrays out for the
+wire from a mapping by name, :func:`unpack` reads them back; a stack of R = 0 replicas does
+not travel (the wire of a run without replicas) and unpacks as empty stacks, so neither side
+tells a run with replicas from one without.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from fedcausal_flwr.federation.wire import Phase
 
@@ -49,3 +56,45 @@ def shapes(names: Sequence[str], theta: Sequence[Shape], tau: Sequence[Shape], m
            replicas: int = 0) -> list[Shape]:
     """The shapes of :func:`layout`."""
     return [sh for _, sh in layout(names, theta, tau, m, replicas)]
+
+
+#: The names that stand for a list of arrays (a network's parameters, one by one).
+NETS = ("theta", "tau", "dtheta", "dtau")
+Arrays = Mapping[str, "np.ndarray | Sequence[np.ndarray]"]
+
+
+def replicas_in(arrays: Sequence[np.ndarray], k: int) -> int:
+    """R of a ``train.local`` message whose first ``k`` arrays are the main players: the
+    leading axis of the stacked replicas' first array (0 when there are none)."""
+    if len(arrays) <= k or np.ndim(arrays[k]) == 0:
+        return 0
+    return int(np.shape(arrays[k])[0])
+
+
+def pack(phase: str, direction: str, arrays: Arrays) -> list[np.ndarray]:
+    """The arrays of ``phase`` (``direction`` ``"down"`` or ``"up"``) in wire order, from
+    ``arrays`` by name: a network's (or a replica stack's) parameter list in network order;
+    a replica stack with a leading axis of 0 is left out."""
+    out: list[np.ndarray] = []
+    for n in getattr(PHASES[phase], direction):
+        a = arrays[n]
+        parts = list(a) if n.removesuffix("_r") in NETS else [a]
+        out += [x for x in parts if not (n.endswith("_r") and np.shape(x)[0] == 0)]
+    return out
+
+
+def unpack(phase: str, direction: str, arrays: Sequence[np.ndarray], theta: Sequence[Shape],
+           tau: Sequence[Shape], m: int, replicas: int = 0
+           ) -> dict[str, np.ndarray | list[np.ndarray]]:
+    """``phase``'s arrays by name (the inverse of :func:`pack`, laid out by :func:`layout`;
+    the replica stacks of R = 0 replicas as empty ``(0, *shape)`` arrays)."""
+    empty = {"theta": theta, "dtheta": theta, "tau": tau, "dtau": tau}
+    out: dict[str, np.ndarray | list[np.ndarray]] = {
+        n: ([np.zeros((0, *sh)) for sh in empty[n[:-2]]] if n[:-2] in empty else np.zeros(0))
+        for n in getattr(PHASES[phase], direction) if n.endswith("_r")}
+    it = iter(arrays)
+    for n in getattr(PHASES[phase], direction):
+        got = [next(it) for _ in layout([n], theta, tau, m, replicas)]
+        if got:
+            out[n] = got if n.removesuffix("_r") in NETS else got[0]
+    return out

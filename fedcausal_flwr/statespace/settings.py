@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from fedcausal_flwr.knowledge import Knowledge, ZeroBlock
 from fedcausal_flwr.settings import (
     MAX_CLIENTS,
     MAX_ROUNDS,
@@ -20,7 +21,6 @@ from fedcausal_flwr.settings import (
     RunSettings,
     setting,
 )
-from fedcausal_flwr.statespace.knownzero import ZeroBlock, parse_known_zero
 
 TARGETS = ("predicted", "refined", "innovation")
 
@@ -107,7 +107,9 @@ class StateSpaceSettings(RunSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.zero_blocks()
+        parsed = Knowledge.parse(known_zero=self.known_zero, known_zero_where=(
+            f"run config {self.app_key('ss-known-zero')!r}"))
+        object.__setattr__(self, "_knowledge", parsed)
         if self.difference and self.window < 2:
             raise ValueError(f"run config 'statespace.ss-difference' = true needs "
                              f"'statespace.ss-window' >= 2 (got {self.window}): a window of one "
@@ -123,9 +125,15 @@ class StateSpaceSettings(RunSettings):
         statespace.ss-lr-client=1.5``."""
         return cls(**{**PAPER_SCHEDULE, **changes})
 
+    def knowledge(self) -> Knowledge:
+        """The settings' :class:`~fedcausal_flwr.knowledge.Knowledge`: the ``known_zero``
+        blocks, parsed when the settings were made (a syntax error names the key)."""
+        return self.__dict__["_knowledge"]
+
     def zero_blocks(self) -> tuple[ZeroBlock, ...]:
-        """The parsed ``known_zero`` (a syntax error names the key)."""
-        return parse_known_zero(self.known_zero, f"run config {self.app_key('ss-known-zero')!r}")
+        """The parsed ``known_zero`` (:attr:`Knowledge.zero_blocks
+        <fedcausal_flwr.knowledge.Knowledge.zero_blocks>`)."""
+        return self.knowledge().zero_blocks
 
 
 @dataclass(frozen=True)

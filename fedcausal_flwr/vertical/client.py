@@ -42,6 +42,7 @@ from flwr.common.logger import log
 from fedcausal_flwr.data.csvdata import standardized
 from fedcausal_flwr.federation.arrays import Layout
 from fedcausal_flwr.federation.client import CausalClient, Fit
+from fedcausal_flwr.knowledge import Masks
 from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.secure import psi
 from fedcausal_flwr.secure.shares import Mock, described
@@ -377,7 +378,7 @@ class VFedCDClient(CausalClient):
         me, sizes = self._setup_sizes(config)
         got = self._got("setup", parameters, _Shape(me, len(sizes)))
         party = dispatch.Replicas(me, self.x, sizes, s, self._backend(s), self._state["keys"],
-                                  core.prior_from_config(config, sum(sizes)))
+                                  Masks.from_config(config, sum(sizes)))
         keys = {j: msg["pk"] for j, msg in wire.by_peer(got["pk"]).items()}
         box, graph = party.setup(keys)
         self._state = {"settings": s, "party": party, "rows": self._state["rows"]}
@@ -437,7 +438,7 @@ class VFedCDClient(CausalClient):
         rows = self._align(config)
         me, sizes = self._setup_sizes(config)
         party = dispatch.PlainParty(me, self.x, sizes, s,
-                                    core.prior_from_config(config, sum(sizes)))
+                                    Masks.from_config(config, sum(sizes)))
         self._state = {"settings": s, "party": party, "rows": rows}
         out = self._layout("plain_setup", "up", party).pack({"B": party.graph_fragments()})
         return out, len(self.x), self._save(self._missing())

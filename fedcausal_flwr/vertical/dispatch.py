@@ -46,7 +46,7 @@ PSI_HOP = "psi-hop"
 
 class Party:
     """Party ``me`` of the secure dispatch protocol; ``prior``: the knowledge masks in block
-    order (:func:`core.prior_from_config`), held on every fragment it steps."""
+    order (:meth:`Masks.from_config`), held on every fragment it steps."""
 
     def __init__(self, me: int, x: np.ndarray, sizes: Sequence[int], s: core.VFedCDSettings,
                  backend: Mock, keys: tuple[Any, Any] | None = None,

@@ -26,18 +26,14 @@ Pure numpy: no I/O, no data generation (:mod:`fedcausal_flwr.vertical.data`), no
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from fedcausal_flwr.knowledge import Masks
-from fedcausal_flwr.stability import (
-    complementary_halves,
-    selection_frequency,
-    stability_bound,
-)
+from fedcausal_flwr.stability import complementary_halves, edge_stability
 from fedcausal_flwr.vertical.settings import (  # noqa: F401 - re-exported: vertical.model's
     ADAM_BETAS,
     BACKENDS,
@@ -112,36 +108,11 @@ def init_fragments(sizes: Sequence[int], h: int, secure: bool, seed: int,
 
 
 # ---- prior knowledge and missing cells --------------------------------------------------
-PRIOR_KEYS = ("knowledge-forbid", "knowledge-require")
-"""Setup-config keys of the masks the server sends the parties: the flat indices
-``i d + j`` (block order) of the forbidden and the required entries, comma-separated."""
-
-
 def prior_masks(s: VFedCDSettings, names: Sequence[str]) -> Masks | None:
     """The settings' knowledge as masks over ``names`` (in the order given; None: no
     knowledge). An unknown name, a contradiction or a required cycle is a ValueError."""
     knowledge = s.knowledge()
     return knowledge.masks(list(names)) if knowledge else None
-
-
-def prior_config(prior: Masks | None) -> dict[str, str]:
-    """The :data:`PRIOR_KEYS` of ``prior`` (nothing without knowledge)."""
-    if prior is None:
-        return {}
-    return {key: ",".join(map(str, np.flatnonzero(M).tolist()))
-            for key, M in zip(PRIOR_KEYS, (prior.forbid_W, prior.require_W), strict=True)}
-
-
-def prior_from_config(config: Mapping[str, Any], d: int) -> Masks | None:
-    """The masks :func:`prior_config` sent (None when the config has none)."""
-    if PRIOR_KEYS[0] not in config:
-        return None
-    out = []
-    for key in PRIOR_KEYS:
-        M = np.zeros(d * d, bool)
-        M[[int(v) for v in str(config[key]).split(",") if v.strip()]] = True
-        out.append(M.reshape(d, d))
-    return Masks(out[0], out[1], np.zeros((0, d), bool), np.zeros((0, d), bool))
 
 
 def block(M: np.ndarray, sizes: Sequence[int], k: int, t: int) -> np.ndarray:
@@ -475,14 +446,9 @@ def edge_confidence(graphs: np.ndarray, tau: float, pi: float, prior: Masks | No
     R, ``threshold`` pi, ``mean_selected`` q (mean edges a replica's DAG at ``tau``
     selects), ``candidates`` p (d (d - 1)), ``false_edge_bound`` (``q^2 / ((2 pi - 1) p)``,
     the bound on the expected false edges in the stable set, Meinshausen & Buhlmann 2010
-    Thm. 1) and ``stable_edges``, the keys FDBNL's ``metrics["stability"]`` has.
+    Thm. 1) and ``stable_edges`` (:func:`~fedcausal_flwr.stability.edge_stability`).
     """
     dags = replica_dags(graphs, tau, prior)
-    freq = selection_frequency(dags, 0.5)
-    d = dags.shape[-1]
-    q, p = float(dags.sum(axis=(1, 2)).mean()), d * (d - 1)
-    stable = (freq >= pi).astype(float)
-    return ({"B_frequency": freq, "B_stable": stable},
-            {"replicas": len(dags), "threshold": float(pi), "mean_selected": q,
-             "candidates": p, "false_edge_bound": stability_bound(q, p, pi),
-             "stable_edges": int(stable.sum())})
+    conf = edge_stability(dags > 0, pi, ~np.eye(dags.shape[-1], dtype=bool))
+    return ({"B_frequency": conf.frequency, "B_stable": conf.stable.astype(float)},
+            conf.summary())

@@ -39,7 +39,7 @@ expected false edges (:func:`~fedcausal_flwr.vertical.model.edge_confidence`).
 Prior knowledge (``forbid``, ``require``, ``tiers``, ``exogenous``): the server turns it into
 masks over the parties' variable names at setup (an unknown name, a contradiction or a
 required cycle fails the run there, before any round) and sends each party the masks (flat
-indices, :data:`~fedcausal_flwr.vertical.model.PRIOR_KEYS`) with the first phase and setup;
+indices, :meth:`~fedcausal_flwr.knowledge.Masks.to_config`) with the first phase and setup;
 no name of another party's columns. Missing cells: each party reports the share of its cells
 that are missing at discovery (over its rows) and in its first reply (over the shared rows);
 a share above ``max-missing`` stops the run there, naming the party.
@@ -322,8 +322,9 @@ class VFedCD(CausalStrategy):
 
     def _setup_config(self, m: int) -> dict[str, Any]:
         """The shared settings, the parties' column counts and party m's index."""
+        masks = {} if self.block_prior is None else self.block_prior.to_config()
         return {**self.settings.to_wire(), "sizes": ",".join(map(str, self.sizes)),
-                "index": m, **core.prior_config(self.block_prior)}
+                "index": m, **masks}
 
     def _first_config(self, m: int) -> dict[str, Any]:
         """The first phase's: the setup config and party m's shared sample ids (sorted ids,

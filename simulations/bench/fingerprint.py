@@ -79,8 +79,9 @@ def untimed(x: Any) -> Any:
     return x
 
 
-def message_digest(m: Any) -> str:
-    """sha256 of one message's type, node and content (arrays by name, dtype, shape, bytes)."""
+def message_digest(m: Any, config: bool = True) -> str:
+    """sha256 of one message's type, node and content (arrays by name, dtype, shape, bytes;
+    with ``config``, its config records too)."""
     h = hashlib.sha256(f"{m.metadata.message_type}|{m.metadata.dst_node_id}".encode())
     if m.has_error():
         h.update(f"error|{m.error.code}|{m.error.reason}".encode())
@@ -89,6 +90,8 @@ def message_digest(m: Any) -> str:
         for name, arr in record.items():
             h.update(f"{rname}.{name}|{arr.dtype}|{tuple(arr.shape)}|".encode())
             h.update(arr.data)
+    if not config:
+        return h.hexdigest()
     for rname, record in sorted(m.content.config_records.items()):
         for key, value in sorted(record.items()):
             if any(t in key for t in UNTIMED):
@@ -120,21 +123,24 @@ def fingerprint(case: str) -> dict[str, Any]:
             "result": hashlib.sha256(text.encode()).hexdigest(),
             "sent": [message_digest(m) for m in grid.sent],
             "received": [message_digest(m) for m in grid.received],
+            "sent_arrays": [message_digest(m, config=False) for m in grid.sent],
             "types": [m.metadata.message_type for m in grid.sent]}
 
 
-def compare(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """What differs between two fingerprint files, per case."""
+def compare(a: dict[str, Any], b: dict[str, Any], arrays_only: bool = False) -> list[str]:
+    """What differs between two fingerprint files, per case (``arrays_only``: the messages
+    sent down by their arrays alone, not their config)."""
     out = []
     for case in sorted(set(a) | set(b)):
         if case not in a or case not in b:
             out.append(f"{case}: only in {'the second' if case in b else 'the first'}")
             continue
-        keys = ("status", "result", "types") + (("sent", "received") if case not in RANDOM_WIRE
-                                                  else ())
+        keys = ("status", "result", "types") + (
+            () if case in RANDOM_WIRE else ("sent_arrays", "received") if arrays_only
+            else ("sent", "received"))
         for key in keys:
-            if a[case][key] != b[case][key]:
-                x, y = a[case][key], b[case][key]
+            if a[case].get(key) != b[case].get(key):
+                x, y = a[case].get(key), b[case].get(key)
                 where = ""
                 if isinstance(x, list):
                     first = next((i for i, (u, v) in enumerate(zip(x, y, strict=False))
@@ -150,10 +156,12 @@ def main() -> None:
     p.add_argument("--out", type=Path)
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--compare", nargs=2, type=Path)
+    p.add_argument("--arrays-only", action="store_true",
+                   help="compare the messages sent by their arrays, not their config")
     args = p.parse_args()
     if args.compare:
         a, b = (json.loads(f.read_text()) for f in args.compare)
-        diffs = compare(a, b)
+        diffs = compare(a, b, args.arrays_only)
         for line in diffs:
             print(line)
         cases = sorted(set(a) & set(b))

@@ -62,6 +62,7 @@ from harness import (
 )
 from sklearn.metrics import roc_auc_score
 
+from fedcausal_flwr import stability
 from fedcausal_flwr.dbn import replicas as rep
 from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics
 from fedcausal_flwr.dbn.model import FDBNLSettings, fdbnl_reference, moments, threshold
@@ -171,13 +172,13 @@ def assembled(rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
 def score(c: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """Pooled held-out loss (lambda x tau) and its standard error, as the strategy's."""
     n_val = dict(enumerate(c["n_val"]))
-    per = [rep.holdout_score(dict(enumerate(Lg)), n_val) for Lg in c["losses"]]
+    per = [stability.holdout_score(dict(enumerate(Lg)), n_val) for Lg in c["losses"]]
     return np.stack([m for m, _ in per]), np.stack([se for _, se in per])
 
 
 def rule_1se(c: dict[str, Any]) -> tuple[int, int]:
     """What ``lambda-select holdout`` does: the one-standard-error rule."""
-    return rep.chosen(*score(c), np.array(c["edges_train"]))
+    return stability.one_standard_error(*score(c), np.array(c["edges_train"]))
 
 
 def rule_lowest(c: dict[str, Any]) -> tuple[int, int]:

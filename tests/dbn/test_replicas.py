@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fedcausal_flwr import stability
 from fedcausal_flwr.dbn import app as app_dbn
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn import replicas as rep
@@ -95,7 +96,7 @@ def test_holdout_chooses_by_the_one_standard_error_rule():
     est = result.estimates
     mean, se, edges = est["holdout_score"], est["holdout_se"], est["holdout_edges"]
     assert mean.shape == se.shape == edges.shape == (5, 4)
-    g, t = rep.chosen(mean, se, edges)
+    g, t = stability.one_standard_error(mean, se, edges)
     assert float(est["lambda_chosen"]) == est["lambda_path"][g]
     assert float(est["tau_chosen"]) == est["tau_path"][t]
     # the rule: within one s.e. of the lowest score, no candidate has fewer edges
@@ -114,14 +115,15 @@ def test_holdout_chooses_by_the_one_standard_error_rule():
 
 def test_held_out_score_and_rule():
     losses = {0: np.array([[1.0, 2.0]]), 1: np.array([[3.0, 2.0]])}
-    mean, se = rep.holdout_score(losses, {0: 1, 1: 3})
+    mean, se = stability.holdout_score(losses, {0: 1, 1: 3})
     np.testing.assert_allclose(mean, [[2.5, 2.0]])
     np.testing.assert_allclose(se, [[np.sqrt(0.25 * 2.25 + 0.75 * 0.25), 0.0]])
     mean = np.array([[1.0, 1.05, 3.0], [0.9, 2.0, 2.0]])
     se = np.full_like(mean, 0.2)
     edges = np.array([[4, 2, 0], [9, 5, 1]])
-    assert rep.chosen(mean, se, edges) == (0, 1)  # fewest edges within 0.9 + 0.2
-    assert rep.chosen(mean, np.zeros_like(mean), edges) == (1, 0)  # no slack: the lowest
+    one_se = stability.one_standard_error
+    assert one_se(mean, se, edges) == (0, 1)  # fewest edges within 0.9 + 0.2
+    assert one_se(mean, np.zeros_like(mean), edges) == (1, 0)  # no slack: the lowest
 
 
 def test_halves_are_complementary_and_reproducible():
