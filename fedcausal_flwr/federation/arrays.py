@@ -148,6 +148,9 @@ class Layout:
                         raise ValueError(f"{self.what}: array {label!r} missing")
                     out.append(self._checked(label, got[label], spec))
                 continue
+            if isinstance(got, np.ndarray):
+                raise ValueError(f"{self.what}: {s.name!r} is a group of {len(s.parts)} "
+                                 "arrays, got one array")
             got = list(got)
             if len(got) != len(s.parts):
                 raise ValueError(f"{self.what}: {s.name!r} has {len(got)} arrays, expected "

@@ -8,8 +8,9 @@ gradients in the clear); :attr:`VFedCDClient.phases` names them. The
 settings every party shares come from the server with the first phase (``keys`` or
 ``plain_setup``) and again with ``setup``; a party holds only its data. The party's state
 (settings, fragments, decoder, key pair, received ciphertexts) persists in ``context.state``
-and never leaves the node. Arrays travel by name (:func:`~fedcausal_flwr.vertical.wire.layout`:
-peers ascending, then replicas, then names), so the relay can route them.
+as typed records (:mod:`~fedcausal_flwr.vertical.state`, no pickle) and never leaves the
+node. Arrays travel by name (:func:`~fedcausal_flwr.vertical.wire.layout`: peers ascending,
+then replicas, then names), so the relay can route them.
 
 A user's ClientApp is one call plus the party's data::
 

@@ -71,6 +71,8 @@ def test_pack_refuses_a_missing_or_unknown_name_or_label_and_a_wrong_group_size(
         lay.pack({"B": {"B.t0": b["B.t0"]}, "h": np.array(1.0)})
     with pytest.raises(ValueError, match="unknown array 'B.t2' in 'B'"):
         lay.pack({"B": {**b, "B.t2": np.zeros((3, 1))}, "h": np.array(1.0)})
+    with pytest.raises(ValueError, match="'B' is a group of 2 arrays, got one array"):
+        lay.pack({"B": np.zeros((2, 3, 2)), "h": np.array(1.0)})
     with pytest.raises(ValueError, match="'B' has 1 arrays, expected 2"):
         lay.pack({"B": [b["B.t0"]], "h": np.array(1.0)})
     with pytest.raises(ValueError, match=r"array 'B.t1' has shape \(3, 2\), expected \(3, 4\)"):
