@@ -81,8 +81,8 @@ def wire_shapes(phase: str, direction: str, d: int, p: int, replicas: int, taus:
 
 def replicas_in(phase: str, arrays: Sequence[np.ndarray]) -> int:
     """R of a message of ``phase``: the leading axis of its ``rows`` (1: a plain step)."""
-    sent = PHASES[phase].down
-    return int(np.shape(arrays[sent.index("rows")])[0]) if "rows" in sent else 1
+    lay = _layout(phase, "down")
+    return int(np.shape(lay.unpack(arrays)["rows"])[0]) if "rows" in lay.names else 1
 
 
 def _layout(phase: str, direction: str) -> Layout:
