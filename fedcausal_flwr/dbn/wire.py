@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from fedcausal_flwr.federation.arrays import Layout, one
 from fedcausal_flwr.federation.wire import Phase
 
 PHASES: dict[str, Phase] = {
@@ -81,27 +82,36 @@ def wire_shapes(phase: str, direction: str, d: int, p: int, replicas: int, taus:
 
 def replicas_in(phase: str, arrays: Sequence[np.ndarray]) -> int:
     """R of a message of ``phase``: the leading axis of its ``rows`` (1: a plain step)."""
-    sent = PHASES[phase].down
-    return int(np.shape(arrays[sent.index("rows")])[0]) if "rows" in sent else 1
+    lay = _layout(phase, "down")
+    return int(np.shape(lay.unpack(arrays)["rows"])[0]) if "rows" in lay.names else 1
+
+
+def _layout(phase: str, direction: str) -> Layout:
+    """``phase``'s arrays by name (:class:`~fedcausal_flwr.federation.arrays.Layout`; the
+    shapes are the client's and the exchange's to check)."""
+    names = getattr(PHASES[phase], direction)
+    return Layout(f"{phase} {'message' if direction == 'down' else 'reply'}", names,
+                  [one(n) for n in names])
 
 
 def down(phase: str, stack: Mapping[str, np.ndarray], config: Mapping[str, Any]
          ) -> tuple[list[np.ndarray], dict[str, Any]]:
     """The message of ``phase`` from a stack (arrays by :func:`names` ``"down"``, each with
     a leading replica axis) and its config (with :data:`STACK_CONFIG`)."""
+    lay = _layout(phase, "down")
     if phase.endswith(STACK):
-        return [stack[n] for n in PHASES[phase].down], dict(config)
+        return lay.pack({n: stack[n] for n in lay.names if n in stack}), dict(config)
     scalars = dict(zip(SCALARS, stack["scalars"][0], strict=True))
-    return [stack[n][0] for n in PHASES[phase].down], {
+    return lay.pack({n: stack[n][0] for n in lay.names if n in stack}), {
         **{k: float(scalars[k]) for k in PLAIN_SCALARS[phase]},
         **{k: v for k, v in config.items() if k not in STACK_CONFIG}}
 
 
 def up(phase: str, stack: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """The reply of ``phase`` from a stack (arrays by :func:`names` ``"up"``)."""
-    if phase.endswith(STACK):
-        return [stack[n] for n in PHASES[phase].up]
-    return [stack[n][0] for n in PHASES[phase].up]
+    lay = _layout(phase, "up")
+    return lay.pack({n: stack[n] if phase.endswith(STACK) else stack[n][0]
+                     for n in lay.names if n in stack})
 
 
 def stacked(phase: str, direction: str, arrays: Sequence[np.ndarray],
@@ -110,10 +120,10 @@ def stacked(phase: str, direction: str, arrays: Sequence[np.ndarray],
     plain step's arrays gain a replica axis of 1, its ``rows`` (all), ``scalars`` (from
     ``config``: the plain scalars, which it must hold, the settings' lambdas, NaN for the
     rest) and ``val`` (no thresholds)."""
+    got = _layout(phase, direction).unpack(arrays)
     if phase.endswith(STACK):
-        return dict(zip(getattr(PHASES[phase], direction), arrays, strict=True))
-    got = {n: np.asarray(a)[None]
-           for n, a in zip(getattr(PHASES[phase], direction), arrays, strict=True)}
+        return got
+    got = {n: np.asarray(a)[None] for n, a in got.items()}
     if direction == "down":
         config = config or {}
         got["rows"] = np.zeros(1, dtype=np.int64)

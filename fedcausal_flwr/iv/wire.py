@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from fedcausal_flwr.federation.arrays import Layout, Slot, group, one
 from fedcausal_flwr.federation.wire import Phase
 
 PHASES: dict[str, Phase] = {
@@ -30,6 +31,7 @@ PHASES: dict[str, Phase] = {
 }
 
 Shape = tuple[int, ...]
+_WHAT = {"down": "message", "up": "reply"}
 
 
 def layout(names: Sequence[str], theta: Sequence[Shape], tau: Sequence[Shape], m: int,
@@ -71,30 +73,53 @@ def replicas_in(arrays: Sequence[np.ndarray], k: int) -> int:
     return int(np.shape(arrays[k])[0])
 
 
+def _labels(n: str, count: int) -> list[str]:
+    """A name's ``count`` arrays' labels: a network's parameters ``n[0]``, ...; else the
+    name (none for a stack that does not travel)."""
+    return [f"{n}[{i}]" for i in range(count)] if n.removesuffix("_r") in NETS else [n][:count]
+
+
+def _slot(n: str, specs: Sequence[Shape | None]) -> Slot:
+    """Name ``n`` with an array per spec: a group where it stands for a list (a network's
+    parameters, a replica stack that may not travel), else one array."""
+    if n.removesuffix("_r") in NETS or n.endswith("_r"):
+        return group(n, zip(_labels(n, len(specs)), specs, strict=True))
+    return one(n, specs[0])
+
+
 def pack(phase: str, direction: str, arrays: Arrays) -> list[np.ndarray]:
     """The arrays of ``phase`` (``direction`` ``"down"`` or ``"up"``) in wire order, from
-    ``arrays`` by name: a network's (or a replica stack's) parameter list in network order;
-    a replica stack with a leading axis of 0 is left out."""
-    out: list[np.ndarray] = []
-    for n in getattr(PHASES[phase], direction):
+    ``arrays`` by name (:class:`~fedcausal_flwr.federation.arrays.Layout`): a network's (or
+    a replica stack's) parameter list in network order; a replica stack with a leading axis
+    of 0 is left out."""
+    names = getattr(PHASES[phase], direction)
+    slots, named = [], {}
+    for n in names:
         a = arrays[n]
         parts = list(a) if n.removesuffix("_r") in NETS else [a]
-        out += [x for x in parts if not (n.endswith("_r") and np.shape(x)[0] == 0)]
-    return out
+        parts = [x for x in parts if not (n.endswith("_r") and np.shape(x)[0] == 0)]
+        slots.append(_slot(n, [None] * len(parts)))
+        named[n] = parts if slots[-1].many else parts[0]
+    return Layout(f"{phase} {_WHAT[direction]}", names, slots).pack(named)
 
 
 def unpack(phase: str, direction: str, arrays: Sequence[np.ndarray], theta: Sequence[Shape],
            tau: Sequence[Shape], m: int, replicas: int = 0
            ) -> dict[str, np.ndarray | list[np.ndarray]]:
-    """``phase``'s arrays by name (the inverse of :func:`pack`, laid out by :func:`layout`;
-    the replica stacks of R = 0 replicas as empty ``(0, *shape)`` arrays)."""
+    """``phase``'s arrays by name (the inverse of :func:`pack`, laid out by :func:`layout`,
+    refused naming the array when their count or shapes differ; the replica stacks of R = 0
+    replicas as empty ``(0, *shape)`` arrays)."""
+    names = getattr(PHASES[phase], direction)
+    lay = Layout(f"{phase} {_WHAT[direction]}", names, [
+        _slot(n, [sh for _, sh in layout([n], theta, tau, m, replicas)]) for n in names])
     empty = {"theta": theta, "dtheta": theta, "tau": tau, "dtau": tau}
-    out: dict[str, np.ndarray | list[np.ndarray]] = {
-        n: ([np.zeros((0, *sh)) for sh in empty[n[:-2]]] if n[:-2] in empty else np.zeros(0))
-        for n in getattr(PHASES[phase], direction) if n.endswith("_r")}
-    it = iter(arrays)
-    for n in getattr(PHASES[phase], direction):
-        got = [next(it) for _ in layout([n], theta, tau, m, replicas)]
-        if got:
-            out[n] = got if n.removesuffix("_r") in NETS else got[0]
+    out: dict[str, np.ndarray | list[np.ndarray]] = {}
+    for n, got in lay.unpack(arrays).items():
+        if n.endswith("_r") and not got:
+            out[n] = ([np.zeros((0, *sh)) for sh in empty[n[:-2]]] if n[:-2] in empty
+                      else np.zeros(0))
+        elif n.removesuffix("_r") in NETS:
+            out[n] = list(got.values())
+        else:
+            out[n] = next(iter(got.values())) if isinstance(got, dict) else got
     return out

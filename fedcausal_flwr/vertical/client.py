@@ -8,8 +8,9 @@ gradients in the clear); :attr:`VFedCDClient.phases` names them. The
 settings every party shares come from the server with the first phase (``keys`` or
 ``plain_setup``) and again with ``setup``; a party holds only its data. The party's state
 (settings, fragments, decoder, key pair, received ciphertexts) persists in ``context.state``
-and never leaves the node. Arrays travel in the canonical order of
-:func:`secure.dispatch.pack` (peers ascending, then names), so the relay can route them.
+as typed records (:mod:`~fedcausal_flwr.vertical.state`, no pickle) and never leaves the
+node. Arrays travel by name (:func:`~fedcausal_flwr.vertical.wire.layout`: peers ascending,
+then replicas, then names), so the relay can route them.
 
 A user's ClientApp is one call plus the party's data::
 
@@ -31,23 +32,23 @@ unprotected in an accepted run is logged once per run as a WARNING.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Sequence
 from logging import WARNING
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-from flwr.app import ConfigRecord, Context
+from flwr.app import Context
 from flwr.common.logger import log
 
 from fedcausal_flwr.data.csvdata import standardized
+from fedcausal_flwr.federation.arrays import Layout
 from fedcausal_flwr.federation.client import CausalClient, Fit
 from fedcausal_flwr.knowledge import Masks
 from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.secure import psi
 from fedcausal_flwr.secure.shares import Mock, described
 from fedcausal_flwr.secure.shares import backend as make_backend
-from fedcausal_flwr.vertical import dispatch
+from fedcausal_flwr.vertical import dispatch, state, wire
 from fedcausal_flwr.vertical import model as core
 from fedcausal_flwr.vertical.data import (
     TRANSFORMS,
@@ -56,9 +57,8 @@ from fedcausal_flwr.vertical.data import (
     fitted_scaler,
 )
 from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
-from fedcausal_flwr.vertical.wire import PHASES
 
-STATE_KEY = "vfedcd"
+STATE_KEY = state.KEY
 _ARGUMENT = {"vfedcd-accept-backends": "accept_backends", "vfedcd-accept-modes": "accept_modes",
              "vfedcd-min-key-bits": "min_key_bits"}
 """The constructor argument of each consent key."""
@@ -123,7 +123,7 @@ class VFedCDClient(CausalClient):
         their training rows).
     """
 
-    phases = {p: p.removeprefix("vfedcd_") for p in PHASES}
+    phases = {p: p.removeprefix("vfedcd_") for p in wire.PHASES}
 
     def __init__(self, x: np.ndarray, columns: np.ndarray, sample_ids: np.ndarray | None,
                  partition_id: int = 0, num_partitions: int = 1,
@@ -153,8 +153,8 @@ class VFedCDClient(CausalClient):
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.context = context
         self._state: dict[str, Any] = {}
-        if context is not None and STATE_KEY in context.state.config_records:
-            self._state = pickle.loads(context.state[STATE_KEY]["blob"])
+        if context is not None:
+            self._state = state.load(context.state, self.who)
         self.x_all = self.x
         if "rows" in self._state:
             self.x = self._aligned(self._state["rows"])
@@ -293,14 +293,10 @@ class VFedCDClient(CausalClient):
         return party
 
     def _save(self, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Keep the state in ``context.state`` (the data stay out of it); the metrics."""
-        party = self._state.get("party")
-        if party is not None:
-            party.x = None
+        """Keep the state in ``context.state`` as typed records (:mod:`~fedcausal_flwr.
+        vertical.state`; the data stay out of it); the metrics."""
         if self.context is not None:
-            self.context.state[STATE_KEY] = ConfigRecord({"blob": pickle.dumps(self._state)})
-        if party is not None:
-            party.x = self.x
+            state.save(self.context.state, self._state)
         return metrics or {}
 
     def _batch(self, party: Any, config: dict[str, Any]) -> np.ndarray:
@@ -315,42 +311,61 @@ class VFedCDClient(CausalClient):
                              "this party aligns by sample ids or has not blinded its set")
         return self._state["psi"]
 
+    def _layout(self, phase: str, direction: str, party: Any = None) -> Layout:
+        """This party's arrays of ``phase`` by name (:func:`~fedcausal_flwr.vertical.wire.
+        layout`; a message down is checked for its count)."""
+        if party is None:
+            return wire.layout(f"vfedcd_{phase}", direction, 0, 1)
+        copies = getattr(party, "copies", 1)
+        return wire.layout(f"vfedcd_{phase}", direction, party.me, party.K, copies)
+
+    def _got(self, phase: str, parameters: list[np.ndarray], party: Any = None
+             ) -> dict[str, Any]:
+        """The message of ``phase`` by name; a ValueError naming this party otherwise."""
+        try:
+            return self._layout(phase, "down", party).unpack(parameters)
+        except ValueError as e:
+            raise ValueError(f"{self.who}: {e}") from None
+
     def psi_blind(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_psi_blind``: a fresh key and row order; the party's blinded set out."""
         if self.psi_ids is None:
             raise ValueError(f"{self.who}: private set intersection asked, but this party "
                              "aligns by sample ids (node config id-key)")
+        self._got("psi_blind", parameters)
         key, perm = psi.new_key(), psi.random_order(len(self.psi_ids))
         self._state = {"psi": {"key": key, "perm": perm, "hops": []}}
         out = psi.blinded(psi.hashed_points(self.psi_ids), key, perm)
-        return [out], len(self.x), self._save()
+        return self._layout("psi_blind", "up").pack({"psi": out}), len(self.x), self._save()
 
     def psi_hop(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_psi_hop``: another party's set in, times this party's key out (same
         order); each hop 1..K-1 once per run."""
-        state = self._psi_state()
+        held = self._psi_state()
         h = int(config[dispatch.PSI_HOP])
-        if not 1 <= h < self.num_partitions or h in state["hops"] or len(parameters) != 1:
+        if not 1 <= h < self.num_partitions or h in held["hops"] or len(parameters) != 1:
             raise ValueError(f"{self.who}: private set intersection hop {h} refused (hops 1.."
                              f"{self.num_partitions - 1}, each once, one set; done: "
-                             f"{state['hops']})")
-        state["hops"].append(h)
+                             f"{held['hops']})")
+        held["hops"].append(h)
         try:
-            out = psi.reblinded(parameters[0], state["key"])
+            out = psi.reblinded(self._got("psi_hop", parameters)["psi"], held["key"])
         except ValueError as e:
             raise ValueError(f"{self.who}: hop {h}: {e}") from None
-        return [out], len(self.x), self._save()
+        return self._layout("psi_hop", "up").pack({"psi": out}), len(self.x), self._save()
 
     # ---- secure dispatch phases (mode "vfedcd") ----------------------------------------
     def keys(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_keys``: the shared settings in; a fresh public key out."""
+        self._got("keys", parameters)
         s = VFedCDSettings.from_wire(config, self.who)
         self._accept(s)
         rows = self._align(config)
         backend = self._backend(s)
         pk, sk = backend.keypair()
         self._state = {"settings": s, "keys": (pk, sk), "rows": rows}
-        return [backend.public_array(pk)], len(self.x), self._save(self._missing())
+        out = self._layout("keys", "up").pack({"pk": backend.public_array(pk)})
+        return out, len(self.x), self._save(self._missing())
 
     def _missing(self) -> dict[str, float]:
         """The first phase's metric: the share of missing cells over the shared rows."""
@@ -362,67 +377,63 @@ class VFedCDClient(CausalClient):
             raise ValueError(f"{self.who}: setup before keys (no key pair on this node)")
         s = self._settings(config)
         me, sizes = self._setup_sizes(config)
-        K = len(sizes)
-        peers = [i for i in range(K) if i != me]
+        got = self._got("setup", parameters, _Shape(me, len(sizes)))
         party = dispatch.Replicas(me, self.x, sizes, s, self._backend(s), self._state["keys"],
                                   Masks.from_config(config, sum(sizes)))
-        box, graph = party.setup(dict(zip(peers, parameters, strict=True)))
+        keys = {j: msg["pk"] for j, msg in wire.by_peer(got["pk"]).items()}
+        box, graph = party.setup(keys)
         self._state = {"settings": s, "party": party, "rows": self._state["rows"]}
         return self._fragments_out(party, box, graph), len(self.x), self._save()
 
     def forward(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_forward``: fragment ciphertexts in; HE2SS of ``x F`` out."""
         party = self._party(dispatch.Replicas)
-        peers, K = _peers(party), party.K
-        inbox = dispatch.unpack(parameters, peers, party.names(dispatch.peer_names("frag", K)))
+        inbox = wire.by_peer(self._got("forward", parameters, party)["frag"])
         idx = party.batches(int(config["epoch"]), int(config["batch"]))
         box = party.forward(int(config["step"]), idx, inbox)
-        out = dispatch.pack(box, peers, party.names(dispatch.peer_names("he2ss_fwd", K)))
+        out = self._layout("forward", "up", party).pack({"he2ss_fwd": wire.addressed(box)})
         return out, len(self.x), self._save()
 
     def share(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_share``: HE2SS and the CTV share in; ``z_me,t`` out."""
         party = self._party(dispatch.Replicas)
-        peers, C = _peers(party), party.copies
-        inbox = dispatch.unpack(parameters[:-C], peers,
-                                party.names(dispatch.peer_names("he2ss_fwd", party.K)))
-        out = dispatch.pack(party.share(inbox, parameters[-C:]), peers, party.names(["z"]))
+        got = self._got("share", parameters, party)
+        box = party.share(wire.by_peer(got["he2ss_fwd"]), list(got["G"].values()))
+        out = self._layout("share", "up", party).pack({"z": wire.addressed(box)})
         return out, len(self.x), self._save()
 
     def decode(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_decode``: shares of Z in; ``Enc(dZ)`` and the loss out."""
         party = self._party(dispatch.Replicas)
-        peers = _peers(party)
-        box, losses = party.decode(dispatch.unpack(parameters, peers, party.names(["z"])))
-        out = [box[peers[0]][n] for n in party.names(["dz"])]
+        box, losses = party.decode(wire.by_peer(self._got("decode", parameters, party)["z"]))
+        out = self._layout("decode", "up", party).pack({"dz": box[_peers(party)[0]]})
         return out, len(self.x), self._save({"loss": losses[0]})
 
     def gradient(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_gradient``: the others' ``Enc(dZ)`` in; HE2SS of ``x^T dZ`` out."""
         party = self._party(dispatch.Replicas)
-        peers = _peers(party)
         box = party.gradient(int(config["step"]),
-                             dispatch.unpack(parameters, peers, party.names(["dz"])))
-        return dispatch.pack(box, peers, party.names(["he2ss"])), len(self.x), self._save()
+                             wire.by_peer(self._got("gradient", parameters, party)["dz"]))
+        out = self._layout("gradient", "up", party).pack({"he2ss_bwd": wire.addressed(box)})
+        return out, len(self.x), self._save()
 
     def update(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_update``: gradient shares in; new fragment ciphertexts and graph."""
         party = self._party(dispatch.Replicas)
-        box, graph = party.update(dispatch.unpack(parameters, _peers(party),
-                                                  party.names(["he2ss"])))
+        got = self._got("update", parameters, party)
+        box, graph = party.update(wire.by_peer(got["he2ss_bwd"]))
         return self._fragments_out(party, box, graph), len(self.x), self._save()
 
-    @staticmethod
-    def _fragments_out(party: dispatch.Replicas, box: dispatch.Outbox,
+    def _fragments_out(self, party: dispatch.Replicas, box: dispatch.Outbox,
                        graph: dict[str, np.ndarray]) -> list[np.ndarray]:
         """Fragment ciphertexts for every peer, then every replica's graph fragments."""
-        K = party.K
-        return (dispatch.pack(box, _peers(party), party.names(dispatch.peer_names("frag", K)))
-                + [graph[n] for n in party.names([f"B.t{t}" for t in range(K)])])
+        return self._layout("update", "up", party).pack({"frag": wire.addressed(box),
+                                                         "B": graph})
 
     # ---- plain framework phases (modes "framework" and "ctv") --------------------------
     def plain_setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_plain_setup``: the shared settings in; graph fragments out."""
+        self._got("plain_setup", parameters)
         s = VFedCDSettings.from_wire(config, self.who)
         self._accept(s)
         rows = self._align(config)
@@ -430,26 +441,42 @@ class VFedCDClient(CausalClient):
         party = dispatch.PlainParty(me, self.x, sizes, s,
                                     Masks.from_config(config, sum(sizes)))
         self._state = {"settings": s, "party": party, "rows": rows}
-        return party.graph_fragments(), len(self.x), self._save(self._missing())
+        out = self._layout("plain_setup", "up", party).pack({"B": party.graph_fragments()})
+        return out, len(self.x), self._save(self._missing())
 
     def plain_forward(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_plain_forward``: features ``H_me,t`` out, in the clear."""
         party = self._party(dispatch.PlainParty)
+        self._got("plain_forward", parameters, party)
         H = party.forward(self._batch(party, config))
-        return [H[t].ravel() for t in _peers(party)], len(self.x), self._save()
+        out = self._layout("plain_forward", "up", party).pack(
+            {"H": {f"p{t}.H": H[t].ravel() for t in _peers(party)}})
+        return out, len(self.x), self._save()
 
     def plain_decode(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_plain_decode``: the others' features in; feature gradient out."""
         party = self._party(dispatch.PlainParty)
-        gq, loss = party.decode(dict(zip(_peers(party), parameters, strict=True)))
-        return [gq.ravel()], len(self.x), self._save({"loss": loss})
+        got = wire.by_peer(self._got("plain_decode", parameters, party)["H"])
+        gq, loss = party.decode({j: msg["H"] for j, msg in got.items()})
+        out = self._layout("plain_decode", "up", party).pack({"dH": gq.ravel()})
+        return out, len(self.x), self._save({"loss": loss})
 
     def plain_update(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_plain_update``: gradients and the CTV share in; graph fragments."""
         party = self._party(dispatch.PlainParty)
-        out = party.update(dict(zip(_peers(party), parameters[:-1], strict=True)),
-                           parameters[-1])
-        return out, len(self.x), self._save()
+        got = self._got("plain_update", parameters, party)
+        dH = {j: msg["dH"] for j, msg in wire.by_peer(got["dH"]).items()}
+        out = party.update(dH, got["G"]["G"])
+        return self._layout("plain_update", "up", party).pack({"B": out}), len(self.x), \
+            self._save()
+
+
+class _Shape(NamedTuple):
+    """Who a party is among how many, before it is made (its setup message's layout)."""
+
+    me: int
+    K: int
+    copies: int = 1
 
 
 def _peers(party: Any) -> list[int]:

@@ -244,11 +244,6 @@ class Replicas:
         for p in self.parties:
             p.backend = backend
 
-    def names(self, names: Sequence[str]) -> list[str]:
-        """Wire names of every replica's ``names`` (replica-major within a peer)."""
-        return list(names) if self.copies == 1 else [
-            f"r{r}.{n}" for r in range(self.copies) for n in names]
-
     def batches(self, epoch: int, batch: int) -> list[np.ndarray]:
         """Each replica's rows (into its own) of mini-batch ``batch`` of ``epoch``."""
         return [core.replica_batches(self.n, self.s, r, epoch)[batch]
@@ -426,33 +421,6 @@ class CTV:
                                                    unfreeze=s.unfreeze, tau=s.tau,
                                                    dag_tol=s.dag_tol, gamma=s.gamma,
                                                    prior=self.prior)
-
-
-def peer_names(kind: str, K: int) -> list[str]:
-    """Names of the arrays one party sends one peer in a message of ``kind``."""
-    return {"frag": [f"frag.t{t}" for t in range(K)],
-            "he2ss_fwd": [f"he2ss.t{t}" for t in range(K)],
-            "z": ["z"], "dz": ["dz"], "he2ss_bwd": ["he2ss"]}[kind]
-
-
-def pack(box: Mapping[int, Mapping[str, np.ndarray]], peers: Sequence[int], names: Sequence[str]
-         ) -> list[np.ndarray]:
-    """Arrays ``box[peer][name]`` in the canonical order (peers, then names), shares flat."""
-    out = []
-    for p in peers:
-        for n in names:
-            a = np.asarray(box[p][n])
-            out.append(a.ravel() if a.dtype == np.uint64 else a)
-    return out
-
-
-def unpack(arrays: Sequence[np.ndarray], peers: Sequence[int], names: Sequence[str]
-           ) -> dict[int, dict[str, np.ndarray]]:
-    """Inverse of :func:`pack`."""
-    if len(arrays) != len(peers) * len(names):
-        raise ValueError(f"expected {len(peers) * len(names)} arrays, got {len(arrays)}")
-    it = iter(arrays)
-    return {p: {n: next(it) for n in names} for p in peers}
 
 
 def deliver(outboxes: Mapping[int, Outbox]) -> dict[int, dict[int, dict[str, np.ndarray]]]:

@@ -51,7 +51,7 @@ One round is one epoch; ``start(num_rounds=...)`` bounds the epochs (default: th
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from functools import partial, reduce
+from functools import reduce
 from logging import INFO, WARNING
 from typing import Any
 
@@ -69,10 +69,9 @@ from fedcausal_flwr.federation.strategy import (
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.secure import psi
 from fedcausal_flwr.secure.shares import backend as he_codec
-from fedcausal_flwr.vertical import dispatch
+from fedcausal_flwr.vertical import dispatch, wire
 from fedcausal_flwr.vertical import model as core
 from fedcausal_flwr.vertical.model import PartyConsent, VFedCDSettings
-from fedcausal_flwr.vertical.wire import PHASES
 
 __all__ = ["VFedCD", "VFedCDSettings"]
 
@@ -235,20 +234,23 @@ class VFedCD(CausalStrategy):
         in the common order. The server sees only blinded points (what it learns:
         docs/threat-model.md)."""
         K = len(sizes)
-        ask = partial(self.channel.run, every=True)
 
-        def spec(m: int) -> list[Spec]:
-            return [((sizes[m], psi.POINT_BYTES), "uint8")]
+        def ask(phase: str, sent: Mapping[int, tuple[list[np.ndarray], dict[str, Any]]],
+                of: Mapping[int, int]) -> dict[int, np.ndarray]:
+            """Each party j's blinded set, ``sizes[of[j]]`` points."""
+            lay = {j: wire.layout(phase, "up", j, K, spec=lambda *_, n=sizes[of[j]]: (
+                (n, psi.POINT_BYTES), "uint8")) for j in range(K)}
+            got = self.channel.run(phase, sent, {j: lay[j].specs() for j in range(K)},
+                                   every=True)
+            return {j: lay[j].unpack(arrays)["psi"] for j, arrays in got.items()}
 
-        rep = ask("vfedcd_psi_blind", {m: ([], {}) for m in range(K)},
-                  {m: spec(m) for m in range(K)})
-        sets = {m: rep[m][0] for m in range(K)}
+        down = {j: wire.layout("vfedcd_psi_hop", "down", j, K) for j in range(K)}
+        sets = ask("vfedcd_psi_blind", {m: ([], {}) for m in range(K)}, {m: m for m in range(K)})
         for h in range(1, K):
             start = {j: (j - h) % K for j in range(K)}
-            rep = ask("vfedcd_psi_hop",
-                      {j: ([sets[start[j]]], {dispatch.PSI_HOP: h}) for j in range(K)},
-                      {j: spec(start[j]) for j in range(K)})
-            sets = {start[j]: rep[j][0] for j in range(K)}
+            rep = ask("vfedcd_psi_hop", {j: (down[j].pack({"psi": sets[start[j]]}),
+                                             {dispatch.PSI_HOP: h}) for j in range(K)}, start)
+            sets = {start[j]: rep[j] for j in range(K)}
         positions = psi.common_positions([sets[m] for m in range(K)])
         return dict(enumerate(positions))
 
@@ -287,39 +289,36 @@ class VFedCD(CausalStrategy):
     def _peers(self, me: int) -> list[int]:
         return [i for i in range(self.K) if i != me]
 
-    def _route(self, replies: Mapping[int, list[np.ndarray]], names_per_peer: int,
-               skip_tail: int = 0) -> dict[int, dict[int, list[np.ndarray]]]:
-        """``{src: packed arrays}`` -> ``{dst: {src: arrays for dst}}``; ``names_per_peer`` and
-        ``skip_tail`` count one replica's arrays (each peer's block holds every replica's)."""
-        names_per_peer, skip_tail = names_per_peer * self.copies, skip_tail * self.copies
-        out: dict[int, dict[int, list[np.ndarray]]] = {d: {} for d in range(self.K)}
-        for src, arrays in replies.items():
-            arrays = arrays[:len(arrays) - skip_tail]
-            for j, dst in enumerate(self._peers(src)):
-                out[dst][src] = arrays[j * names_per_peer:(j + 1) * names_per_peer]
-        return out
+    def _spec(self, m: int, nbs: Sequence[int]) -> wire.SpecOf:
+        """The spec of each array of party m's replies for mini-batches of ``nbs[r]`` rows
+        (replica r); ``peer``: the array's destination, ``t``: its target."""
+        sz, h, d = self.sizes, self.settings.hidden, sum(self.sizes)
+        of = {"pk": lambda j, r, t: ((None,), "uint8"),
+              "frag": lambda j, r, t: self._cipher(m, sz[j], sz[t] * h),
+              "B": lambda j, r, t: ((d, sz[t]), "float"),
+              "he2ss_fwd": lambda j, r, t: self._cipher(j, nbs[r], sz[t] * h),
+              "z": lambda j, r, t: ((nbs[r] * sz[j] * h,), "uint64"),
+              "dz": lambda j, r, t: self._cipher(m, nbs[r], sz[m] * h),
+              "he2ss_bwd": lambda j, r, t: self._cipher(j, sz[m], sz[j] * h),
+              "H": lambda j, r, t: ((nbs[0] * sz[j] * h,), "int64"),
+              "dH": lambda j, r, t: ((nbs[0] * sz[m] * h,), "int64")}
+        return lambda name, j, r, t: of[name](j, r, t)
 
-    def _specs(self, phase: str, m: int, nbs: Sequence[int] = (0,)) -> list[Spec]:
-        """Party m's reply to ``phase`` for mini-batches of ``nbs[r]`` rows (replica r), every
-        replica's arrays within each peer's block (:data:`PHASES`)."""
-        K, sz, h, peers = self.K, self.sizes, self.settings.hidden, self._peers(m)
-        C, nb = range(len(nbs)), nbs[0]
-        of = {"pk": lambda: [((None,), "uint8")],
-              "frag": lambda: [self._cipher(m, sz[j], sz[t] * h) for j in peers for _ in C
-                               for t in range(K)],
-              "B": lambda: [((sum(sz), sz[t]), "float") for _ in C for t in range(K)],
-              "he2ss_fwd": lambda: [self._cipher(i, nbs[r], sz[t] * h) for i in peers
-                                    for r in C for t in range(K)],
-              "z": lambda: [((nbs[r] * sz[t] * h,), "uint64") for t in peers for r in C],
-              "dz": lambda: [self._cipher(m, nbs[r], sz[m] * h) for r in C],
-              "he2ss_bwd": lambda: [self._cipher(t, sz[m], sz[t] * h) for t in peers
-                                    for _ in C],
-              "H": lambda: [((nb * sz[t] * h,), "int64") for t in peers],
-              "dH": lambda: [((nb * sz[m] * h,), "int64")]}
-        return [spec for name in PHASES[phase].up for spec in of[name]()]
-
-    def _inbox(self, routed: Mapping[int, list[np.ndarray]]) -> list[np.ndarray]:
-        return [a for src in sorted(routed) for a in routed[src]]
+    def _ask(self, phase: str, down: Mapping[int, tuple[Mapping[str, Any], dict[str, Any]]],
+             nbs: Sequence[int] | None = None, metrics: Sequence[str] = ()
+             ) -> dict[int, dict[str, Any]]:
+        """Send every party m its arrays ``down[m][0]`` by name
+        (:data:`~fedcausal_flwr.vertical.wire.PHASES`) and config ``down[m][1]``; every
+        party's reply by name (:func:`~fedcausal_flwr.vertical.wire.layout`; every party is
+        needed)."""
+        nbs = (0,) * self.copies if nbs is None else nbs
+        K, C = self.K, len(nbs)
+        replies = {m: wire.layout(phase, "up", m, K, C, self._spec(m, nbs)) for m in range(K)}
+        sent = {m: (wire.layout(phase, "down", m, K, C).pack(arrays), config)
+                for m, (arrays, config) in down.items()}
+        got = self.channel.run(phase, sent, {m: lay.specs() for m, lay in replies.items()},
+                               every=True, metrics=metrics)
+        return {m: replies[m].unpack(arrays) for m, arrays in got.items()}
 
     def _setup_config(self, m: int) -> dict[str, Any]:
         """The shared settings, the parties' column counts and party m's index."""
@@ -379,64 +378,50 @@ class VFedCD(CausalStrategy):
     def _run_plain(self, grid: Grid, result: RunResult) -> None:
         """Setup, then three relayed plain phases per mini-batch (features in the clear)."""
         K = self.K
-        ask = partial(self.channel.run, every=True)  # every party is needed
-        specs = {p: {m: self._specs(p, m) for m in range(K)}
-                 for p in ("vfedcd_plain_setup", "vfedcd_plain_update")}
-        rep = ask("vfedcd_plain_setup", {m: ([], self._first_config(m)) for m in range(K)},
-                  specs["vfedcd_plain_setup"], metrics=MISSING)
+        rep = self._ask("vfedcd_plain_setup", {m: ({}, self._first_config(m)) for m in range(K)},
+                        metrics=MISSING)
         self._take_missing(result)
         self._take_graph(rep)
         for nbs, c, losses in self._epochs(result):
-            nb = nbs[0]
-            H = ask("vfedcd_plain_forward", {m: ([], c) for m in range(K)},
-                    {m: self._specs("vfedcd_plain_forward", m, nbs) for m in range(K)})
-            H = self._route(H, 1)
+            H = self._ask("vfedcd_plain_forward", {m: ({}, c) for m in range(K)}, nbs)
+            H = wire.routed({m: got["H"] for m, got in H.items()})
             G = self.ctv.shares()
-            dz = ask("vfedcd_plain_decode", {m: (self._inbox(H[m]), c) for m in range(K)},
-                     {m: self._specs("vfedcd_plain_decode", m, nbs) for m in range(K)},
-                     metrics=LOSS)
-            losses.append(self._loss() * nb / self.n)
-            up = ask("vfedcd_plain_update",
-                     {m: ([dz[t][0] for t in self._peers(m)] + [G[m]], c) for m in range(K)},
-                     specs["vfedcd_plain_update"])
+            dz = self._ask("vfedcd_plain_decode", {m: ({"H": H[m]}, c) for m in range(K)}, nbs,
+                           metrics=LOSS)
+            losses.append(self._loss() * nbs[0] / self.n)
+            up = self._ask("vfedcd_plain_update", {m: (
+                {"dH": {f"p{t}.dH": dz[t]["dH"] for t in self._peers(m)}, "G": [G[m]]}, c)
+                for m in range(K)}, nbs)
             self._take_graph(up)
 
     def _run_secure(self, grid: Grid, result: RunResult) -> None:
         """Keys, setup, then five relayed phases per mini-batch; lambda2 per epoch."""
-        K = self.K
-        ask = partial(self.channel.run, every=True)  # every party is needed
-
-        def specs(phase: str, nbs: Sequence[int] = (0,) * self.copies
-                  ) -> dict[int, list[Spec]]:
-            return {m: self._specs(phase, m, nbs) for m in range(K)}
-
-        keys = ask("vfedcd_keys", {m: ([], self._first_config(m)) for m in range(K)},
-                   specs("vfedcd_keys"), metrics=MISSING)
+        K, peers = self.K, self._peers
+        keys = self._ask("vfedcd_keys", {m: ({}, self._first_config(m)) for m in range(K)},
+                         metrics=MISSING)
         self._take_missing(result)
         self.codec = he_codec(self.settings.he_backend, self.settings.key_bits)
-        self.pks = {m: self.codec.public_from(keys[m][0]) for m in range(K)}
-        frag_specs = specs("vfedcd_update")
-        rep = ask("vfedcd_setup", {m: ([keys[i][0] for i in self._peers(m)],
-                                       self._setup_config(m)) for m in range(K)},
-                  specs("vfedcd_setup"))
+        self.pks = {m: self.codec.public_from(keys[m]["pk"]) for m in range(K)}
+        rep = self._ask("vfedcd_setup", {m: (
+            {"pk": {f"p{i}.pk": keys[i]["pk"] for i in peers(m)}}, self._setup_config(m))
+            for m in range(K)})
         frags = self._take_graph(rep)
         for nbs, c, losses in self._epochs(result):
-            fwd = ask("vfedcd_forward", {m: (self._inbox(frags[m]), c) for m in range(K)},
-                      specs("vfedcd_forward", nbs))
+            fwd = self._ask("vfedcd_forward", {m: ({"frag": frags[m]}, c) for m in range(K)},
+                            nbs)
             G = [ctv.shares() for ctv in self.ctvs]
-            fwd = self._route(fwd, K)
-            zs = ask("vfedcd_share", {m: (self._inbox(fwd[m]) + [g[m] for g in G], c)
-                                      for m in range(K)}, specs("vfedcd_share", nbs))
-            zs = self._route(zs, 1)
-            dz = ask("vfedcd_decode", {m: (self._inbox(zs[m]), c) for m in range(K)},
-                     specs("vfedcd_decode", nbs), metrics=LOSS)
+            fwd = wire.routed({m: got["he2ss_fwd"] for m, got in fwd.items()})
+            zs = self._ask("vfedcd_share", {m: ({"he2ss_fwd": fwd[m], "G": [g[m] for g in G]}, c)
+                                            for m in range(K)}, nbs)
+            zs = wire.routed({m: got["z"] for m, got in zs.items()})
+            dz = self._ask("vfedcd_decode", {m: ({"z": zs[m]}, c) for m in range(K)}, nbs,
+                           metrics=LOSS)
             losses.append(self._loss() * nbs[0] / self.n)
-            dzin = {m: [a for t in self._peers(m) for a in dz[t]] for m in range(K)}
-            gr = ask("vfedcd_gradient", {m: (dzin[m], c) for m in range(K)},
-                     specs("vfedcd_gradient"))
-            gr = self._route(gr, 1)
-            up = ask("vfedcd_update", {m: (self._inbox(gr[m]), c) for m in range(K)},
-                     frag_specs)
+            dzin = {m: {"dz": {f"p{t}.{n}": a for t in peers(m) for n, a in dz[t]["dz"].items()}}
+                    for m in range(K)}
+            gr = self._ask("vfedcd_gradient", {m: (dzin[m], c) for m in range(K)}, nbs)
+            gr = wire.routed({m: got["he2ss_bwd"] for m, got in gr.items()})
+            up = self._ask("vfedcd_update", {m: ({"he2ss_bwd": gr[m]}, c) for m in range(K)})
             frags = self._take_graph(up)
 
     def _take_missing(self, result: RunResult) -> None:
@@ -449,16 +434,13 @@ class VFedCD(CausalStrategy):
         if any(shares.values()):
             result.metrics["missing"] = shares
 
-    def _take_graph(self, replies: Mapping[int, list[np.ndarray]]
-                    ) -> dict[int, dict[int, list[np.ndarray]]]:
-        """Each replica's CTV: its B from the graph fragments (the replies' tails, replica
-        by replica); route the fragment ciphertexts."""
-        K, tail = self.K, self.K * self.copies
-        for r, ctv in enumerate(self.ctvs):
-            ctv.receive({m: {f"B.t{t}": a[len(a) - tail + r * K + t] for t in range(K)}
-                         for m, a in replies.items()})
+    def _take_graph(self, replies: Mapping[int, Mapping[str, Any]]
+                    ) -> dict[int, dict[str, np.ndarray]]:
+        """Each replica's CTV: its B from the graph fragments (``B``, replica by replica); the
+        fragment ciphertexts (``frag``, secure runs) routed to their holders."""
+        dispatch.receive(self.ctvs, {m: got["B"] for m, got in replies.items()})
         self.B = self.ctv.B
-        return self._route(replies, K, skip_tail=K)
+        return wire.routed({m: got["frag"] for m, got in replies.items() if "frag" in got})
 
     # ---- what the run reports -------------------------------------------------------------
     def _global(self, B: np.ndarray) -> np.ndarray:

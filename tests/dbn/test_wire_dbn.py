@@ -65,3 +65,10 @@ def test_a_plain_reply_drops_the_replica_axis_and_val():
     assert {n: a.shape for n, a in back.items()} == {"B": (1, D, D), "D": (1, P * D, D),
                                                      "val": (1, 0)}
     assert wire.wire_phase("local", False) == "local" and wire.replicas_in("local", up) == 1
+
+
+def test_a_reply_of_the_wrong_count_or_without_a_name_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"^local reply: 1 arrays, expected 2 \(B, D\)$"):
+        wire.stacked("local", "up", [np.ones((D, D))])
+    with pytest.raises(ValueError, match="local_replicas reply: array 'val' missing"):
+        wire.up("local_replicas", {"B": np.ones((1, D, D)), "D": np.ones((1, P * D, D))})

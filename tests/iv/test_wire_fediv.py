@@ -34,3 +34,16 @@ def test_pack_unpack_round_trip_by_name(R):
     assert wire.replicas_in(wire.pack("local", "down", {
         "theta": got["dtheta"], "tau": got["dtau"], "theta_r": got["dtheta_r"],
         "tau_r": got["dtau_r"]}), len(THETA) + len(TAU)) == R
+
+
+def test_unpack_refuses_a_wrong_shape_or_count_naming_the_array():
+    arrays = wire.pack("local", "up", named(2))
+    bad = [*arrays[:1], np.zeros(5), *arrays[2:]]
+    with pytest.raises(ValueError, match=r"^local reply: array 'dtheta\[1\]' has shape "
+                                         r"\(5,\), expected \(4,\)$"):
+        wire.unpack("local", "up", bad, THETA, TAU, M, 2)
+    with pytest.raises(ValueError, match=r"local reply: 9 arrays, expected 10"):
+        wire.unpack("local", "up", arrays[:-1], THETA, TAU, M, 2)
+    with pytest.raises(ValueError, match=r"array 'dtheta_r\[0\]' has shape \(2, 4, 1\), "
+                                         r"expected \(3, 4, 1\)"):
+        wire.unpack("local", "up", arrays, THETA, TAU, M, 3)  # the first that differs
