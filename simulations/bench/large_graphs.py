@@ -47,6 +47,7 @@ import scipy.optimize._minimize as smin  # noqa: E402
 from harness import fmt, log, markdown, parser, read_results, settings, write_results  # noqa: E402
 
 from fedcausal_flwr.dbn import model as dbn  # noqa: E402
+from fedcausal_flwr.dbn import objective  # noqa: E402
 from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics  # noqa: E402
 from fedcausal_flwr.dbn.synthetic import federated_dbn  # noqa: E402
 
@@ -80,7 +81,7 @@ class Meter:
 
 
 METER = Meter()
-METER.wrap(dbn, "_exp_sq", "expm")
+METER.wrap(objective, "_exp_sq", "expm")  # h(W)'s matrix exponential
 METER.wrap(smin, "new_bounds_to_old", "bounds")  # minimize: Bounds -> old list
 METER.wrap(slb, "old_bound_to_new", "bounds")  # L-BFGS-B: old list -> arrays
 
