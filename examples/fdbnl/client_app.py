@@ -6,9 +6,8 @@ from flwr.app import Context
 from flwr.clientapp import ClientApp
 from make_data import csv_files
 
-from fedcausal_flwr.cli.starter import node_context
 from fedcausal_flwr.clients import register
-from fedcausal_flwr.data import lagged, node_csv
+from fedcausal_flwr.data import lagged, node_context, node_csv
 
 
 def make(context: Context) -> dict:

@@ -7,9 +7,8 @@ from flwr.app import Context
 from flwr.clientapp import ClientApp
 from make_data import NODE_CONFIGS, csv_files
 
-from fedcausal_flwr.cli.starter import node_context
 from fedcausal_flwr.clients import register
-from fedcausal_flwr.data import node_data
+from fedcausal_flwr.data import node_context, node_data
 
 
 def make(context: Context) -> dict:

@@ -11,9 +11,8 @@ otherwise with the App's own keys ``vfedcd-accept-backends``, ``vfedcd-accept-mo
 from flwr.clientapp import ClientApp
 from make_data import csv_files
 
-from fedcausal_flwr.cli.starter import node_context
 from fedcausal_flwr.clients import register
-from fedcausal_flwr.data import node_data
+from fedcausal_flwr.data import node_context, node_data
 
 app = ClientApp()
 register(app, "vfedcd", lambda context: node_data("vfedcd", node_context(context, csv_files)))

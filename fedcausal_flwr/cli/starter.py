@@ -6,35 +6,29 @@ in a source tree) into ``my-app`` and names the project after the folder, since 
 needs the network. The examples are the one source of every template.
 
 An example's ClientApp reads the CSV its node config names (``data-path``); a node given none
-makes the example's own data for its ``partition-id`` instead (:func:`node_context`), so the App
+makes the example's own data for its ``partition-id`` instead
+(:func:`fedcausal_flwr.data.node_context`), so the App
 runs unchanged in a simulation and from a FAB, which carries code and config, not CSV files.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
-import hashlib
-import os
 import re
 import shutil
 import sys
-import tempfile
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
-from logging import WARNING
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from flwr.app import Context
+    pass
 
 PACKAGE = Path(__file__).resolve().parents[1]  # fedcausal_flwr/
 SKIP = {"outputs", ".flwr", "__pycache__", ".venv", ".ruff_cache", ".pytest_cache"}
 """Folder names never copied from an example (results, Flower homes, caches)."""
 NAME_RULE = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,31}")
 """Flower's rule for an App (and its folder) name: ``flwr build`` refuses other names."""
-_MADE: dict[tuple[Callable, int, int], Path] = {}
 
 
 def templates_dir() -> Path:
@@ -117,71 +111,6 @@ def write_app(algorithm: str, target: Path | str, *, force: bool = False) -> lis
     return written
 
 
-def _who(context: Context) -> str:
-    return f"client {context.node_config.get('partition-id', '?')}"
-
-
-def made_csv(csv_files: Callable[[int], Mapping[str, str]], partition: int,
-             partitions: int, who: str) -> Path:
-    """The example's CSV of ``partition``, made here once per process into the temp folder
-    (``csv_files(partitions)``: file name -> CSV text, partitions take them in name order)."""
-    key = (csv_files, partition, partitions)
-    if key in _MADE:
-        return _MADE[key]
-    files = dict(sorted(csv_files(partitions).items()))
-    if not 0 <= partition < len(files):
-        raise ValueError(
-            f"{who}: no node config data-path, and the example makes {len(files)} CSVs "
-            f"({', '.join(files)}) for partitions 0-{len(files) - 1}: run it with "
-            f"{len(files)} SuperNodes (--federation-config num-supernodes={len(files)}), or "
-            "give this node its own CSV: --node-config 'data-path=\"/path/to/file.csv\"'")
-    name, text = list(files.items())[partition]
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    user = getattr(os, "getuid", lambda: "any")()  # one folder per user: no one else's files
-    path = Path(tempfile.gettempdir()) / f"fedcausal-flwr-example-data-{user}" / digest / name
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(f".{name}.{os.getpid()}.part")  # this process's own
-        part.write_text(text)
-        part.replace(path)  # atomic: nodes of one machine may make it at once
-    _MADE[key] = path
-    return path
-
-
-def node_context(context: Context, csv_files: Callable[[int], Mapping[str, str]],
-                 node_configs: Sequence[Mapping[str, Any]] = ()) -> Context:
-    """``context`` whose node config names a CSV: its own ``data-path`` if set; else the
-    example's data for its ``partition-id`` (made here by ``csv_files``, with
-    ``node_configs[partition]`` for the keys the node config lacks) and a WARNING naming how
-    to give one's own CSV; else a ValueError. The returned Context is for reading data only
-    (``context.state`` is the same object)."""
-    config = context.node_config
-    if str(config.get("data-path", "") or "").strip():
-        return context
-    who = _who(context)
-    if "partition-id" not in config:
-        raise ValueError(f"{who}: this SuperNode has no node config data-path (its own CSV) "
-                         "and no partition-id (the example's data): start it with "
-                         "--node-config 'data-path=\"/path/to/file.csv\"'")
-    partition = int(config["partition-id"])
-    partitions = int(config.get("num-partitions", partition + 1))
-    first = (csv_files, partition, partitions) not in _MADE
-    path = made_csv(csv_files, partition, partitions, who)
-    if first:
-        from flwr.common.logger import log
-
-        log(WARNING, "%s: no node config data-path: using the example's own data %s, made on "
-            "this node. For your own CSV start the SuperNode with --node-config "
-            "'data-path=\"/path/to/file.csv\"' (python make_data.py writes the example's "
-            "files to data/)", who, path.name)
-    extra = dict(node_configs[partition]) if partition < len(node_configs) else {}
-    merged = {**extra, **dict(config), "data-path": str(path)}
-    made = copy.copy(context)
-    made.node_config = merged
-    return made
-
-
-# ---- the command line: python -m fedcausal_flwr new <algorithm> DIR ------------------------
 NEW_HELP = """``python -m fedcausal_flwr new <algorithm> DIR``: write a starter Flower App.
 
 ``flwr new`` downloads its templates from the network; this writes one of the package's own

@@ -22,6 +22,7 @@ from flwr.cli.build import build_fab_from_disk
 
 from fedcausal_flwr.cli import starter
 from fedcausal_flwr.cli.starter import main
+from fedcausal_flwr.data import examples as examples_data
 from tests.helpers.examples import ALGORITHMS, EXAMPLES, load_from
 
 ROOT = EXAMPLES.parent
@@ -125,30 +126,30 @@ def test_a_node_without_csv_makes_the_examples_data(example, caplog):
     make_data = load_from(EXAMPLES / example, "make_data", f"make_data_{example}")
     files = sorted((EXAMPLES / example / "data").glob("*.csv"))
     own = _ctx({"partition-id": 0, "data-path": "/mine.csv"})
-    assert starter.node_context(own, make_data.csv_files) is own
+    assert examples_data.node_context(own, make_data.csv_files) is own
     for i, f in enumerate(files):
         ctx = _ctx({"partition-id": i, "num-partitions": len(files)})
         with caplog.at_level(logging.WARNING, logger="flwr"):
-            made = starter.node_context(ctx, make_data.csv_files,
+            made = examples_data.node_context(ctx, make_data.csv_files,
                                         getattr(make_data, "NODE_CONFIGS", ()))
         assert Path(made.node_config["data-path"]).read_text() == f.read_text()
         assert made.state is ctx.state and "data-path" not in ctx.node_config
     assert "--node-config 'data-path=" in caplog.text
     with pytest.raises(ValueError, match="no partition-id"):
-        starter.node_context(_ctx({}), make_data.csv_files)
+        examples_data.node_context(_ctx({}), make_data.csv_files)
     if make_data.csv_files(len(files) + 1).keys() == make_data.csv_files().keys():
         with pytest.raises(ValueError, match=f"num-supernodes={len(files)}"):
-            starter.node_context(_ctx({"partition-id": len(files),
+            examples_data.node_context(_ctx({"partition-id": len(files),
                                        "num-partitions": len(files) + 1}), make_data.csv_files)
 
 
 def test_the_fedcf_example_names_each_plants_valve():
     make_data = load_from(EXAMPLES / "fedcf", "make_data", "make_data_fedcf_valves")
-    made = starter.node_context(_ctx({"partition-id": 1, "num-partitions": 2}),
+    made = examples_data.node_context(_ctx({"partition-id": 1, "num-partitions": 2}),
                                 make_data.csv_files, make_data.NODE_CONFIGS)
     assert made.node_config["input-columns"] == "turbine_valve"
     mine = _ctx({"partition-id": 1, "num-partitions": 2, "input-columns": "my_valve"})
-    assert starter.node_context(mine, make_data.csv_files,
+    assert examples_data.node_context(mine, make_data.csv_files,
                                 make_data.NODE_CONFIGS).node_config["input-columns"] == "my_valve"
 
 
