@@ -12,7 +12,13 @@ import numpy as np
 
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn import wire
-from fedcausal_flwr.dbn.replicas import TRAIN_ROWS, ReplicaMoments, holdout_losses, max_halves
+from fedcausal_flwr.dbn.replicas import (
+    ALL_ROWS,
+    TRAIN_ROWS,
+    ReplicaMoments,
+    holdout_losses,
+    max_halves,
+)
 from fedcausal_flwr.dbn.sites import SiteView, lag_index
 from fedcausal_flwr.dbn.wire import LIKE, PHASES
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes, checked_lagged
@@ -143,7 +149,12 @@ class FDBNLClient(CausalClient):
             raise ValueError(f"{self.who}: replica rows must be whole numbers from "
                              f"{TRAIN_ROWS} to {most} (at most as many halves as its "
                              f"{self.n} rows)")
-        # a plain step (one replica on all rows) draws no rows: the run's seed
+        # a replica on all rows draws none (a plain step sends neither key); one on a subsample
+        # needs both (a message without them is refused, not given defaults)
+        missing = [k for k in ("replica-seed", "holdout") if k not in config]
+        if missing and np.any(rows != ALL_ROWS):
+            raise ValueError(f"{self.who}: replicas on subsamples of the rows, but the "
+                             f"message has no {' or '.join(map(repr, missing))}")
         seed = int(config.get("replica-seed", self.run_seed))
         holdout = float(config.get("holdout", 0.5))
         if seed != self.run_seed:

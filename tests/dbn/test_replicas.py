@@ -164,6 +164,9 @@ def test_a_client_refuses_a_bad_replica_message():
         c.fit([z, zl, z, zl, np.array([0, 10**6]), np.ones((2, 5))], cfg)
     with pytest.raises(ValueError, match="holdout"):
         c.fit(good, {**cfg, "holdout": 1.5})
+    for key in ("replica-seed", "holdout"):  # a subsample's rows need both: no defaults
+        with pytest.raises(ValueError, match=f"message has no '{key}'"):
+            c.fit(good, {k: v for k, v in cfg.items() if k != key})
     # halves only from the run's own seed, and at most one per row (40 rows: 40)
     with pytest.raises(ValueError, match="not this run's seed 0"):
         c.fit(good, {**cfg, "replica-seed": 7})
