@@ -35,7 +35,7 @@ from fedcausal_flwr.statespace import kalman
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings, StateSpaceSettings
 from fedcausal_flwr.statespace.settings import WindowInputs
-from fedcausal_flwr.statespace.wire import PHASES, shapes
+from fedcausal_flwr.statespace.wire import PHASES, layout, shapes
 
 
 class FedGCClient(CausalClient):
@@ -101,13 +101,14 @@ class FedGCClient(CausalClient):
         self.state["ss_curv"] = ArrayRecord([np.asarray(par.curv)])
 
     # ---- hooks FedCF overrides -------------------------------------------------------------
-    def local_blocks(self) -> list[np.ndarray]:
-        """What is sent once: ``A_mm``."""
-        return [self.data.A]
+    def local_blocks(self) -> dict[str, np.ndarray]:
+        """What is sent once, by name: ``A_mm``."""
+        return {"A_mm": self.data.A}
 
     def gradients(self, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """``(g, g~)`` from what the server sent (FedGC: ``g = 0``)."""
-        return np.zeros_like(arrays[0]), arrays[0]
+        """``(g, g~)`` from what the server sent (FedGC sends no ``g``: 0)."""
+        got = layout(self.algorithm, "ss_window", "down").unpack(arrays)
+        return got.get("g", np.zeros_like(got["g_tilde"])), got["g_tilde"]
 
     def states(self, par: ss.ClientParams, ts: np.ndarray, target: str) -> list[np.ndarray]:
         """What the server model needs of window ``ts`` (eq 15)."""
@@ -124,7 +125,7 @@ class FedGCClient(CausalClient):
 
     def setup(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``ss_setup``: the local blocks."""
-        return self.local_blocks(), 0, {}
+        return layout(self.algorithm, "ss_setup", "up").pack(self.local_blocks()), 0, {}
 
     def check(self, phase: str, parameters: list[np.ndarray], W_prev: int = 0) -> None:
         """The server's arrays of ``phase`` fit this client (:data:`PHASES`) and are finite."""
@@ -159,7 +160,9 @@ class FedGCClient(CausalClient):
                           noise_multiplier=self.noise_multiplier(s, config),
                           clip=s.dp_clip_msg, seed=s.seed)
         loss = ss.local_loss(self.data, par, ts) if ts.size and not s.dp else 0.0
-        return [*sent, np.asarray(loss)], int(ts.size), {"loss": loss}
+        up = layout(self.algorithm, "ss_window", "up")
+        states = dict(zip((n for n in up.names if n != "loss"), sent, strict=True))
+        return up.pack({**states, "loss": np.asarray(loss)}), int(ts.size), {"loss": loss}
 
 
     @staticmethod
@@ -181,13 +184,9 @@ class FedCFClient(FedGCClient):
     algorithm: ClassVar[str] = "fedcf"
     settings_class: ClassVar[type[StateSpaceSettings]] = FedCFSettings
 
-    def local_blocks(self) -> list[np.ndarray]:
-        """``[A_mm, B_mm]``, sent once."""
-        return [self.data.A, self.data.B]
-
-    def gradients(self, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """``(g, g~)`` as the server sent them."""
-        return arrays[0], arrays[1]
+    def local_blocks(self) -> dict[str, np.ndarray]:
+        """``A_mm``, ``B_mm``, sent once."""
+        return {"A_mm": self.data.A, "B_mm": self.data.B}
 
     def states(self, par: ss.ClientParams, ts: np.ndarray, target: str) -> list[np.ndarray]:
         """``[target, hhat_a^{t-1}, hhat_c^{t-1}, u^{t-1}]``."""
@@ -196,4 +195,5 @@ class FedCFClient(FedGCClient):
     def query(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``ss_query``: ``[delta_h] -> [C_mm delta_h]``."""
         self.check("ss_query", parameters)
-        return [self.data.C @ parameters[0]], 0, {}
+        dh = layout(self.algorithm, "ss_query", "down").unpack(parameters)["delta_h"]
+        return layout(self.algorithm, "ss_query", "up").pack({"delta_y": self.data.C @ dh}), 0, {}

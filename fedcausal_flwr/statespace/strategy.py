@@ -77,7 +77,7 @@ from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.statespace import kalman
 from fedcausal_flwr.statespace import model as ss
 from fedcausal_flwr.statespace.model import FedCFSettings, FedGCSettings
-from fedcausal_flwr.statespace.wire import PHASES, shapes
+from fedcausal_flwr.statespace.wire import PHASES, layout, shapes
 
 
 class FedGC(CausalStrategy):
@@ -123,16 +123,17 @@ class FedGC(CausalStrategy):
                       W=W)
 
     def local_blocks(self, arrays: list[np.ndarray], i: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(A_mm, B_mm)`` from the setup reply (FedGC: no ``B_mm``)."""
-        return arrays[0], np.zeros((self.P[i], 0))
+        """``(A_mm, B_mm)`` from the setup reply (FedGC's has no ``B_mm``: no inputs)."""
+        got = layout(self.algorithm, "ss_setup", "up").unpack(arrays)
+        return got["A_mm"], got.get("B_mm", np.zeros((self.P[i], 0)))
 
-    def empty_grads(self, i: int) -> list[np.ndarray]:
-        """What the first window carries instead of gradients."""
-        return [np.zeros((0, self.P[i]))]
+    def empty_grads(self, i: int) -> dict[str, np.ndarray]:
+        """What the first window carries instead of gradients, by name."""
+        return {"g_tilde": np.zeros((0, self.P[i]))}
 
-    def grads(self, win: ss.ServerWindow, i: int) -> list[np.ndarray]:
-        """Client i's gradients of a window: ``[g~]`` (w.r.t. ``hhat_a^{t-1}``, eq 22)."""
-        return [win.g_tilde[i]]
+    def grads(self, win: ss.ServerWindow, i: int) -> dict[str, np.ndarray]:
+        """Client i's gradients of a window by name: ``g~`` (w.r.t. ``hhat_a^{t-1}``, eq 22)."""
+        return {"g_tilde": win.g_tilde[i]}
 
     def server_update(self, msgs: list[list[np.ndarray]]
                       ) -> tuple[ss.ServerWindow, ss.ServerParams]:
@@ -214,8 +215,9 @@ class FedGC(CausalStrategy):
                k: int) -> dict[int, list[np.ndarray]]:
         """One ``ss_window`` exchange: gradients of ``prev`` down, states of ``ts`` up."""
         cfg = self.window_config(ts, prev, k)
-        payloads = {c: (self.empty_grads(i) if win is None else self.grads(win, i), cfg)
-                    for i, c in enumerate(self.cids)}
+        down = layout(self.algorithm, "ss_window", "down")
+        payloads = {c: (down.pack(self.empty_grads(i) if win is None else self.grads(win, i)),
+                        cfg) for i, c in enumerate(self.cids)}
         want = {c: self.reply_layout("ss_window", i, ts.size) for i, c in enumerate(self.cids)}
         return self.channel.run("ss_window", payloads, want, every=True)
 
@@ -255,14 +257,16 @@ class FedGC(CausalStrategy):
         for rec in self.rounds(result):
             k = self.recorder.round
             ts = self.plan[k - 1]
+            up = layout(self.algorithm, "ss_window", "up")
             replies = self.window(grid, ts, prev, win, k)
-            msgs = [replies[c][:-1] for c in self.cids]
-            win, self.server = self.server_update(msgs)
+            got = [up.unpack(replies[c]) for c in self.cids]
+            states = [n for n in up.names if n != "loss"]  # the server model's order
+            win, self.server = self.server_update([[g[n] for n in states] for g in got])
             if ss.last_epoch(k, total, self.T, self.settings.window):
                 part = ss.granger_window(win.terms, self.settings.granger_lags)
                 self.granger = part if self.granger is None else self.granger + part
             prev = ts
-            rec.update(ss.history_row(k, win, [float(replies[c][-1]) for c in self.cids]))
+            rec.update(ss.history_row(k, win, [float(g["loss"]) for g in got]))
         if win is not None:  # deliver the last window's gradients (unrecorded)
             self.recorder.round += 1
             self.window(grid, np.arange(0), prev, win, self.recorder.round)
@@ -382,17 +386,13 @@ class FedCF(FedGC):
         """Every client's input size ``U_m``."""
         return [int(nodes[c].props["u"]) for c in self.cids]
 
-    def local_blocks(self, arrays: list[np.ndarray], i: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(A_mm, B_mm)``."""
-        return arrays[0], arrays[1]
+    def empty_grads(self, i: int) -> dict[str, np.ndarray]:
+        """``g``, ``g~`` of no window."""
+        return dict.fromkeys(("g", "g_tilde"), np.zeros((0, self.P[i])))
 
-    def empty_grads(self, i: int) -> list[np.ndarray]:
-        """``[g, g~]`` of no window."""
-        return [np.zeros((0, self.P[i]))] * 2
-
-    def grads(self, win: ss.ServerWindow, i: int) -> list[np.ndarray]:
-        """``[g, g~]``: w.r.t. the target and ``hhat_a^{t-1}`` (eqs 12-13)."""
-        return [win.g[i], win.g_tilde[i]]
+    def grads(self, win: ss.ServerWindow, i: int) -> dict[str, np.ndarray]:
+        """``g``, ``g~``: w.r.t. the target and ``hhat_a^{t-1}`` (eqs 12-13)."""
+        return {"g": win.g[i], "g_tilde": win.g_tilde[i]}
 
     def server_update(self, msgs: list[list[np.ndarray]]
                       ) -> tuple[ss.ServerWindow, ss.ServerParams]:
@@ -434,10 +434,10 @@ class FedCF(FedGC):
             return
         self.recorder.round += 1
         dh = ss.block(self.server.B_hat, self.P, self.U, i, j) @ du
-        reply = self.channel.run("ss_query", {m: ([dh], {})},
-                                 self.reply_layout("ss_query", i), need=1)
+        reply = self.channel.run("ss_query", {m: (layout("fedcf", "ss_query", "down").pack(
+            {"delta_h": dh}), {})}, self.reply_layout("ss_query", i), need=1)
         self.answer = {"client": m, "source": n, "delta_u": du, "delta_h": dh,
-                       "delta_y": reply[m][0]}
+                       "delta_y": layout("fedcf", "ss_query", "up").unpack(reply[m])["delta_y"]}
 
     def _finish(self, result: RunResult, t0: float) -> None:
         super()._finish(result, t0)
