@@ -50,6 +50,25 @@ def graph_metrics(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool =
             "fdr": _ratio(fp, tp + fp), "precision": _ratio(tp, tp + fp), "nnz": int(E.sum())}
 
 
+def orientation_share(scores: np.ndarray, truth: np.ndarray) -> float:
+    """Of the true edges i -> j (off-diagonal, the reverse not also true), the share whose
+    score outranks the reverse's ``scores[j, i]`` (ties count half: a symmetric score gives
+    0.5); NaN without such an edge."""
+    S, T = np.asarray(scores, dtype=float), np.asarray(truth) != 0
+    T = T & ~T.T & ~np.eye(*T.shape, dtype=bool)
+    i, j = np.nonzero(T)
+    if not i.size:
+        return float("nan")
+    return float(np.mean((S[i, j] > S[j, i]) + 0.5 * (S[i, j] == S[j, i])))
+
+
+def f1_score(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool = True) -> float:
+    """F1 of the directed edges of a binarized estimate (2 TP / (2 TP + FP + FN))."""
+    E, T = _binary_pair(est, truth, ignore_diagonal)
+    tp = int(np.sum(E & T))
+    return _ratio(2 * tp, 2 * tp + int(np.sum(E & ~T)) + int(np.sum(~E & T)))
+
+
 def swapped_rates(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool = False
                   ) -> dict[str, float]:
     """The "TPR"/"FDR" that the paper's PFDBNL tables print (not the true TPR/FDR).

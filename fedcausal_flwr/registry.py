@@ -118,6 +118,9 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("vfedcd", "VFedCD", "fedcausal_flwr.vertical", "VFedCD",
               "VFedCDClient", "VFedCDSettings", "VerticalData", "vfedcd", graphs=("B",),
               every_party=True, readers=("model:PartyConsent",)),
+    Algorithm("fedpc", "FedPC", "fedcausal_flwr.constraint", "FedPC", "FedPCClient",
+              "FedPCSettings", "ConstraintData", "fedpc", graphs=("graph",),
+              settings_module="settings"),
 )}
 """Every algorithm, by run-config name."""
 

@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from fedcausal_flwr.data.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.data.netsim import load_netsim, netsim_chunks, netsim_truth
 from fedcausal_flwr.data.timeseries import Pair, lagged, lagged_segments
-from fedcausal_flwr.dbn.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.dbn.synthetic import client_dbn, truths_dbn
 from fedcausal_flwr.settings import MAX_LAGS, MAX_ROWS, Settings, section_view, setting
 
@@ -162,8 +162,8 @@ def variable_names(cfg: Mapping, partition_id: int, d: int) -> list[str] | None:
     """The names of the d variables of client ``partition_id``'s data, where the data set
     has them: DREAM4's gene names (its header line only is read), NetSim's regions
     ``R1``..``Rd``; None for synthetic data (the clients' default ``x0``..``x{d-1}``)."""
+    from fedcausal_flwr.data.dream4 import _fields
     from fedcausal_flwr.data.nodefiles import checked_file
-    from fedcausal_flwr.dbn.dream4 import _fields
 
     c = data_config(cfg)
     if c.data == "dream4":

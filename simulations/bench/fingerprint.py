@@ -103,7 +103,7 @@ def message_digest(m: Any, config: bool = True) -> str:
 
 def fingerprint(case: str) -> dict[str, Any]:
     """One case's run: the digest of its result.json without timings and of each message."""
-    from fedcausal_flwr import server_app
+    from fedcausal_flwr import registry, server_app
     from fedcausal_flwr.client_app import app as client_app
     from fedcausal_flwr.testing import InProcessGrid
 
@@ -116,6 +116,10 @@ def fingerprint(case: str) -> dict[str, Any]:
         wall = time.perf_counter() - t
         result = json.loads((Path(tmp) / case / "result.json").read_text())
     result["config"]["run_config"].pop("outputs", None)
+    section = registry.get(str(rc["algorithm"])).section  # another family's keys (a new
+    result["config"]["run_config"] = {  # family's section) do not change this run
+        k: v for k, v in result["config"]["run_config"].items()
+        if "." not in k or k.split(".", 1)[0] == section}
     result.pop("process", None)  # the ServerApp's pid and heartbeat
     result = untimed(result)
     text = json.dumps(result, sort_keys=True)

@@ -27,8 +27,8 @@ import numpy as np
 from dbn_common import Clock, check, finish, fmt, log, mean_sd, parser, table, verdict
 from harness import bold, dot, markdown, read_results
 
+from fedcausal_flwr.data.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.data.timeseries import lagged_segments
-from fedcausal_flwr.dbn.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.dbn.evaluation import lag_scores
 from fedcausal_flwr.dbn.model import PFDBNLSettings, fdbnl_reference, moments, pfdbnl_reference
 from fedcausal_flwr.metrics import score_auc

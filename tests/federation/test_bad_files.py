@@ -11,10 +11,10 @@ import pytest
 
 from fedcausal_flwr import server_app
 from fedcausal_flwr.client_app import app as client_app
+from fedcausal_flwr.data.dream4 import load_dream4
 from fedcausal_flwr.data.netsim import load_netsim
 from fedcausal_flwr.dbn import app as app_dbn
 from fedcausal_flwr.dbn.data import DBNData, client_data
-from fedcausal_flwr.dbn.dream4 import load_dream4
 from fedcausal_flwr.results import load_result
 from fedcausal_flwr.statespace.data import load_plant_csv, merged_config
 from fedcausal_flwr.testing import InProcessGrid

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import scipy.io
 
+from fedcausal_flwr.data.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.data.netsim import load_netsim, netsim_chunks, netsim_truth
 from fedcausal_flwr.data.timeseries import lagged
 from fedcausal_flwr.dbn.data import client_data, ground_truth
-from fedcausal_flwr.dbn.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.dbn.synthetic import (
     client_dbn,
     companion_radius,

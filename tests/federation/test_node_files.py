@@ -14,8 +14,8 @@ from fedcausal_flwr import server_app
 from fedcausal_flwr.appconfig import glue
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.data.csvdata import read_csv
+from fedcausal_flwr.data.dream4 import load_dream4
 from fedcausal_flwr.data.nodefiles import Limits, node_limits
-from fedcausal_flwr.dbn.dream4 import load_dream4
 from fedcausal_flwr.testing import InProcessGrid
 
 SECRET = "SECRET_TOKEN_4711"

@@ -1,0 +1,113 @@
+"""FedPC's server: one exchange of moments, then (when edges are left to orient) one of
+likelihood-ratio sums; the search runs on the pooled sums."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from fedcausal_flwr.constraint import learn, model
+from fedcausal_flwr.constraint.settings import FedPCSettings
+from fedcausal_flwr.federation.strategy import CausalStrategy, NodeInfo, Shape
+
+
+class FedPC(CausalStrategy):
+    """The PC algorithm on the clients' pooled moments (Spirtes et al. 2000; stable skeleton
+    of Colombo & Maathuis 2014), time tiers for a lagged window, contemporaneous edges
+    oriented by Hyvarinen & Smith's (2013) pairwise likelihood ratio on pooled sums.
+
+    Round 1 (``train.moments``): each client's pairwise counts, means, co-moments and sums of
+    squares of its window; the server pools them (they add up exactly) and runs the search.
+    Round 2 (``train.ratio``, when an edge is left to orient): the server sends the
+    regression of lag 0 on the lags; each client returns its row count and the sums
+    ``sum e tanh(e)^T`` and ``sum e e^T`` of its standardised residuals.
+    """
+
+    algorithm = "fedpc"
+    settings_class = FedPCSettings
+    settings: FedPCSettings
+    progress_keys = ("phase", "n_clients", "tests", "edges", "seconds")
+
+    def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
+        info = next(iter(nodes.values())).props
+        self.d, self.p = int(info["d"]), int(info["p"])
+        if self.p != self.settings.lags:
+            raise ValueError(f"the clients hold windows of {self.p} lags; the run config's "
+                             f"constraint.lags is {self.settings.lags}")
+        self.names = self.agreed_names(self.d)
+        k = self.settings.knowledge()
+        self.masks = k.masks(self.names, self.p) if k else None
+        self.stage, self.pooled, self.st = "moments", None, None
+        self.G, self.R = None, None
+
+    def _m(self) -> int:
+        return self.d * (self.p + 1)
+
+    def run_rounds(self, grid, result) -> None:
+        for rec in self.rounds(result):
+            assert self.channel is not None
+            phase = self.stage
+            replies = self.channel.run(phase, {c: self.payload(c) for c in self.select()},
+                                       self.reply_shapes())
+            self.aggregate(replies)
+            rec.update(self.record(phase))
+
+    def payload(self, cid: int) -> tuple[list[np.ndarray], dict[str, Any]]:
+        if self.stage == "moments":
+            return [], {}
+        B, c, sd = learn.ratio_inputs(self.pooled, self.d, self.p)
+        return [B, c, sd], self.settings.to_wire()
+
+    def reply_shapes(self) -> list[Shape]:
+        m, d = self._m(), self.d
+        if self.stage == "moments":
+            return [(m, m)] * len(model.MOMENTS)
+        return [(), (d, d), (d, d)]
+
+    def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
+                    ) -> list[np.ndarray] | None:
+        """The Byzantine screen compares clients' correlation matrices (moments) or their
+        per-row ratio sums."""
+        if phase == "moments":
+            m = model.Moments(*arrays)
+            return [np.nan_to_num(model.correlation(m))]
+        n = max(float(arrays[0]), 1.0)
+        return [np.asarray(arrays[1]) / n]
+
+    def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
+        if self.stage == "moments":
+            self.pooled = model.pooled([model.Moments(*r) for r in replies.values()])
+            self.st = learn.structure(self.pooled, self.settings, self.d, self.masks)
+            self.G = self.st.graph
+            self.stage = "ratio" if self.st.to_orient.any() else "done"
+            return
+        n = sum(float(r[0]) for r in replies.values())
+        self.R = model.likelihood_ratio(n, sum(r[1] for r in replies.values()),
+                                        sum(r[2] for r in replies.values()))
+        forbidden = None if self.masks is None else ~learn.allowed(self.d, self.p, self.masks)
+        self.G = learn.oriented(self.st, self.R, forbidden)
+        self.stage = "done"
+
+    def record(self, phase: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {"phase": phase}
+        if self.st is not None:
+            out["tests"] = self.st.skeleton.tests
+            out["edges"] = int(self.estimates()["graph"].sum())
+        return out
+
+    def done(self) -> bool:
+        return getattr(self, "stage", "moments") == "done"
+
+    def estimates(self) -> dict[str, Any]:
+        if self.st is None:
+            return {}
+        return learn.summary(self.st, self.G, self.settings.reverse_weight, self.R)
+
+    def result_names(self) -> dict[str, Any]:
+        if not hasattr(self, "names"):
+            return {}
+        names = self.names
+        return {"graph": names, "score": names, "p_value": names, "contemporaneous": names,
+                "variables": names}

@@ -1,0 +1,17 @@
+"""What crosses the wire in FedPC: each phase's arrays by name.
+
+``moments`` (up): ``n``, ``mean``, ``comoment``, ``square``, each m x m over the m = d (p + 1)
+columns of the window (pairwise counts, means, co-moments and sums of squares; nothing down).
+``ratio``: down the regression of lag 0 on the lags ``B`` (p d x d), ``intercept`` (d) and
+residual ``sd`` (d); up the row count ``rows`` (), ``e_tanh`` = sum e tanh(e)^T and ``e_e`` =
+sum e e^T (d x d). The settings travel as :meth:`~fedcausal_flwr.settings.Settings.to_wire`.
+"""
+
+from __future__ import annotations
+
+from fedcausal_flwr.federation.wire import Phase
+
+PHASES: dict[str, Phase] = {
+    "moments": Phase(down=(), up=("n", "mean", "comoment", "square")),
+    "ratio": Phase(down=("B", "intercept", "sd"), up=("rows", "e_tanh", "e_e")),
+}
