@@ -109,8 +109,10 @@ def graph_scores(est: Mapping[str, Any], T: np.ndarray) -> dict[str, float]:
     """Ranking AUROC/AUPR (off-diagonal ordered pairs), orientation share, SHD/F1."""
     from fedcausal_flwr.metrics import f1_score, graph_metrics, orientation_share, score_auc
 
-    S, G = np.asarray(est["score"], float), np.asarray(est["graph"], int)
     T = np.asarray(T) != 0
+    d0 = len(T)  # variables with a truth (context variables after them are not scored)
+    S = np.asarray(est["score"], float)[:d0, :d0]
+    G = np.asarray(est["graph"], int)[:d0, :d0]
     T = T & ~np.eye(len(T), dtype=bool)
     out = dict(score_auc(S, T))
     out["orientation"] = orientation_share(S, T)

@@ -30,6 +30,12 @@ class ConstraintData(Settings):
     n: int = setting(200, "n", ge=10, doc="synthetic: rows per client")
     edges: int = setting(8, "edges", ge=0, doc="synthetic: contemporaneous edges")
     seed: int = setting(0, "data-seed", ge=0, doc="synthetic: the draw of graph and data")
+    sachs_rows: str = setting("observational", "sachs-rows",
+                              choices=("observational", "interventional"),
+                              doc="sachs: the 853 observational rows cut into K clients, or "
+                                  "all nine experiments, each client holding whole "
+                                  "experiments and its indicator columns exp2..exp9 (joint "
+                                  "causal inference, Mooij et al. 2020)")
 
 
 def synthetic(c: ConstraintData, p: int, K: int) -> tuple[list[np.ndarray], np.ndarray,
@@ -59,6 +65,26 @@ def synthetic(c: ConstraintData, p: int, K: int) -> tuple[list[np.ndarray], np.n
             X[t] = (E[t] + X[t - 1] @ A) @ inv if p else E[t] @ inv
         out.append(X[1:] if p else X[1:])
     return out, W, A
+
+
+#: Rows of each experiment of ``cyto_full_data.csv``, in file order (the first: observational).
+SACHS_EXPERIMENTS = (853, 902, 911, 723, 810, 799, 848, 913, 707)
+
+
+def experiments(X: np.ndarray) -> list[np.ndarray]:
+    """Each Sachs experiment's rows with the indicator columns of experiments 2..9 (the
+    observational one is the baseline): context variables of joint causal inference."""
+    if len(X) != sum(SACHS_EXPERIMENTS):
+        raise ValueError(f"Sachs data has {len(X)} rows; the nine experiments have "
+                         f"{sum(SACHS_EXPERIMENTS)}")
+    out, start = [], 0
+    for e, size in enumerate(SACHS_EXPERIMENTS):
+        C = np.zeros((size, len(SACHS_EXPERIMENTS) - 1))
+        if e:
+            C[:, e - 1] = 1.0
+        out.append(np.hstack([X[start:start + size], C]))
+        start += size
+    return out
 
 
 def windows(series: list[np.ndarray], p: int) -> list[np.ndarray]:
@@ -102,7 +128,16 @@ def client_series(rc: Mapping[str, Any], p: int, K: int
     if c.data == "sachs":
         from fedcausal_flwr.data.sachs import sachs
 
-        X, A, names = sachs(c.data_path)
-        return [[x] for x in np.array_split(X, K)], names, (A != 0).astype(int)
+        if c.sachs_rows == "observational":
+            X, A, names = sachs(c.data_path)
+            return [[x] for x in np.array_split(X, K)], names, (A != 0).astype(int)
+        X, A, names = sachs(c.data_path, observational=False)
+        truth = (A != 0).astype(int)
+        blocks = experiments(X)
+        if not 1 <= K <= len(blocks):
+            raise ValueError(f"{K} clients need 1 <= K <= {len(blocks)} Sachs experiments")
+        groups = np.array_split(np.arange(len(blocks)), K)
+        return [[np.vstack([blocks[e] for e in g])] for g in groups], \
+            [*names, *(f"exp{e + 1}" for e in range(1, len(blocks)))], truth
     raise ValueError("constraint.data = 'node': each node reads its own CSV (node config "
                      "data-path)")
