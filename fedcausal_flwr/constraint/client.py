@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.constraint import model
-from fedcausal_flwr.constraint.settings import RatioInputs
+from fedcausal_flwr.constraint.settings import ClientInputs
 from fedcausal_flwr.federation.client import CausalClient, Fit
 from fedcausal_flwr.names import default_names, joined
 
@@ -59,13 +59,23 @@ class FedPCClient(CausalClient):
                 "n": len(self.Z), "d": self.d, "p": self.p, "names": joined(self.names)}
 
     def moments(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
-        """The four arrays of :data:`~fedcausal_flwr.constraint.model.MOMENTS`."""
-        return model.moments(self.Z).arrays(), len(self.Z), {}
+        """The four arrays of :data:`~fedcausal_flwr.constraint.model.MOMENTS`; with R
+        replicas, the same four of each half sample of its rows stacked (R, m, m)."""
+        from fedcausal_flwr.stability import complementary_halves
+
+        msg = ClientInputs.from_wire(config)
+        out = model.moments(self.Z).arrays()
+        if msg.replicas:
+            halves = [model.moments(self.Z[complementary_halves(len(self.Z), r,
+                                                                 msg.replica_seed)]).arrays()
+                      for r in range(1, msg.replicas + 1)]
+            out += [np.stack([h[k] for h in halves]) for k in range(len(model.MOMENTS))]
+        return out, len(self.Z), {}
 
     def ratio(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``[rows, sum e tanh(e)^T, sum e e^T]`` of its residuals given the server's
         ``[B, intercept, sd]``."""
-        msg = RatioInputs.from_wire(config)
+        msg = ClientInputs.from_wire(config)
         if msg.lags != self.p:
             raise ValueError(f"client {self.partition_id}: the server asks for {msg.lags} lags, "
                              f"this client holds {self.p}")

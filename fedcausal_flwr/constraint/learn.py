@@ -150,11 +150,31 @@ def summary(st: Structure, G: np.ndarray, reverse_weight: float,
             "score": score, "p_value": pv}
 
 
+def replica_selected(st: Structure, G: np.ndarray, R: np.ndarray | None) -> np.ndarray:
+    """Replica ``st``'s summary edges (d x d): a lag-0 adjacency counts in the direction the
+    main run took (its graph; a pair it left out: the likelihood ratio's, or both without
+    one), a lagged adjacency into lag 0 as it points."""
+    d, p = st.d, st.p
+    adj = st.skeleton.adjacent
+    main = (G[:d, :d] == 1)
+    both = main | main.T
+    direction = np.where(both, main, True if R is None else R > 0)
+    sel = adj[:d, :d] & direction
+    for k in range(1, p + 1):
+        sel |= adj[k * d:(k + 1) * d, :d]
+    return sel & ~np.eye(d, dtype=bool)
+
+
 def reference(windows: list[np.ndarray], s: FedPCSettings, d: int,
               masks: Masks | None = None) -> dict[str, np.ndarray]:
     """The loop the federation reproduces, on each client's window rows (NaN: missing)."""
+    from fedcausal_flwr.stability import complementary_halves
+
     pooled = model.pooled([model.moments(Z) for Z in windows])
     st = structure(pooled, s, d, masks)
+    halves = [structure(model.pooled([
+        model.moments(Z[complementary_halves(len(Z), r, s.replica_seed)]) for Z in windows]),
+        s, d, masks) for r in range(1, s.replicas + 1)]
     G, R = st.graph, None
     if st.to_orient.any():
         B, c, sd = ratio_inputs(pooled, d, s.lags)
@@ -164,4 +184,7 @@ def reference(windows: list[np.ndarray], s: FedPCSettings, d: int,
         n = sum(float(q[0]) for q in parts)
         R = model.likelihood_ratio(n, sum(q[1] for q in parts), sum(q[2] for q in parts))
         G = oriented(st, R, None if masks is None else ~allowed(d, s.lags, masks))
-    return summary(st, G, s.reverse_weight, R)
+    out = summary(st, G, s.reverse_weight, R)
+    if halves:
+        out["graph_frequency"] = np.mean([replica_selected(h, G, R) for h in halves], axis=0)
+    return out

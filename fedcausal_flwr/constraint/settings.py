@@ -7,7 +7,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from fedcausal_flwr.knowledge import KnowledgeSettings
-from fedcausal_flwr.settings import ClientMessage, ScreenedRunSettings, Settings, setting
+from fedcausal_flwr.settings import (
+    MAX_REPLICAS,
+    ClientMessage,
+    ScreenedRunSettings,
+    Settings,
+    setting,
+)
 
 ORIENTATIONS = ("pc", "likelihood-ratio", "pc+likelihood-ratio")
 
@@ -48,19 +54,42 @@ class Orientation(Settings):
 
 
 @dataclass(frozen=True)
-class RatioInputs(ClientMessage):
-    """What a client reads for the likelihood-ratio phase."""
+class Confidence(Settings):
+    """Edge confidence: the search repeated on half samples of every client's rows."""
+
+    section: ClassVar[str] = "constraint"
+
+    replicas: int = setting(0, "replicas", ge=0, le=MAX_REPLICAS, wire=True,
+                            doc="half-sample replicas for edge frequencies (even; 0: none); "
+                                "their moments ride in the same exchange")
+    replica_seed: int = setting(0, "replica-seed", ge=0, wire=True,
+                                doc="the draw of the half samples")
+    stability_threshold: float = setting(0.6, "stability-threshold", gt=0.5, le=1,
+                                         doc="frequency an edge needs to be stable")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.replicas % 2:
+            raise ValueError(f"run config {self.app_key('replicas')!r} = {self.replicas}: "
+                             "must be even (replicas come in complementary pairs of halves)")
+
+
+@dataclass(frozen=True)
+class ClientInputs(ClientMessage):
+    """What a client reads: the lags of its window and the replicas to compute."""
 
     section: ClassVar[str] = "constraint"
 
     lags: int = setting(0, "lags", ge=0, le=8)
+    replicas: int = setting(0, "replicas", ge=0, le=MAX_REPLICAS)
+    replica_seed: int = setting(0, "replica-seed", ge=0)
 
 
 @dataclass(frozen=True)
-class FedPCSettings(Search, Orientation, ScreenedRunSettings, KnowledgeSettings):
+class FedPCSettings(Search, Orientation, Confidence, ScreenedRunSettings, KnowledgeSettings):
     """Every setting of FedPC: the search (:class:`Search`), the orientation
-    (:class:`Orientation`), the run and screen pieces and prior knowledge (forbidden and
-    required edges, tiers, exogenous variables)."""
+    (:class:`Orientation`), edge confidence (:class:`Confidence`), the run and screen pieces
+    and prior knowledge (forbidden and required edges, tiers, exogenous variables)."""
 
     section: ClassVar[str] = "constraint"
-    client_message: ClassVar[type[ClientMessage]] = RatioInputs
+    client_message: ClassVar[type[ClientMessage]] = ClientInputs

@@ -39,7 +39,7 @@ class FedPC(CausalStrategy):
         self.names = self.agreed_names(self.d)
         k = self.settings.knowledge()
         self.masks = k.masks(self.names, self.p) if k else None
-        self.stage, self.pooled, self.st = "moments", None, None
+        self.stage, self.pooled, self.st, self.halves = "moments", None, None, []
         self.G, self.R = None, None
 
     def _m(self) -> int:
@@ -56,14 +56,16 @@ class FedPC(CausalStrategy):
 
     def payload(self, cid: int) -> tuple[list[np.ndarray], dict[str, Any]]:
         if self.stage == "moments":
-            return [], {}
+            return [], self.settings.to_wire()
         B, c, sd = learn.ratio_inputs(self.pooled, self.d, self.p)
         return [B, c, sd], self.settings.to_wire()
 
     def reply_shapes(self) -> list[Shape]:
         m, d = self._m(), self.d
         if self.stage == "moments":
-            return [(m, m)] * len(model.MOMENTS)
+            R = self.settings.replicas
+            return [(m, m)] * len(model.MOMENTS) + ([(R, m, m)] * len(model.MOMENTS) if R
+                                                     else [])
         return [(), (d, d), (d, d)]
 
     def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
@@ -71,15 +73,19 @@ class FedPC(CausalStrategy):
         """The Byzantine screen compares clients' correlation matrices (moments) or their
         per-row ratio sums."""
         if phase == "moments":
-            m = model.Moments(*arrays)
+            m = model.Moments(*arrays[:len(model.MOMENTS)])
             return [np.nan_to_num(model.correlation(m))]
         n = max(float(arrays[0]), 1.0)
         return [np.asarray(arrays[1]) / n]
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         if self.stage == "moments":
-            self.pooled = model.pooled([model.Moments(*r) for r in replies.values()])
+            k = len(model.MOMENTS)
+            self.pooled = model.pooled([model.Moments(*r[:k]) for r in replies.values()])
             self.st = learn.structure(self.pooled, self.settings, self.d, self.masks)
+            self.halves = [learn.structure(model.pooled(
+                [model.Moments(*(a[j] for a in r[k:])) for r in replies.values()]),
+                self.settings, self.d, self.masks) for j in range(self.settings.replicas)]
             self.G = self.st.graph
             self.stage = "ratio" if self.st.to_orient.any() else "done"
             return
@@ -103,11 +109,25 @@ class FedPC(CausalStrategy):
     def estimates(self) -> dict[str, Any]:
         if self.st is None:
             return {}
-        return learn.summary(self.st, self.G, self.settings.reverse_weight, self.R)
+        out = learn.summary(self.st, self.G, self.settings.reverse_weight, self.R)
+        if self.halves:
+            out["graph_frequency"] = np.mean(
+                [learn.replica_selected(h, self.G, self.R) for h in self.halves], axis=0)
+        return out
+
+    def _finish(self, result, t0: float) -> None:
+        super()._finish(result, t0)
+        if self.halves and self.st is not None:
+            from fedcausal_flwr.stability import edge_stability
+
+            sel = np.stack([learn.replica_selected(h, self.G, self.R) for h in self.halves])
+            result.metrics["stability"] = edge_stability(
+                sel, self.settings.stability_threshold,
+                ~np.eye(self.d, dtype=bool)).summary()
 
     def result_names(self) -> dict[str, Any]:
         if not hasattr(self, "names"):
             return {}
         names = self.names
         return {"graph": names, "score": names, "p_value": names, "contemporaneous": names,
-                "variables": names}
+                "graph_frequency": names, "variables": names}

@@ -1,7 +1,9 @@
 """What crosses the wire in FedPC: each phase's arrays by name.
 
 ``moments`` (up): ``n``, ``mean``, ``comoment``, ``square``, each m x m over the m = d (p + 1)
-columns of the window (pairwise counts, means, co-moments and sums of squares; nothing down).
+columns of the window (pairwise counts, means, co-moments and sums of squares; nothing down);
+with R replicas the same four of each half sample of the client's rows, ``n_r`` ...
+``square_r`` (R x m x m; absent when R = 0).
 ``ratio``: down the regression of lag 0 on the lags ``B`` (p d x d), ``intercept`` (d) and
 residual ``sd`` (d); up the row count ``rows`` (), ``e_tanh`` = sum e tanh(e)^T and ``e_e`` =
 sum e e^T (d x d). The settings travel as :meth:`~fedcausal_flwr.settings.Settings.to_wire`.
@@ -12,6 +14,7 @@ from __future__ import annotations
 from fedcausal_flwr.federation.wire import Phase
 
 PHASES: dict[str, Phase] = {
-    "moments": Phase(down=(), up=("n", "mean", "comoment", "square")),
+    "moments": Phase(down=(), up=("n", "mean", "comoment", "square", "n_r", "mean_r",
+                                  "comoment_r", "square_r")),
     "ratio": Phase(down=("B", "intercept", "sd"), up=("rows", "e_tanh", "e_e")),
 }

@@ -107,3 +107,23 @@ def test_federated_run_equals_the_reference_loop():
                           FedPCSettings(lags=1), section["d"])
     for key, want in ref.items():
         assert np.array_equal(np.asarray(result.estimates[key]), want), key
+
+
+@pytest.mark.integration
+def test_replicas_give_edge_frequencies_in_the_same_exchanges():
+    from fedcausal_flwr.client_app import app as client_app
+    from tests.helpers.faults import SMALL, run_app
+
+    rc, k = SMALL["fedpc"]
+    result = run_app("fedpc", client_app, k, rc={**rc, "constraint.replicas": 4})
+    assert result.status == "completed" and len(result.history) == 2
+    section = {key.split(".", 1)[1]: v for key, v in rc.items() if key.startswith("constraint.")}
+    series, _, _ = client_series(section, 1, k)
+    ref = learn.reference([np.vstack(windows(s, 1)) for s in series],
+                          FedPCSettings(lags=1, replicas=4), section["d"])
+    freq = np.asarray(result.estimates["graph_frequency"])
+    assert np.array_equal(freq, ref["graph_frequency"])
+    assert set(np.unique(freq)) <= {0.0, 0.25, 0.5, 0.75, 1.0} and 0 < freq.max()
+    assert result.metrics["stability"]["replicas"] == 4
+    stable = result.stable_edges()
+    assert all(f >= 0.6 for *_, f in stable)
