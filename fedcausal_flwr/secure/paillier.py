@@ -29,6 +29,8 @@ Speed-ups, each measured by ``simulations/bench/vfedcd_paillier_benchmark.py``:
 - Packing (:func:`pack`): ``slots`` signed values per plaintext, 107 bits each (room for the
   sum of two masked values, :func:`add_cipher`, so an owner decrypts two holders' shares at
   once).
+- Fixed-base tables in :func:`matmul_plain` where one ciphertext is raised to many rows'
+  plaintexts (the forward HE2SS), the product unchanged.
 - Processes (:func:`set_workers`, default 1): decryption and noise spread over worker processes.
 """
 
@@ -256,11 +258,63 @@ def add_cipher(pk: PublicKey, cs: list[np.ndarray]) -> np.ndarray:
 
 
 def matmul_plain(pk: PublicKey, x: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``Enc(x a)`` for integer ``x`` (n x m) and ``c = Enc(a)`` (m x p): n x p ciphertexts."""
+    """``Enc(x a)`` for integer ``x`` (n x m) and ``c = Enc(a)`` (m x p): n x p ciphertexts.
+
+    Each entry is ``prod_a c[a, j]^x[s, a] mod n^2`` (``c^-1`` for negative ``x``). Where a
+    base serves many rows (the forward HE2SS: every row of the batch), its powers come from a
+    fixed-base table (:func:`_window_table`, ``WINDOW``-bit digits of ``|x|``) instead of one
+    exponentiation per row: the same product, fewer multiplications (4x faster at a batch of
+    200, ``simulations/bench/vfedcd_fast_crypto.py``).
+    """
     nsq = pk.nsq
     c = np.asarray(c, dtype=object)
-    inv = np.array([gmpy2.invert(ci, nsq) for ci in c.ravel()], dtype=object).reshape(c.shape)
     x = np.asarray(x, dtype=np.int64)
+    bits = int(np.abs(x).max()).bit_length() if x.size else 0
+    windows = -(-bits // WINDOW)
+    if x.shape[0] * bits <= 2 * windows * (1 << WINDOW):  # few rows per base: exponentiate
+        return _matmul_powmod(nsq, x, c)
+    ax, neg = np.abs(x), (x < 0)
+    digits = [((ax >> (WINDOW * i)) & ((1 << WINDOW) - 1)).tolist() for i in range(windows)]
+    signs = neg.tolist()
+    out = np.empty((x.shape[0], c.shape[1]), dtype=object)
+    for j in range(c.shape[1]):
+        tables = {}
+        for a in range(c.shape[0]):
+            for sign in (False, True):
+                if (neg[:, a] == sign).any():
+                    base = gmpy2.invert(c[a, j], nsq) if sign else gmpy2.mpz(c[a, j])
+                    tables[a, sign] = _window_table(base, nsq, windows)
+        for s in range(x.shape[0]):
+            acc = gmpy2.mpz(1)
+            for a in range(c.shape[0]):
+                T = tables[a, signs[s][a]]
+                for i in range(windows):
+                    dgt = digits[i][s][a]
+                    if dgt:
+                        acc = acc * T[i][dgt] % nsq
+            out[s, j] = acc
+    return out
+
+
+WINDOW = 4
+"""Bits per digit of the fixed-base tables of :func:`matmul_plain`."""
+
+
+def _window_table(base: gmpy2.mpz, nsq: gmpy2.mpz, windows: int) -> list[list[gmpy2.mpz]]:
+    """``T[i][d] = base^(d 2^(WINDOW i)) mod n^2`` (i < windows, d < 2^WINDOW)."""
+    rows = []
+    for _ in range(windows):
+        row = [gmpy2.mpz(1), base]
+        for _ in range(2, 1 << WINDOW):
+            row.append(row[-1] * base % nsq)
+        rows.append(row)
+        base = row[-1] * base % nsq
+    return rows
+
+
+def _matmul_powmod(nsq: gmpy2.mpz, x: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """:func:`matmul_plain` by one exponentiation per entry and base."""
+    inv = np.array([gmpy2.invert(ci, nsq) for ci in c.ravel()], dtype=object).reshape(c.shape)
     out = np.empty((x.shape[0], c.shape[1]), dtype=object)
     for s in range(x.shape[0]):
         row = x[s].tolist()

@@ -33,6 +33,9 @@ class State:
     history: list[dict] = field(default_factory=list)
     memory: dict = field(default_factory=dict)
     """Optimizer memory: ``"F"`` (stacked fragments) and ``"dec"`` (per target, per param)."""
+    past: list = field(default_factory=list)
+    """The stacked fragments before each of the last ``delay`` steps, oldest first
+    (:func:`train_reference` with ``delay``), so a resumed run equals one run."""
 
 
 def initial_state(sizes: Sequence[int], s: VFedCDSettings, prior: Masks | None = None
@@ -46,13 +49,16 @@ def initial_state(sizes: Sequence[int], s: VFedCDSettings, prior: Masks | None =
 
 
 def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
-               sizes: Sequence[int], s: VFedCDSettings, prior: Masks | None = None
-               ) -> tuple[np.ndarray, list[float], float]:
+               sizes: Sequence[int], s: VFedCDSettings, prior: Masks | None = None,
+               Fs_data: np.ndarray | None = None) -> tuple[np.ndarray, list[float], float]:
     """One step's gradient of every stacked fragment (data + CTV), target losses and rho.
 
     ``x``, ``xq``: the mini-batch of all parties' columns, plain (the decoders' targets, NaN
     where missing) and quantized (the encoders' inputs, :func:`~fedcausal_flwr.vertical.model.
     inputs`). Updates the decoders in place (they are local to their target party).
+    ``Fs_data``: the fragments the features are computed from (default ``Fs``; a pipelined
+    schedule's older fragments, :func:`train_reference` ``delay``); the CTV's gradient is
+    always on ``Fs``.
     """
     K, st, h, n, two_f = len(sizes), core.starts_of(sizes), s.hidden, len(x), 2.0 ** (2 * s.frac)
     d = st[-1]
@@ -61,7 +67,8 @@ def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
                                                  s.lambda_b, prior)
     shares = core.split_gradient(G, K, core.rng_for(s.seed, "split", state.step), s.split,
                                  s.secure)
-    Zq = core.exact_matmul(xq, np.rint(Fs * 2.0 ** s.frac).sum(0).reshape(d, d * h))
+    Fd = Fs if Fs_data is None else Fs_data
+    Zq = core.exact_matmul(xq, np.rint(Fd * 2.0 ** s.frac).sum(0).reshape(d, d * h))
     D = np.zeros_like(Fs)
     losses = []
     for t in range(K):
@@ -85,7 +92,7 @@ def step_grads(state: State, Fs: np.ndarray, x: np.ndarray, xq: np.ndarray,
 
 def train_reference(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | None = None,
                     state: State | None = None, replica: int = 0,
-                    prior: Masks | None = None) -> State:
+                    prior: Masks | None = None, delay: int = 0) -> State:
     """The in-process reference loop: ``epochs`` epochs of mini-batch steps, lambda2 schedule.
 
     ``xs[k]`` is party k's training block (same rows, aligned). History rows per epoch.
@@ -94,6 +101,9 @@ def train_reference(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | N
     :func:`~fedcausal_flwr.vertical.model.replica_settings`), as the shared protocol does.
     ``prior``: knowledge masks in block order (the parties' columns one after the other),
     enforced as the parties and the CTV do. Missing cells are NaN in ``xs``.
+    ``delay``: step j's features and data gradients come from the fragments before step
+    ``j - delay`` (bounded staleness of a pipelined schedule, delayed-gradient SGD; 0: the
+    protocol as it runs); the CTV's gradient and every update use the current fragments.
     """
     sizes = [x.shape[1] for x in xs]
     n = len(xs[0])
@@ -109,10 +119,13 @@ def train_reference(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | N
     Xq = np.rint(core.inputs(X) * 2.0 ** s.frac)  # quantize(), as integer-valued floats
     schedule = {"ctv": s.ctv, "unfreeze": s.unfreeze, "tau": s.tau, "dag_tol": s.dag_tol,
                 "gamma": s.gamma, "prior": prior}
+    past = state.past if len(state.past) == delay else [Fs] * delay
     for _ in range(s.epochs if epochs is None else epochs):
         rec = {"loss": 0.0, "rho": 0.0}
         for idx in core.replica_batches(n, run, replica, len(state.history)):
-            grads, losses, rho = step_grads(state, Fs, X[idx], Xq[idx], sizes, s, prior)
+            grads, losses, rho = step_grads(state, Fs, X[idx], Xq[idx], sizes, s, prior,
+                                            past[0] if delay else None)
+            past = past[1:] + [Fs] if delay else past
             Fs = core.descent(Fs, grads, state.memory.setdefault("F", {}), lambda1=lambda1,
                               **s.optimizer_args()) * keep
             state.step += 1
@@ -122,7 +135,7 @@ def train_reference(xs: Sequence[np.ndarray], s: VFedCDSettings, epochs: int | N
         state.history.append({"epoch": len(state.history) + 1, **rec, "lambda2": state.lam2,
                               "frozen": state.frozen,
                               "acyclic": core.is_dag(core.support(B, s.dag_tol, prior))})
-    state.F = core.unstacked(Fs, sizes, s.secure)
+    state.F, state.past = core.unstacked(Fs, sizes, s.secure), past
     return state
 
 

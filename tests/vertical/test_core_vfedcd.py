@@ -241,6 +241,20 @@ def test_training_resumed_from_its_state_equals_one_run():
     assert (whole.lam2, whole.frozen, whole.step) == (part.lam2, part.frozen, part.step)
 
 
+def test_delayed_features_change_only_later_steps_and_resume_exactly():
+    # simulations/studies/vfedcd_pipeline.py: a pipelined schedule's step j reads the
+    # fragments before step j - delay; the first step has no older ones (same as no delay).
+    _, xs = small_data(d=4, n=48, seed=2)
+    s = V.VFedCDSettings(he_backend="mock", gamma=0.05, batch=48, seed=1)  # 1 step per epoch
+    one = [loop.train_reference(xs, s, epochs=1, delay=k) for k in (0, 2)]
+    assert np.array_equal(V.graph(one[0].F, [2, 2]), V.graph(one[1].F, [2, 2]))
+    whole = [loop.train_reference(xs, s, epochs=5, delay=k) for k in (0, 2)]
+    assert not np.array_equal(V.graph(whole[0].F, [2, 2]), V.graph(whole[1].F, [2, 2]))
+    part = loop.train_reference(xs, s, epochs=2, delay=2)
+    part = loop.train_reference(xs, s, epochs=3, state=part, delay=2)
+    assert np.array_equal(V.graph(whole[1].F, [2, 2]), V.graph(part.F, [2, 2]))
+
+
 
 SIMULATIONS = Path(__file__).parents[2] / "simulations"
 

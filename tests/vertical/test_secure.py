@@ -48,6 +48,23 @@ def test_paillier_roundtrip_and_homomorphic_matmul(keys):
     assert paillier.PublicKey.from_array(pk.to_array()) == pk
 
 
+def test_fixed_base_matmul_gives_the_same_ciphertexts(keys):
+    """A batch of many rows takes the fixed-base tables: the same group elements as one
+    exponentiation per entry, so the decrypted product is exact (signs and zeros included)."""
+    pk, sk = keys
+    rng = np.random.default_rng(3)
+    a = rng.integers(-2**40, 2**40, (4, 2))
+    x = rng.integers(-2**18, 2**18, (60, 4))
+    x[0], x[1, 2], x[2] = 0, -1, 2**18  # a zero row, a -1, the largest digit pattern
+    c = paillier.encrypt(pk, a)
+    got = paillier.matmul_plain(pk, x, c)
+    assert x.shape[0] * 19 > 2 * 5 * 2 ** paillier.WINDOW  # the table path ran
+    assert [int(v) for v in got.ravel()] == [int(v) for v in paillier._matmul_powmod(
+        pk.nsq, x, np.asarray(c, dtype=object)).ravel()]
+    assert [int(v) for v in paillier.decrypt(sk, got).ravel()] == [
+        int(v) for v in (x.astype(object) @ a.astype(object)).ravel()]
+
+
 @pytest.mark.parametrize("kind", ["djn", "full"])
 def test_both_noises_encrypt_and_rerandomize(kind, keys):
     pk, sk = keys
