@@ -163,10 +163,13 @@ def field_types(cls: type) -> dict[str, Any]:
 @functools.cache
 def _registered_section_keys(section: str) -> frozenset[str]:
     """Every bare key the registered algorithms of ``section`` read (none: not registered)."""
-    from fedcausal_flwr import appconfig, registry
+    from fedcausal_flwr import registry
 
-    return frozenset(k for name in registry.sections().get(section, ())
-                     for k in appconfig.section_keys(name))
+    out: set[str] = set()
+    for name in registry.sections().get(section, ()):
+        alg = registry.get(name)
+        out |= set(alg.raw_keys) | {k for c in alg.reader_classes() for k in c.keys()}
+    return frozenset(out - SHARED_KEYS)
 
 
 @dataclass(frozen=True)
@@ -212,7 +215,7 @@ class Settings:
     def section_keys(cls) -> frozenset[str]:
         """The bare keys of ``section`` that a run reads: this class's and, for a registered
         section, those of every class an algorithm of the section reads
-        (:func:`fedcausal_flwr.appconfig.section_keys`)."""
+        (as :func:`fedcausal_flwr.appconfig.section_keys` lists them)."""
         return frozenset(cls.keys()) | _registered_section_keys(cls.section)
 
     @classmethod

@@ -234,6 +234,9 @@ def start(args: argparse.Namespace, cfg: Mapping[str, Any], app_dir: Path,
     except subprocess.CalledProcessError as e:
         print(f"flwr run exited with code {e.returncode}", file=sys.stderr)
         return e.returncode
+    except (RuntimeError, TimeoutError) as e:  # a port in use, a SuperLink that did not start
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -280,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ninterrupted by {e}: stopped {started.report()}", file=sys.stderr, flush=True)
         return 128 + e.signum
     if started.stopped:
-        print(f"at the end, stopped {started.report()}, still running", file=sys.stderr)
+        print(f"at the end, still running and stopped: {started.report()}", file=sys.stderr)
     verdict = (exit_code_verdict(code, args.nodes, latest_run(runs or [])) if out is None
                else report(out, since, args.nodes, args.no_drops))
     if started.signum is not None:  # arrived while the run's processes were being stopped

@@ -5,6 +5,7 @@ before anything starts."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -174,3 +175,94 @@ def test_a_failed_run_leaves_the_completed_result_where_the_page_reads_it(tmp_pa
     err = capsys.readouterr().err
     assert "run not completed: stopped" in err and f"still reads the last completed run, " \
         f"{first.name}" in err
+
+
+# ---- the local SuperLink: patience with load, a half-built state.db ------------------------
+def test_the_superlink_patience_grows_with_the_load(monkeypatch):
+    from fedcausal_flwr.cli import simulation, supervisor
+
+    monkeypatch.setattr(supervisor.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(supervisor.os, "getloadavg", lambda: (0.5, 0, 0))
+    idle = simulation.startup_patience()
+    monkeypatch.setattr(supervisor.os, "getloadavg", lambda: (12.0, 0, 0))
+    busy = simulation.startup_patience()
+    assert idle == 60 and busy == 360 and idle > 15  # flwr run alone: 15 s
+    monkeypatch.setattr(supervisor.os, "getloadavg", lambda: (400.0, 0, 0))
+    assert simulation.startup_patience() == 600
+
+
+def test_a_half_built_state_db_is_found_and_set_aside(tmp_path):
+    import sqlite3
+
+    from fedcausal_flwr.cli import simulation
+
+    db = tmp_path / "state.db"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE task (id INTEGER)")
+    assert simulation.half_migrated(db)
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE alembic_version (version_num TEXT)")
+    assert simulation.half_migrated(db)  # the version table, but no version in it
+    with sqlite3.connect(db) as con:
+        con.execute("INSERT INTO alembic_version VALUES ('abc')")
+    assert not simulation.half_migrated(db)
+    assert not simulation.half_migrated(tmp_path / "none.db")
+    aside = simulation.set_aside(db)
+    assert not db.exists() and aside.is_file() and "broken" in aside.name
+
+
+def test_a_superlink_that_cannot_migrate_is_retried_once_on_a_fresh_database(
+        tmp_path, monkeypatch, capsys):
+    import sys
+
+    from fedcausal_flwr.cli import simulation
+
+    db, _, _ = simulation.local_superlink_files(tmp_path)
+    db.write_text("not empty")  # not sqlite: half_migrated says so before the first start
+    starts = []
+
+    def command(port, home):
+        starts.append(port)
+        return [sys.executable, "-c", "import sys; sys.stderr.write("
+                "'sqlalchemy.exc.OperationalError: table task already exists\\n'); sys.exit(1)"]
+
+    monkeypatch.setattr(simulation, "local_superlink_command", command)
+    with pytest.raises(RuntimeError, match="exited with code 1: .*table task already exists"):
+        simulation.start_local_superlink(29991, tmp_path, dict(os.environ), patience=30)
+    err = capsys.readouterr().err
+    assert len(starts) == 1 and "half-built" in err and "broken-" in err
+    starts.clear()
+    db.write_text("")  # an empty database: not half-built before the start
+    monkeypatch.setattr(simulation, "half_migrated", lambda db: False)
+    with pytest.raises(RuntimeError, match="exited with code 1"):
+        simulation.start_local_superlink(29991, tmp_path, dict(os.environ), patience=30)
+    assert len(starts) == 2, "an 'already exists' exit is retried once on a fresh database"
+    assert "cannot be migrated" in capsys.readouterr().err
+
+
+def test_nodes_that_connect_but_never_answer_are_named_with_the_likely_cause(tmp_path):
+    from fedcausal_flwr import server_app
+    from fedcausal_flwr.appconfig import declared
+    from fedcausal_flwr.client_app import app as client_app
+
+    rc = {**declared(), "outputs": str(tmp_path), "run-name": "r", "node-wait-s": 1.0,
+          "round-timeout-s": 0.3, "node-grace-s": 0.3}
+    grid = InProcessGrid(client_app, 3, rc)
+    for node in grid.get_node_ids()[:2]:  # two of three: below min-nodes = 2
+        grid.hang(node)
+    server_app.run(grid, rc)
+    status = RunResult.load(tmp_path / "r").status
+    assert status.startswith("stopped") and "2 SuperNode(s) connected but never answered" \
+        in status, status
+    assert "task-token authentication failed" in status and "node-wait-s" in status
+
+
+def test_eleven_or_more_example_partitions_take_their_files_in_natural_order(tmp_path):
+    from fedcausal_flwr.data.examples import made_csv
+
+    def files(n):
+        return {f"site{i}.csv": f"x\n{i}\n" for i in range(n)}
+
+    for partition in (2, 10, 11):
+        path = made_csv(files, partition, 12, "test")
+        assert path.name == f"site{partition}.csv" and path.read_text() == f"x\n{partition}\n"
