@@ -18,6 +18,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -71,6 +72,7 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
            "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(port),
            "FLWR_LOCAL_CONTROL_API_PORT": str(port + 2), **simulated_node_env(node_configs)}
     _check_free(range(port, port + SIMULATE_PORTS), "simulate")
+    check_local_connection(home)
     link = start_local_superlink(port, home, env)
     cmd = [_flwr(), "run", str(app_dir), "local", "--stream",
            "--run-config", run_config_arg(run_config),
@@ -88,6 +90,23 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
             link.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+
+
+def check_local_connection(home: Path) -> None:
+    """A RuntimeError saying what to do when ``home``'s ``config.toml`` exists without the
+    ``local`` connection ``flwr run <app> local`` needs (Flower writes it only into a home that
+    has no config.toml; a deployment's config written over it loses it)."""
+    path = Path(home) / "config.toml"
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return  # none yet (Flower writes its default) or Flower's to judge
+    if "local" not in doc.get("superlink", {}):
+        raise RuntimeError(
+            f"{path} has no 'local' connection, which a simulation needs (it names "
+            f"{', '.join(sorted(k for k in doc.get('superlink', {}) if k != 'default')) or 'none'}"
+            f"): use another FLWR_HOME for the simulation (unset FLWR_HOME: ./.flwr), or add "
+            "[superlink.local] with address = \":local:\" to that file")
 
 
 def local_superlink_files(home: Path) -> tuple[Path, Path, Path]:

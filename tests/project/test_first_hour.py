@@ -266,3 +266,16 @@ def test_eleven_or_more_example_partitions_take_their_files_in_natural_order(tmp
     for partition in (2, 10, 11):
         path = made_csv(files, partition, 12, "test")
         assert path.name == f"site{partition}.csv" and path.read_text() == f"x\n{partition}\n"
+
+
+def test_a_home_without_the_local_connection_is_named_before_the_simulation(tmp_path):
+    from fedcausal_flwr.cli import simulation
+
+    simulation.check_local_connection(tmp_path)  # no config.toml: Flower writes its own
+    (tmp_path / "config.toml").write_text('[superlink]\ndefault = "mylink"\n\n'
+                                          '[superlink.mylink]\naddress = "127.0.0.1:9200"\n')
+    with pytest.raises(RuntimeError, match=r"no 'local' connection.*names mylink.*unset "
+                                           r"FLWR_HOME"):
+        simulation.check_local_connection(tmp_path)
+    (tmp_path / "config.toml").write_text('[superlink.local]\naddress = ":local:"\n')
+    simulation.check_local_connection(tmp_path)
