@@ -175,6 +175,10 @@ def plot_history(history: Sequence[Mapping[str, Any]], keys: Sequence[str], path
     return _saved(plt, fig, path, title)
 
 
+PLOT_FILES = ("graphs.png", "history.png", "confidence.png", "penalty.png")
+"""The PNGs :func:`result_plots` may draw beside a result.json."""
+
+
 def result_plots(result: PlottedResult, directory: str | Path
                  ) -> list[tuple[str, Callable[[], Path]]]:
     """``(file name, draw)`` of each PNG of ``result``: ``graphs.png`` (the algorithm's graph
@@ -193,7 +197,8 @@ def result_plots(result: PlottedResult, directory: str | Path
     plots: list[tuple[str, Callable[[], Path]]] = []
     if shown:
         plots.append(("graphs.png", lambda: plot_graphs(
-            shown, truth, out / "graphs.png", title=f"{result.algorithm}: learned vs true",
+            shown, truth, out / "graphs.png",
+            title=f"{result.algorithm}: learned" + (" vs true" if truth else ""),
             labels=labels)))
     if result.history:
         plots.append(("history.png", lambda: plot_history(
@@ -238,6 +243,8 @@ def save_with_plots(result: PlottedResult, directory: str | Path) -> Path:
     never raised.
     """
     path = result.save(directory)
+    for stale in PLOT_FILES:  # a previous run's figures never stay beside this result
+        (Path(directory) / stale).unlink(missing_ok=True)
     if plots_failed(result, result_plots(result, directory)):
         path = result.save(directory)
     return path

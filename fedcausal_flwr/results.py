@@ -40,6 +40,7 @@ from fedcausal_flwr.results_files import (
     ARRAYS_FILE,
     HISTORY_FILE,
     INLINE_NUMBERS,
+    LATEST,
     STALE_AFTER_S,
     _as_array,
     _numeric,
@@ -49,17 +50,21 @@ from fedcausal_flwr.results_files import (
     is_completed,
     jsonable,
     load_result,
+    new_run_folder,
+    point_latest,
     process_info,
+    result_folder,
     run_status,
     stale_after,
     writer_alive,
 )
 from fedcausal_flwr.results_views import Layer, ResultViews, labels_or_default, run_setting
 
-__all__ = ["ARRAYS_FILE", "HISTORY_FILE", "INLINE_NUMBERS", "STALE_AFTER_S", "Layer",
+__all__ = ["ARRAYS_FILE", "HISTORY_FILE", "INLINE_NUMBERS", "LATEST", "STALE_AFTER_S", "Layer",
            "ResultViews", "RunResult", "inside", "is_completed", "jsonable",
-           "labels_or_default", "load_result", "process_info", "run_setting", "run_status",
-           "stale_after", "writer_alive"]
+           "labels_or_default", "load_result", "new_run_folder", "point_latest",
+           "process_info", "result_folder", "run_setting", "run_status", "stale_after",
+           "writer_alive"]
 
 
 def _large_arrays(result: RunResult) -> dict[str, np.ndarray]:
@@ -183,6 +188,23 @@ class RunResult(ResultViews):
         (directory / HISTORY_FILE).unlink(missing_ok=True)  # the full history is in path now
         (directory / ARRAYS_FILE).unlink(missing_ok=True)  # and every array
         self._appended = None
+        return path
+
+    def save_run(self, base: str | Path, plots: bool = False,
+                 within: str | Path | None = None) -> Path:
+        """Write this run into a folder of its own under ``base`` and return its result.json.
+
+        ``base`` is the run-name folder (``<outputs>/<run-name>``); the run gets
+        ``<base>/<timestamp>/`` (:func:`~fedcausal_flwr.results_files.new_run_folder`) with
+        its result.json and, ``plots=True``, its PNGs (:meth:`save`). Only a completed run
+        moves ``<base>/latest`` to its folder, so ``RunResult.load(base)`` reads the newest
+        completed run whatever failed or stopped since. ``within``: as in :meth:`save`.
+        """
+        base = inside(base, within) if within is not None else Path(base)
+        folder = new_run_folder(base)
+        path = self.save(folder, plots=plots)
+        if is_completed(self.status):
+            point_latest(base, folder)
         return path
 
     def checkpoint(self, directory: str | Path, within: str | Path | None = None) -> Path:

@@ -12,6 +12,12 @@ host, when the pid is not alive (or a zombie, or a different process now has tha
 another host, when the heartbeat is older than ``stale_after_s`` (the larger of
 :data:`STALE_AFTER_S` and three times the longest finished round). Only ``"completed"`` means
 the run finished normally (:func:`is_completed`).
+
+A run-name folder can hold one folder per run (:func:`new_run_folder`, what
+:meth:`~fedcausal_flwr.results.RunResult.save_run` writes: ``<run-name>/<timestamp>/``) and
+a :data:`LATEST` link to the newest *completed* one (:func:`point_latest`); a reader given the
+run-name folder reads that run (:func:`result_folder`), so a failed or stopped run never
+hides, replaces or mixes its plots with the last completed one.
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ seconds per round, the binary file milliseconds)."""
 HISTORY_FILE = "history.jsonl"
 """A running result's rounds, one JSON line each, beside its summary ``result.json``
 (:meth:`RunResult.checkpoint`); merged back by :func:`load_result`."""
+
+LATEST = "latest"
+"""In a run-name folder of per-run folders: the link (a relative symbolic link; where the file
+system has none, a text file naming the folder) to the newest completed run's folder."""
 
 STALE_AFTER_S = 1800.0
 """Cross-host bound: a ``running`` file whose heartbeat is older than this (or than three times
@@ -66,6 +76,48 @@ def inside(directory: str | Path, root: str | Path) -> Path:
     if d == r or not d.is_relative_to(r):
         raise ValueError(f"refusing to write results to {d}: not under the outputs directory {r}")
     return d
+
+
+def new_run_folder(base: str | Path) -> Path:
+    """A new, empty folder for one run under ``base``: ``<base>/<YYYYmmdd-HHMMSS>`` (``-2``,
+    ``-3`` ... when a run of the same second has one)."""
+    base = Path(base)
+    base.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for i in range(1, 10_000):
+        folder = base / (stamp if i == 1 else f"{stamp}-{i}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise RuntimeError(f"no free run folder for {stamp} under {base}")
+
+
+def point_latest(base: str | Path, folder: str | Path) -> Path:
+    """Point ``<base>/latest`` at ``folder`` (a folder directly under ``base``), atomically:
+    a reader sees the previous run or this one, never neither."""
+    base, name = Path(base), Path(folder).name
+    tmp = base / f".{LATEST}.{os.getpid()}.tmp"
+    tmp.unlink(missing_ok=True)
+    try:
+        tmp.symlink_to(name, target_is_directory=True)
+    except OSError:  # no symbolic links here: a file naming the folder
+        tmp.write_text(name + "\n")
+    os.replace(tmp, base / LATEST)
+    return base / LATEST
+
+
+def result_folder(path: str | Path) -> Path:
+    """The folder a reader of ``path`` means: the newest completed run's (``path/latest``)
+    when ``path`` is a run-name folder of per-run folders, else ``path`` itself."""
+    path = Path(path)
+    link = path / LATEST
+    if link.is_symlink() or link.is_file():
+        target = path / (link.readlink() if link.is_symlink() else link.read_text().strip())
+        if (target / "result.json").is_file():
+            return target
+    return path
 
 
 def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -181,7 +233,7 @@ def load_result(path: str | Path, stale_after_s: float | None = None) -> dict[st
     """
     path = Path(path)
     if path.is_dir():
-        path = path / "result.json"
+        path = result_folder(path) / "result.json"
     for _ in range(3):  # the writer may finish (and remove the side files) as we read
         doc = json.loads(path.read_text())
         if "history_file" not in doc:

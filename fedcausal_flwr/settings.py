@@ -37,6 +37,7 @@ import functools
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
+from difflib import get_close_matches
 from typing import Any, ClassVar, Self
 
 _META = "fedcausal"
@@ -159,6 +160,18 @@ def field_types(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+@functools.cache
+def _registered_section_keys(section: str) -> frozenset[str]:
+    """Every bare key the registered algorithms of ``section`` read (none: not registered)."""
+    from fedcausal_flwr import registry
+
+    out: set[str] = set()
+    for name in registry.sections().get(section, ()):
+        alg = registry.get(name)
+        out |= set(alg.raw_keys) | {k for c in alg.reader_classes() for k in c.keys()}
+    return frozenset(out - SHARED_KEYS)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Base of every algorithm's settings: validation and the run-config mapping."""
@@ -199,6 +212,13 @@ class Settings:
         return key if key in SHARED_KEYS or not cls.section else f"{cls.section}.{key}"
 
     @classmethod
+    def section_keys(cls) -> frozenset[str]:
+        """The bare keys of ``section`` that a run reads: this class's and, for a registered
+        section, those of every class an algorithm of the section reads
+        (as :func:`fedcausal_flwr.appconfig.section_keys` lists them)."""
+        return frozenset(cls.keys()) | _registered_section_keys(cls.section)
+
+    @classmethod
     def read_instead(cls) -> dict[str, tuple[str, Any]]:
         """``{other key: (own key, other default)}`` of the fields read under their own key
         where another algorithm of the section reads another (``setting(instead_of=...)``:
@@ -212,15 +232,25 @@ class Settings:
 
         ``config`` is sectioned (``dbn.lambda-w``) or one section's view (``lambda-w``). Keys of
         other sections are ignored; a key of this class with a wrong type or value, or given
-        without its section beside sectioned keys, raises a ValueError naming it; so does the
-        other key of a field this class reads under its own (:meth:`read_instead`) set to
-        other than its default, which this class would otherwise ignore.
+        without its section beside sectioned keys, raises a ValueError naming it; so does a
+        sectioned key that nothing of its section reads (a typo such as ``dbn.lamda-w``,
+        :meth:`section_keys`; the nearest key named), and the other key of a field this class
+        reads under its own (:meth:`read_instead`) set to other than its default, which this
+        class would otherwise ignore.
         """
         if cls.section and any(str(k).startswith(cls.section + ".") for k in config):
             stale = [k for k in cls.keys() if k in config and k not in SHARED_KEYS]
             if stale:
                 raise ValueError("run config: " + "; ".join(
                     f"{k!r} is now {cls.app_key(k)!r}" for k in stale))
+            known, prefix = cls.section_keys(), cls.section + "."
+            unknown = sorted(k[len(prefix):] for k in map(str, config)
+                             if k.startswith(prefix) and k[len(prefix):] not in known)
+            if unknown:
+                raise ValueError("run config: " + "; ".join(
+                    f"{cls.app_key(k)!r} is not a key of section {cls.section!r}"
+                    + (f" (did you mean {cls.app_key(near[0])!r}?)" if (near := get_close_matches(
+                        k, sorted(known), n=1, cutoff=0.6)) else "") for k in unknown))
         config = section_view(cls.section, config)
         ignored = [(k, mine) for k, (mine, default) in cls.read_instead().items()
                    if k in config and k not in cls.keys() and config[k] != default]

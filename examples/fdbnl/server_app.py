@@ -13,9 +13,9 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
-    settings = FDBNLSettings(lambda_w=float(rc["dbn.lambda-w"]),
-                             lambda_a=float(rc["dbn.lambda-a"]),
-                             min_nodes=2)
-    result = FDBNL(settings).start(grid=grid, num_rounds=int(rc["dbn.num-rounds"]))
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
+    # every dbn.* key (pyproject.toml declares them all): penalties, knowledge, replicas ...
+    settings = FDBNLSettings.from_run_config(rc)
+    result = FDBNL(settings).start(grid=grid, num_rounds=settings.max_rounds)
+    # a folder of its own, <run-name>/<timestamp>/; <run-name>/latest: the last completed run
+    out = result.save_run(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     print(f"FDBNL {result.status}: {out}; edges {result.edges(tau=settings.tau_w)}")

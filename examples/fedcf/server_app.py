@@ -15,7 +15,8 @@ app = ServerApp()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
     # statespace.ss-window, statespace.ss-cf-*, ...: the run config keys of FedCFSettings
-    settings = FedCFSettings.from_run_config(rc, min_nodes=2)
+    settings = FedCFSettings.from_run_config(rc)
     result = FedCF(settings).start(grid=grid)
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
+    # a folder of its own, <run-name>/<timestamp>/; <run-name>/latest: the last completed run
+    out = result.save_run(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     print(f"FedCF {result.status}: {out}; counterfactual {result.metrics.get('counterfactual')}")

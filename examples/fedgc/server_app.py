@@ -14,7 +14,8 @@ app = ServerApp()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
     # statespace.ss-window, statespace.ss-epochs: the run config keys of FedGCSettings
-    settings = FedGCSettings.from_run_config(rc, min_nodes=2)
+    settings = FedGCSettings.from_run_config(rc)
     result = FedGC(settings).start(grid=grid)
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
+    # a folder of its own, <run-name>/<timestamp>/; <run-name>/latest: the last completed run
+    out = result.save_run(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     print(f"FedGC {result.status}: {out}")

@@ -13,9 +13,9 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
-    settings = PFDBNLSettings(lambda_w=float(rc["dbn.pfdbnl-lambda-w"]),
-                              lambda_a=float(rc["dbn.pfdbnl-lambda-a"]),
-                              mu=float(rc["dbn.mu"]), min_nodes=2)
-    result = PFDBNL(settings).start(grid=grid, num_rounds=int(rc["dbn.num-rounds"]))
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
+    # every dbn.* key (pyproject.toml declares them all): penalties, mu, knowledge ...
+    settings = PFDBNLSettings.from_run_config(rc)
+    result = PFDBNL(settings).start(grid=grid, num_rounds=settings.max_rounds)
+    # a folder of its own, <run-name>/<timestamp>/; <run-name>/latest: the last completed run
+    out = result.save_run(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     print(f"PFDBNL {result.status}: {out}")

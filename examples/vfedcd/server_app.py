@@ -15,5 +15,6 @@ def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
     settings = VFedCDSettings.from_run_config(rc)  # vertical.num-epochs, vertical.he-backend ...
     result = VFedCD(settings).start(grid=grid)
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
+    # a folder of its own, <run-name>/<timestamp>/; <run-name>/latest: the last completed run
+    out = result.save_run(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     print(f"VFedCD {result.status}: {out}")

@@ -201,3 +201,31 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
         _kill(with_descendants({p.pid for p in procs}))
         for p in procs:
             p.wait(timeout=10)
+        if hint := clientapp_start_hint(workdir):
+            print(hint, file=sys.stderr, flush=True)
+
+
+CLAIM_FAILED = "task-token authentication failed"
+"""What a SuperNode logs when the ClientApp process it started came too late to claim its
+task (Flower 1.42), and starts another."""
+
+
+def clientapp_start_hint(workdir: Path) -> str | None:
+    """What the SuperNode logs in ``workdir`` say of ClientApps that did not start in time,
+    and what to do; None when they say nothing of it."""
+    slow = sorted(p.stem for p in Path(workdir).glob("supernode*.log")
+                  if CLAIM_FAILED in p.read_text(errors="replace").lower())
+    if not slow:
+        return None
+    return (f"note: {', '.join(slow)} logged 'Runtime task-token authentication failed': "
+            f"{CLIENTAPP_SLOW}")
+
+
+CLIENTAPP_SLOW = (
+    "a SuperNode starts a flwr-clientapp process per message, which must claim its task "
+    "within Flower's window; on a busy machine its start-up (Python and the App's imports) "
+    "takes longer, the SuperNode starts another, and the node never answers. Run with less "
+    "load on the machine (or fewer SuperNodes on it), or try the App in a simulation first "
+    "(python -m fedcausal_flwr.cli.launch simulate), where one process serves every message.")
+"""Why SuperNodes that connect may never answer, and what to do (the ServerApp says it too:
+:data:`fedcausal_flwr.federation.roster.SILENT_NODES`)."""

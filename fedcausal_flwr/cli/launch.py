@@ -35,6 +35,8 @@ package's source checkout). What it does around ``flwr run``:
 from __future__ import annotations
 
 import argparse
+import csv
+import os
 import subprocess
 import sys
 import time
@@ -64,6 +66,7 @@ from fedcausal_flwr.cli.runconfig import (
     APP_DIR,
     BIND_KEY,
     AppDirError,
+    app_algorithm,
     app_run_config,
     config_problems,
     declared_config,
@@ -100,11 +103,13 @@ from fedcausal_flwr.threads import limit_blas_threads
 
 __all__ = [  # the launcher's functions, wherever they live in fedcausal_flwr.cli
     "APP_DIR", "AppDirError", "BIND_KEY", "Deployment", "Interrupted", "SIMULATE_PORTS", "Started",
-    "all_used", "app_run_config", "config_problems", "connection_toml", "declared_config",
+    "all_used", "app_algorithm", "app_run_config", "config_problems", "connection_toml",
+    "declared_config",
     "declared_keys", "default_flwr_home", "deploy", "deploy_ports", "deploy_run_config",
     "descendants", "dropped_clients", "exit_code_verdict", "find_app_dir", "flower_runs",
     "flwr_env", "free_port_block", "knowledge_config", "latest_run", "main", "node_config_arg",
-    "node_configs", "parse_run_config", "parser", "port_free", "port_open", "report",
+    "node_configs", "node_data_problems", "parse_run_config", "parser", "port_free", "port_open",
+    "report",
     "require_simulation", "run_config", "run_config_arg", "run_output", "security_lines",
     "simulate", "simulated_node_env", "start", "stopping", "summary_line", "superlink_args",
     "supernode_args", "toml_value", "with_descendants", "writes_result",
@@ -163,6 +168,38 @@ def node_configs(args: argparse.Namespace) -> dict[int, dict[str, Any]]:
     return nodes
 
 
+def node_data_problems(paths: list[Path]) -> list[str]:
+    """Why a ``--node-data`` file cannot be node i's CSV, one line each (empty: none): it must
+    exist, be a regular readable file and start with a header row of column names. Checked
+    on this machine before anything starts (the nodes it starts read them here); only the
+    header is read, and no cell value is printed."""
+    out = []
+    for i, path in enumerate(paths):
+        p, where = Path(path).expanduser(), f"--node-data {path} (node {i})"
+        if not p.exists():
+            near = sorted(q.name for q in p.parent.glob("*.csv"))[:8] if p.parent.is_dir() \
+                else []
+            out.append(f"{where}: no such file" + (f" (in {p.parent}: {', '.join(near)})"
+                                                    if near else ""))
+        elif not p.is_file():
+            out.append(f"{where}: not a regular file")
+        elif not os.access(p, os.R_OK):
+            out.append(f"{where}: not readable by this user")
+        else:
+            try:
+                with p.open(newline="", encoding="utf-8-sig") as f:
+                    header = next(csv.reader([f.readline()]), [])
+            except (OSError, UnicodeDecodeError, csv.Error) as e:
+                out.append(f"{where}: its header row cannot be read ({type(e).__name__})")
+                continue
+            names = [h.strip() for h in header]
+            if not names or not any(names):
+                out.append(f"{where}: no header row (the first line must name the columns)")
+            elif "" in names:
+                out.append(f"{where}: header column {names.index('') + 1} has no name")
+    return out
+
+
 def run_config(args: argparse.Namespace, app_dir: Path) -> dict[str, Any]:
     """The run config the launcher sends: ``--run-config`` (``--knowledge`` under it), then
     ``outputs``/``run-name`` where the App declares them (:func:`app_run_config`); a
@@ -172,8 +209,8 @@ def run_config(args: argparse.Namespace, app_dir: Path) -> dict[str, Any]:
         cfg.update(parse_run_config(text))
     if args.knowledge is not None:
         try:
-            cfg = {**knowledge_config(args.knowledge, str(cfg.get("algorithm", "fdbnl"))),
-                   **cfg}
+            cfg = {**knowledge_config(args.knowledge,
+                                      app_algorithm(cfg, app_dir) or "fdbnl"), **cfg}
         except (OSError, ValueError) as e:
             raise ValueError(f"--knowledge: {e}") from None
     bad = config_problems(cfg, app_dir)
@@ -197,6 +234,9 @@ def start(args: argparse.Namespace, cfg: Mapping[str, Any], app_dir: Path,
     except subprocess.CalledProcessError as e:
         print(f"flwr run exited with code {e.returncode}", file=sys.stderr)
         return e.returncode
+    except (RuntimeError, TimeoutError) as e:  # a port in use, a SuperLink that did not start
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -219,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(e))
     if nodes:
         args.nodes = len(nodes)
+    if bad := node_data_problems(args.node_data):
+        print("error: " + "\nerror: ".join(bad), file=sys.stderr)
+        return 2
     try:
         if args.mode == "simulate":
             require_simulation()
@@ -240,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ninterrupted by {e}: stopped {started.report()}", file=sys.stderr, flush=True)
         return 128 + e.signum
     if started.stopped:
-        print(f"at the end, stopped {started.report()}, still running", file=sys.stderr)
+        print(f"at the end, still running and stopped: {started.report()}", file=sys.stderr)
     verdict = (exit_code_verdict(code, args.nodes, latest_run(runs or [])) if out is None
                else report(out, since, args.nodes, args.no_drops))
     if started.signum is not None:  # arrived while the run's processes were being stopped

@@ -47,18 +47,34 @@ def all_used(metrics: Mapping[str, Any], started: int) -> bool:
     return not metrics.get("dropped") and metrics.get("clients") == started
 
 
+def run_result_file(out: Path, since: float = 0.0) -> Path:
+    """The result.json this run wrote under ``out`` (``<outputs>/<run-name>``): ``out``'s own,
+    or, where the App gives each run a folder of its own
+    (:meth:`~fedcausal_flwr.results.RunResult.save_run`), the newest ``out/<run>/result.json``
+    written since ``since``; ``out/result.json`` when there is none (it may then be missing
+    or older than ``since``)."""
+    own = out / "result.json"
+    runs = [p for p in out.glob("*/result.json")
+            if not p.parent.is_symlink() and p.stat().st_mtime >= since]
+    if own.exists() and own.stat().st_mtime >= since or not runs:
+        return own
+    return max(runs, key=lambda p: p.stat().st_mtime)
+
+
 def report(out: Path, since: float = 0.0, started: int | None = None,
            no_drops: bool = False) -> int:
-    """Print the outcome of the run whose result.json is in ``out``; 0 only if "completed"
-    (and, with ``no_drops``, every one of the ``started`` clients used, none dropped).
+    """Print the outcome of the run whose result.json is in ``out`` (or in a folder of its own
+    there, :func:`run_result_file`); 0 only if "completed" (and, with ``no_drops``, every one
+    of the ``started`` clients used, none dropped).
 
     ``flwr run`` exits 0 even when the ServerApp failed, so this file is the run's verdict. A
-    result.json older than ``since`` (a previous run's) counts as missing. With ``started``
+    result.json older than ``since`` (a previous run's) counts as missing. A run that did not
+    complete names the completed run ``out/latest`` still holds, if any. With ``started``
     (the clients started), the last line is :func:`summary_line`.
     """
-    from fedcausal_flwr.results import is_completed, load_result
+    from fedcausal_flwr.results import LATEST, is_completed, load_result, result_folder
 
-    path = out / "result.json"
+    path = run_result_file(out, since)
     if not path.exists() or path.stat().st_mtime < since:
         print(f"\nno result.json written by this run in {out}", file=sys.stderr)
         if started is not None:
@@ -76,11 +92,15 @@ def report(out: Path, since: float = 0.0, started: int | None = None,
         print(f"error: {err}", file=sys.stderr)
     if r.get("status_detail"):
         print(r["status_detail"], file=sys.stderr)
-    pngs = sorted(p.name for p in out.glob("*.png") if p.stat().st_mtime >= since)
+    pngs = sorted(p.name for p in path.parent.glob("*.png") if p.stat().st_mtime >= since)
     print(f"saved {path}" + (f" and {', '.join(pngs)}" if pngs else ""))
     code = 0
     if not is_completed(status):
         print(f"run not completed: {status}", file=sys.stderr)
+        kept = result_folder(out)
+        if kept != out and kept != path.parent:
+            print(f"{out / LATEST} still reads the last completed run, {kept.name}",
+                  file=sys.stderr)
         code = 1
     if started is not None:
         if no_drops and not all_used(m, started):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 import tomllib
 from collections.abc import Mapping
@@ -134,10 +135,58 @@ def undeclared_message(keys: list[str], app_dir: Path | str) -> str:
 def config_problems(cfg: Mapping[str, Any], app_dir: Path | str) -> list[str]:
     """Why ``flwr run`` would refuse ``cfg`` or this package's ServerApp misread it, one line
     each (empty: none). This package's App: :func:`renamed_keys`; any App: the keys it does not
-    declare (:func:`undeclared_message`)."""
+    declare (:func:`undeclared_message`), then the values its algorithm's settings refuse
+    (:func:`value_problems`)."""
     out = renamed_keys(cfg) if is_package_app(app_dir) else []
     missing = undeclared_keys(cfg, app_dir)
-    return out + ([undeclared_message(missing, app_dir)] if missing else [])
+    if out or missing:
+        return out + ([undeclared_message(missing, app_dir)] if missing else [])
+    return value_problems(cfg, app_dir)
+
+
+def app_algorithm(cfg: Mapping[str, Any], app_dir: Path | str) -> str | None:
+    """The registered algorithm a run of the App runs: ``cfg``'s or the App's declared
+    ``algorithm``; else (a user's App, e.g. a starter) the algorithm of a declared section
+    whose settings read most of the section's declared keys; None when no registered section
+    is declared."""
+    from fedcausal_flwr import registry
+
+    declared = declared_config(app_dir)
+    named = cfg.get("algorithm", declared.get("algorithm"))
+    if named is not None:
+        return str(named).strip().lower() if str(named).strip().lower() in registry.ALGORITHMS \
+            else None
+    bare: dict[str, set[str]] = {}
+    for key in declared:
+        sec, dot, rest = key.partition(".")
+        if dot:
+            bare.setdefault(sec, set()).add(rest)
+    fits = [(len(keys & set(a.settings_class().keys())), -i, name)
+            for i, (name, a) in enumerate(registry.ALGORITHMS.items())
+            if (keys := bare.get(a.section))]
+    return max(fits)[2] if fits else None
+
+
+def value_problems(cfg: Mapping[str, Any], app_dir: Path | str) -> list[str]:
+    """The values of ``cfg`` over the App's declared run config that the settings of its
+    algorithm (:func:`app_algorithm`) refuse, one line each: checked here, before any Flower
+    process, with the settings' own errors (the ServerApp would raise them only once it
+    runs). Nothing for an App without a registered section."""
+    from fedcausal_flwr import appconfig
+
+    algorithm = app_algorithm(cfg, app_dir)
+    if algorithm is None:
+        return []
+    merged = {**declared_config(app_dir), **cfg}
+    out = []
+    for cls in appconfig.readers(algorithm):
+        try:
+            cls.from_run_config(merged)
+        except ValueError as e:
+            line = re.sub(r"^run config:? ", "", str(e))
+            if line not in out:
+                out.append(line)
+    return out
 
 
 RESULT_KEYS = ("outputs", "run-name")  # an App declaring both writes <outputs>/<run-name>

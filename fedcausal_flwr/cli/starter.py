@@ -9,6 +9,12 @@ An example's ClientApp reads the CSV its node config names (``data-path``); a no
 makes the example's own data for its ``partition-id`` instead
 (:func:`fedcausal_flwr.data.node_context`), so the App
 runs unchanged in a simulation and from a FAB, which carries code and config, not CSV files.
+
+An example's pyproject declares every key of its algorithm's settings class in the family's
+section (:func:`completed_pyproject`, generated from the class, so neither the examples nor a
+starter drift from it; a test checks the examples are current, :func:`refresh_examples`
+rewrites them), and its ServerApp builds the settings with ``from_run_config``: prior
+knowledge, replicas and penalty selection work in a starter App as in the package's own.
 """
 
 from __future__ import annotations
@@ -19,10 +25,6 @@ import shutil
 import sys
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
 
 PACKAGE = Path(__file__).resolve().parents[1]  # fedcausal_flwr/
 SKIP = {"outputs", ".flwr", "__pycache__", ".venv", ".ruff_cache", ".pytest_cache"}
@@ -81,6 +83,68 @@ def renamed_pyproject(text: str, name: str) -> str:
     return out
 
 
+EXAMPLE_ALGORITHMS = {"plant": "fdbnl"}
+"""Examples named otherwise than the algorithm whose settings their section declares."""
+
+
+def example_algorithm(folder: Path) -> str | None:
+    """The algorithm whose settings ``folder`` (an example) declares: its name, or
+    :data:`EXAMPLE_ALGORITHMS`'s (None: none registered)."""
+    name = Path(folder).name
+    name = EXAMPLE_ALGORITHMS.get(name, name)
+    return name if name in algorithms() else None
+
+
+def completed_pyproject(text: str, algorithm: str) -> str:
+    """``text`` (an App's pyproject.toml) whose ``[tool.flwr.app.config.<section>]`` declares
+    every key of ``algorithm``'s settings class in that section: the keys already there keep
+    their values and comments, the others are appended at the class's defaults (the table is
+    added when missing). Shared keys (``min-nodes`` ...) are not added."""
+    from fedcausal_flwr import registry
+    from fedcausal_flwr.cli.runconfig import toml_value
+
+    alg = registry.get(algorithm)
+    prefix = alg.section + "."
+    defaults = {k[len(prefix):]: v for k, v in alg.settings_class()().app_config().items()
+                if k.startswith(prefix)}
+    table = (tomllib.loads(text).get("tool", {}).get("flwr", {}).get("app", {})
+             .get("config", {}).get(alg.section, {}))
+    missing = [f"{k} = {toml_value(v)}" for k, v in defaults.items() if k not in table]
+    if not missing:
+        return text
+    lines = text.splitlines()
+    header = re.compile(rf"^\[tool\.flwr\.app\.config\.{re.escape(alg.section)}\]")
+    start = next((i for i, line in enumerate(lines) if header.match(line)), None)
+    added = [f"# the other keys of {alg.settings_class().__name__}, at its defaults "
+             f"(docs/algorithms/{algorithm}.md)", *missing]
+    if start is None:
+        lines += ["", f"[tool.flwr.app.config.{alg.section}]", *added[1:]]
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("[")),
+                   len(lines))
+        while end > start + 1 and not lines[end - 1].strip():
+            end -= 1
+        lines[end:end] = added
+    out = "\n".join(lines) + "\n"
+    tomllib.loads(out)  # still TOML
+    return out
+
+
+def refresh_examples(folder: Path | None = None) -> list[Path]:
+    """Rewrite each example's pyproject.toml with :func:`completed_pyproject`; the files
+    changed (a test asks for none)."""
+    changed = []
+    for example in sorted(Path(folder or templates_dir()).iterdir()):
+        path, alg = example / "pyproject.toml", example_algorithm(example)
+        if alg is None or not path.is_file():
+            continue
+        text = path.read_text()
+        if (new := completed_pyproject(text, alg)) != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed
+
+
 def write_app(algorithm: str, target: Path | str, *, force: bool = False) -> list[Path]:
     """Write ``algorithm``'s starter App into ``target``; returns the files written.
 
@@ -101,7 +165,8 @@ def write_app(algorithm: str, target: Path | str, *, force: bool = False) -> lis
         dest = target / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         if rel.name == "pyproject.toml" and len(rel.parts) == 1:
-            dest.write_text(renamed_pyproject((source / rel).read_text(), name))
+            dest.write_text(completed_pyproject(
+                renamed_pyproject((source / rel).read_text(), name), source.name))
         elif rel.name == "README.md" and len(rel.parts) == 1:
             dest.write_text((source / rel).read_text()
                             .replace(f"examples/{source.name}", str(target)))

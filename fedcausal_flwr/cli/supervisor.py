@@ -180,9 +180,19 @@ class Started:
         return {p for p in mine | descendants(mine, parents) if not alive or _alive(p)}
 
     def names(self, pids: set[int]) -> dict[int, str]:
-        """``pids`` with their short names."""
+        """``pids`` with their short names (an exited process, whose command line is gone:
+        its kernel name, else ``"exited process"``)."""
         argv = _cmdlines()
-        return {pid: _name(argv.get(pid, [])) for pid in pids}
+        out = {}
+        for pid in pids:
+            name = _name(argv.get(pid, []))
+            if name in ("?", ""):
+                try:
+                    name = Path(f"/proc/{pid}/comm").read_text().strip() or "exited process"
+                except OSError:
+                    name = "exited process"
+            out[pid] = name
+        return out
 
     def on_signal(self, signum: int, frame: Any) -> None:
         """Note the first signal and what runs then; raise :class:`Interrupted` while the run
@@ -208,8 +218,9 @@ class Started:
         for name in self.stopped.values():
             counts[name] = counts.get(name, 0) + 1
         left = sorted(p for p in self.stopped if _alive(p))
-        return (f"{len(self.stopped)} processes it started ("
-                + ", ".join(f"{n} x{c}" for n, c in sorted(counts.items())) + ")"
+        n = len(self.stopped)
+        return (f"{n} process{'es' if n != 1 else ''} it started ("
+                + ", ".join(f"{name} x{c}" for name, c in sorted(counts.items())) + ")"
                 + (f"; still alive: {left}" if left else ""))
 
 
@@ -285,11 +296,24 @@ def free_port_block(n: int = 1, host: str = "127.0.0.1", low: int = 20000, high:
 def _check_free(ports: range, what: str) -> None:
     busy = [p for p in ports if not port_free(p)]
     if busy:
-        raise RuntimeError(f"{what}: port(s) {busy} in use (another SuperLink?); choose another "
-                           "port, e.g. free_port_block()")
+        raise RuntimeError(f"{what}: port(s) {busy} in use (another SuperLink, or a run that "
+                           "just ended: a port stays taken for about 60 s after); pass another "
+                           "--port, or none and the launcher draws a free block")
 
 
-def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+def startup_patience(base: float = 60.0, cap: float = 600.0) -> float:
+    """Seconds to wait for a local SuperLink: ``base`` times the load per core (the
+    1-minute load average over the CPUs, at least 1), at most ``cap``. Its start-up is
+    mostly imports and the database migration, which a busy machine slows in proportion."""
+    try:
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        load = 1.0
+    return min(cap, base * max(1.0, load))
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float | None = None) -> None:
+    timeout = startup_patience(120.0) if timeout is None else timeout
     deadline = time.time() + timeout
     while not port_open(port):
         if proc.poll() is not None:

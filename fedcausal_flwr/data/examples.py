@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from logging import WARNING
@@ -23,14 +24,21 @@ def _who(context: Context) -> str:
     return f"client {context.node_config.get('partition-id', '?')}"
 
 
+def natural_key(name: str) -> list[Any]:
+    """``name`` split into text and numbers, numbers by value (``site10`` after ``site9``)."""
+    return [(1, int(part), "") if part.isdigit() else (0, 0, part)
+            for part in re.split(r"(\d+)", name)]
+
+
 def made_csv(csv_files: Callable[[int], Mapping[str, str]], partition: int,
              partitions: int, who: str) -> Path:
     """The example's CSV of ``partition``, made here once per process into the temp folder
-    (``csv_files(partitions)``: file name -> CSV text, partitions take them in name order)."""
+    (``csv_files(partitions)``: file name -> CSV text; partitions take them in the names'
+    natural order, numbers by value: ``site2.csv`` before ``site10.csv``)."""
     key = (csv_files, partition, partitions)
     if key in _MADE:
         return _MADE[key]
-    files = dict(sorted(csv_files(partitions).items()))
+    files = dict(sorted(csv_files(partitions).items(), key=lambda kv: natural_key(kv[0])))
     if not 0 <= partition < len(files):
         raise ValueError(
             f"{who}: no node config data-path, and the example makes {len(files)} CSVs "

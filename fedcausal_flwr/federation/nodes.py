@@ -3,6 +3,7 @@ federation agrees on. Also how a node or an error reply is named in a drop."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,9 +87,20 @@ def agreed_props(infos: Sequence[NodeInfo]) -> dict[str, Any]:
     return {**want, **majority_props(agree, ("names",))}
 
 
+WRAPPED = re.compile(r"^<class '[^']*'>:<'(.*)'>$", re.S)
+"""An error reason as Flower's simulation wraps a ClientApp's exception."""
+RAISED = re.compile(r"Exception \w+ occurred\. Message: ")
+"""The words Flower's ``ClientAppException`` puts before the ClientApp's own message."""
+
+
 def last_line(text: str) -> str:
-    """The last non-empty line of an error reason (a client's traceback ends with it)."""
-    lines = [ln for ln in str(text).strip().splitlines() if ln.strip()]
+    """The last non-empty line of an error reason (a client's traceback ends with it),
+    unwrapped from Flower's ``<class '...ClientAppException'>:<'Exception ... occurred.
+    Message: ...'>``: the ClientApp's own words."""
+    text = str(text).strip()
+    if (wrapped := WRAPPED.match(text)) is not None:
+        text = wrapped.group(1)
+    lines = [RAISED.sub("", ln) for ln in text.splitlines() if RAISED.sub("", ln).strip()]
     return lines[-1] if lines else "error reply"
 
 

@@ -274,9 +274,13 @@ class Roster:
             drop(f"node {node}", parse_info(node, None, s.timeout_s))
         self.known |= asked
         dropped = self.recorder.dropped
+        silent = silent_nodes(sorted(late.values()), s.node_wait_s)
+        if silent:
+            log(WARNING, "%s", silent)
         if len(infos) < s.min_nodes:
             raise TooFewReplies(f"{len(infos)} usable SuperNodes after {time.time() - t0:.0f}s,"
-                                f" min-nodes={s.min_nodes}{_dropped_so_far(dropped)}")
+                                f" min-nodes={s.min_nodes}{_dropped_so_far(dropped)}"
+                                + (f". {silent}" if silent else ""))
         want = expected_props(list(infos.values()))
         nodes: dict[int, NodeInfo] = {}
         for info in sorted(infos.values(), key=lambda i: (i.cid, i.node_id)):
@@ -426,6 +430,26 @@ def _short(value: object, limit: int = 200) -> object:
     of a d = 1,000 federation's variable names is 6,000 characters)."""
     text = str(value)
     return value if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more)"
+
+
+SILENT_NODES = (
+    "most likely their ClientApp did not start in time: a SuperNode starts a flwr-clientapp "
+    "process per message, which must claim its task within Flower's window, and on a busy "
+    "machine its start-up takes longer (the SuperNode's log then shows 'Runtime task-token "
+    "authentication failed' and new flwr-clientapp processes). What to do: less load on the "
+    "nodes' machines (or fewer SuperNodes on one), a longer node-wait-s, or the App in a "
+    "simulation first")
+"""Why SuperNodes connect but never answer, and what to do."""
+
+
+def silent_nodes(nodes: Sequence[int], waited: float) -> str:
+    """A line on the ``nodes`` that connected but never answered ``query.info`` in
+    ``waited`` seconds, with :data:`SILENT_NODES`; empty when there are none."""
+    if not nodes:
+        return ""
+    return (f"{len(nodes)} SuperNode(s) connected but never answered query.info within "
+            f"node-wait-s={waited:g} s (node ids {', '.join(map(str, nodes))}): "
+            + SILENT_NODES)
 
 
 def _dropped_so_far(dropped: Sequence[str]) -> str:

@@ -129,7 +129,7 @@ def test_vfedcd_consent_is_spelled_as_the_app_reads_it(tmp_path):
              for i, f in enumerate(files)}  # no consent to the mock backend
     grid = InProcessGrid(load("vfedcd", "client_app").app, len(files), rc, nodes)
     load("vfedcd", "server_app").app(grid, Context(1, 0, {}, RecordDict(), rc))
-    refused = RunResult.load(tmp_path / str(rc["run-name"]))
+    refused = RunResult.load(next((tmp_path / str(rc["run-name"])).glob("*/result.json")))
     assert refused.status.startswith("stopped") and keys[0] in refused.status, refused.status
 
 

@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -151,12 +152,18 @@ def test_knowledge_file_becomes_the_algorithms_run_config_keys(tmp_path, monkeyp
     assert "row 1: expected forbid" in capsys.readouterr().err
 
 
+def no_superlink(*args, **kwargs) -> subprocess.Popen:
+    """In place of :func:`simulation.start_local_superlink`: a process that ends at once."""
+    return subprocess.Popen(["true"])
+
+
 def test_simulate_names_ray_cpus_only_when_asked(monkeypatch, tmp_path):
     """``simulate(ray_cpus=n)`` adds Flower's ``init-args-num-cpus`` (n ClientApps at once with
     1 CPU each); by default the federation config is as before (Ray sees this machine's CPUs)."""
     seen = []
     monkeypatch.setattr(launch.subprocess, "run", lambda cmd, **kw: seen.append(cmd))
     monkeypatch.setattr(simulation, "_local_superlink_pids", lambda *a: set())
+    monkeypatch.setattr(simulation, "start_local_superlink", no_superlink)
     port = launch.free_port_block(launch.SIMULATE_PORTS)
     for extra in ({}, {"ray_cpus": 4}):
         launch.simulate(7, {"algorithm": "fdbnl"}, flwr_home=tmp_path, port=port, **extra)
@@ -263,7 +270,10 @@ def test_simulate_with_node_data_hands_each_virtual_node_its_csv(tmp_path, monke
     seen = []
     monkeypatch.setattr(launch.subprocess, "run", lambda cmd, **kw: seen.append((cmd, kw["env"])))
     monkeypatch.setattr(simulation, "_local_superlink_pids", lambda *a: set())
+    monkeypatch.setattr(simulation, "start_local_superlink", no_superlink)
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    for f in (a, b):
+        f.write_text("x,y\n1,2\n")
     monkeypatch.setenv("FLWR_HOME", str(tmp_path / "home"))
     launch.main(["simulate", "--node-data", str(a), "--node-data", str(b), "--node-config",
                  "segment-column=\"s\"", "--node-config", "max-rows=10",
