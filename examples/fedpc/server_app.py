@@ -14,7 +14,9 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     rc = context.run_config
-    settings = FedPCSettings(alpha=float(rc["constraint.alpha"]), min_nodes=2)
+    # every constraint.* key (pyproject.toml declares them all): alpha, knowledge, replicas ...
+    settings = FedPCSettings.from_run_config(rc)
     result = FedPC(settings).start(grid=grid)
-    out = result.save(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
+    # a folder of its own, <run-name>/<timestamp>/; <run-name>/latest: the last completed run
+    out = result.save_run(Path(str(rc["outputs"])) / str(rc["run-name"]), plots=True)
     print(f"FedPC {result.status}: {out}; edges {result.edges()}")

@@ -337,7 +337,7 @@ def test_main_exits_128_plus_the_signal_naming_what_it_stopped(monkeypatch, caps
 
     monkeypatch.setattr(launch, "simulate", run)
     assert launch.main(["simulate", "--run-config", f'outputs="{tmp_path}"']) == 128 + sig
-    assert re.search(rf"interrupted by {sig.name}: stopped 1 processes it started "
+    assert re.search(rf"interrupted by {sig.name}: stopped 1 process it started "
                      r"\(sleep x1\)", capsys.readouterr().err)
 
 
