@@ -5,7 +5,8 @@ defaults were chosen) and ``bench/`` (cost, scale, reliability); each imports it
 ``_sims`` first, which puts this folder on ``sys.path``, and importing this module puts the
 script folders there too (scripts import each other by name).
 
-Every script takes the same flags (``--seeds`` as a count or a list, ``--quick``, ``--out``)
+Every script takes the same flags (``--seeds`` the seeds themselves, ``--n-seeds`` a count,
+``--quick``, ``--out``)
 plus its own, prints tables with the paper's value beside ours, and writes its numbers with
 :func:`write_results` to ``simulations/results/<script>.json`` (with machine, time and argv).
 A script whose results make tables of ``RESULTS.md`` or ``results/*.md`` renders them itself:
@@ -13,7 +14,8 @@ its ``TABLES`` maps each marker name to a function built on the helpers below (:
 :func:`fmt`, :func:`seed_range`...), and ``python simulations/tables.py`` (``--check``) writes
 (verifies) them all.
 
-    ap = harness.parser(__doc__, seeds=10)        # --seeds 10 -> [0..9]; --seeds 3 7 -> [3, 7]
+    ap = harness.parser(__doc__, seeds=10)  # default 0..9; --seeds 7 -> [7];
+    # --seeds 3 7 -> [3, 7]; --seeds 3..5 -> [3, 4, 5]; --n-seeds 4 -> [0, 1, 2, 3]
     ap.add_argument("--t", type=int, default=5000)
     args = ap.parse_args()
     ...
@@ -63,20 +65,27 @@ def app_config(algorithm: str, flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def seed_list(values: Sequence[str] | int | None) -> list[int]:
-    """Seeds from the command line: one number N is a count (0..N-1), several are the list.
+    """The seeds of ``--seeds``: every value is a seed, ``a..b`` an inclusive range.
 
-    ``a..b`` (inclusive) adds a range, so a single seed s is ``--seeds s..s``.
+    ``--seeds 7`` is seed 7, ``--seeds 3 7`` seeds 3 and 7, ``--seeds 100..109`` ten seeds; a
+    count of seeds 0..N-1 is ``--n-seeds N`` (:func:`parser`). An int (a script's default, not
+    the command line) is a count: ``seed_list(10)`` is 0..9.
     """
     if values is None:
         return []
     if isinstance(values, int):
         return list(range(values))
-    if len(values) == 1 and ".." not in values[0]:
-        return list(range(int(values[0])))
     out: list[int] = []
     for v in values:
-        lo, _, hi = v.partition("..")
-        out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
+        lo, sep, hi = str(v).partition("..")
+        try:
+            seeds = list(range(int(lo), int(hi) + 1)) if sep else [int(lo)]
+        except ValueError:
+            raise ValueError(f"--seeds {v!r}: write seeds (7), lists (3 7) or inclusive "
+                             f"ranges (100..109)") from None
+        if sep and not seeds:
+            raise ValueError(f"--seeds {v!r}: an empty range (write a..b with a <= b)")
+        out += seeds
     return out
 
 
@@ -89,7 +98,9 @@ def parser(description: str | None, seeds: int | Sequence[int] | None = None,
     description
         The script's docstring (its first line is the summary).
     seeds
-        Default seeds, a count or a list; None: the script takes no ``--seeds``.
+        Default seeds, a count (0..N-1) or a list; None: the script takes no ``--seeds``.
+        On the command line ``--seeds`` always lists seeds (``7``, ``3 7``, ``100..109``)
+        and ``--n-seeds N`` is the count 0..N-1: one number never means a count.
     data
         Add the positional ``data`` directory (default ``../shared/data`` beside the checkout).
     out_help
@@ -104,9 +115,13 @@ def parser(description: str | None, seeds: int | Sequence[int] | None = None,
     ap = _Parser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     if seeds is not None:
         default = seed_list(seeds) if isinstance(seeds, int) else list(seeds)
-        ap.add_argument("--seeds", nargs="+", default=default, metavar="S",
-                        help=f"one number N: seeds 0..N-1; several: those seeds; a..b: a range "
-                             f"(default {default})")
+        group = ap.add_mutually_exclusive_group()
+        group.add_argument("--seeds", nargs="+", default=default, metavar="S",
+                           help=f"the seeds: 7 is seed 7, '3 7' seeds 3 and 7, a..b an "
+                                f"inclusive range (default "
+                                f"{seed_range(default) if default else 'none'})")
+        group.add_argument("--n-seeds", type=int, default=None, metavar="N",
+                           help="seeds 0..N-1 (instead of --seeds)")
     ap.add_argument("--quick", action="store_true", help="a much smaller smoke-test run")
     ap.add_argument("--out", type=Path, default=None,
                     help=out_help or "JSON output (default simulations/results/<script>.json)")
@@ -117,14 +132,23 @@ def parser(description: str | None, seeds: int | Sequence[int] | None = None,
 
 
 class _Parser(argparse.ArgumentParser):
-    """``parse_args`` with ``--seeds`` turned into a list of ints."""
+    """``parse_args`` with ``--seeds`` (or ``--n-seeds``) turned into a list of ints."""
 
     def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                    namespace: argparse.Namespace | None = None) -> argparse.Namespace:
         ns = super().parse_args(args, namespace)
+        if "n_seeds" in vars(ns):
+            n = ns.__dict__.pop("n_seeds")
+            if n is not None:
+                if n < 1:
+                    self.error(f"--n-seeds {n}: at least 1")
+                ns.seeds = list(range(n))
         if isinstance(getattr(ns, "seeds", None), list) and ns.seeds \
                 and isinstance(ns.seeds[0], str):
-            ns.seeds = seed_list(ns.seeds)
+            try:
+                ns.seeds = seed_list(ns.seeds)
+            except ValueError as e:
+                self.error(str(e))
         return ns
 
 

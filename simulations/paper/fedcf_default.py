@@ -12,7 +12,7 @@ CF_y = ||C_22 (B_hat_21 - B_21)||_F / ||C_22 B_21||_F (the paper reports no CF e
 has no known-shift option; its data default has no shifts). The server loss stays on levels:
 differencing biases B_hat here (core ``FedCFSettings``).
 
-    python simulations/paper/fedcf_default.py [--seeds 10] [--t 5000] [--rounds 300] [--lr 0.9]
+    python simulations/paper/fedcf_default.py [--n-seeds 10] [--t 5000] [--rounds 300] [--lr 0.9]
         [--shift-scale 0]
 """
 
