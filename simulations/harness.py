@@ -25,10 +25,13 @@ its ``TABLES`` maps each marker name to a function built on the helpers below (:
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
 import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -310,12 +313,93 @@ def script_path(script: str) -> str:
 
 
 def metadata(script: str) -> dict[str, Any]:
-    """Where, when and how a result was made: script, argv, versions, machine, time."""
+    """Where, when and how a result was made: script, argv, versions, machine, time, and the
+    code it ran (:func:`code_record`)."""
     return {"script": script_path(script), "argv": sys.argv[1:],
             "python": platform.python_version(), "numpy": np.__version__,
             "machine": {"host": platform.node(), "system": platform.system(),
                         "cpu": platform.machine(), "cores": os.cpu_count()},
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "code": code_record()}
+
+
+# ----------------------------------------------------------------------------- freshness
+CHECKOUT = SIM_DIR.parent
+#: the folders whose modules a result records: the library and the scripts
+CODE_DIRS = ("fedcausal_flwr", "simulations")
+
+
+def module_hash(path: Path) -> str:
+    """A hash of a module's code without its docstrings and comments (``ast.dump``): a
+    docstring or comment edit leaves it, any change of what runs changes it."""
+    tree = ast.parse(Path(path).read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+
+
+def loaded_modules() -> list[str]:
+    """The checkout's modules this process has imported (``fedcausal_flwr/``, ``simulations/``)
+    and the script it runs, as paths relative to the checkout."""
+    files = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
+    files.add(getattr(sys.modules.get("__main__"), "__file__", None))
+    out = set()
+    for f in files:
+        if not f or not f.endswith(".py"):
+            continue
+        path = Path(f).resolve()
+        if path.is_relative_to(CHECKOUT):
+            rel = path.relative_to(CHECKOUT)
+            if rel.parts[0] in CODE_DIRS:
+                out.add(rel.as_posix())
+    return sorted(out)
+
+
+def code_record() -> dict[str, Any]:
+    """The code a result was made with: the git commit (None outside a checkout) and the
+    hash (:func:`module_hash`) of every checkout module the process imported."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=CHECKOUT, capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"commit": commit,
+            "modules": {m: module_hash(CHECKOUT / m) for m in loaded_modules()}}
+
+
+def changed_modules(meta: Mapping[str, Any]) -> list[str] | None:
+    """The modules whose code differs today from what a result's ``meta`` recorded (gone
+    ones included); None when it recorded no code (made before records were kept)."""
+    mods = (meta.get("code") or {}).get("modules")
+    if not mods:
+        return None
+    out = []
+    for rel, h in mods.items():
+        path = CHECKOUT / rel
+        if not path.is_file() or module_hash(path) != h:
+            out.append(rel)
+    return out
+
+
+#: every results file read since :func:`track_reads` started (None: not tracking)
+_READS: list[Path] | None = None
+
+
+def track_reads(on: bool = True) -> list[Path]:
+    """Start (or stop) recording the results files :func:`read_results` and
+    :func:`read_jsonl` read; returns those read since the last start."""
+    global _READS
+    done = list(_READS or [])
+    _READS = [] if on else None
+    return done
+
+
+def _read(path: Path) -> None:
+    if _READS is not None:
+        _READS.append(Path(path).resolve())
 
 
 def results_path(script: str, out: Path | None = None) -> Path:
@@ -346,12 +430,17 @@ def write_results(script: str, payload: dict[str, Any], out: Path | None = None)
 
 def read_results(script: str) -> dict[str, Any]:
     """The JSON a script wrote (``results/<script>.json``)."""
-    return json.loads(results_path(script).read_text())
+    path = results_path(script)
+    out = json.loads(path.read_text())
+    _read(path)
+    return out
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every record of a JSON-lines file (blank lines skipped)."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    out = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    _read(path)
+    return out
 
 
 def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
