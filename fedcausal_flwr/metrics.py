@@ -1,4 +1,4 @@
-"""Graph-recovery metrics for FDBNL / PFDBNL.
+"""Graph-recovery metrics (FDBNL / PFDBNL, and the real-data tables of every family).
 
 Estimates are binarized with ``est != 0`` (threshold first), truths with ``truth != 0``;
 ``M[i, j] != 0`` means i -> j. W (d x d) and A (pd x d) are scored separately.
@@ -50,25 +50,6 @@ def graph_metrics(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool =
             "fdr": _ratio(fp, tp + fp), "precision": _ratio(tp, tp + fp), "nnz": int(E.sum())}
 
 
-def orientation_share(scores: np.ndarray, truth: np.ndarray) -> float:
-    """Of the true edges i -> j (off-diagonal, the reverse not also true), the share whose
-    score outranks the reverse's ``scores[j, i]`` (ties count half: a symmetric score gives
-    0.5); NaN without such an edge."""
-    S, T = np.asarray(scores, dtype=float), np.asarray(truth) != 0
-    T = T & ~T.T & ~np.eye(*T.shape, dtype=bool)
-    i, j = np.nonzero(T)
-    if not i.size:
-        return float("nan")
-    return float(np.mean((S[i, j] > S[j, i]) + 0.5 * (S[i, j] == S[j, i])))
-
-
-def f1_score(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool = True) -> float:
-    """F1 of the directed edges of a binarized estimate (2 TP / (2 TP + FP + FN))."""
-    E, T = _binary_pair(est, truth, ignore_diagonal)
-    tp = int(np.sum(E & T))
-    return _ratio(2 * tp, 2 * tp + int(np.sum(E & ~T)) + int(np.sum(~E & T)))
-
-
 def swapped_rates(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool = False
                   ) -> dict[str, float]:
     """The "TPR"/"FDR" that the paper's PFDBNL tables print (not the true TPR/FDR).
@@ -103,6 +84,40 @@ def score_auc(scores: np.ndarray, truth: np.ndarray, *, mask: np.ndarray | None 
     if y.all() or not y.any():
         return {"auroc": float("nan"), "aupr": float("nan")}
     return {"auroc": float(roc_auc_score(y, s)), "aupr": float(average_precision_score(y, s))}
+
+
+def orientation_share(scores: np.ndarray, truth: np.ndarray) -> float:
+    """Of the true edges i -> j, the share whose score outscores its reverse: ``|s[i, j]| >
+    |s[j, i]|`` counts 1, a tie 1/2 (so a symmetric score gives 0.5 and ranks nothing).
+
+    Measures direction apart from the skeleton, which the ordered-pair AUROC of
+    :func:`score_auc` barely charges for on sparse graphs. Pairs true in both directions and
+    the diagonal are left out (neither direction is wrong). ``M[i, j]`` is i -> j in both
+    matrices; for a lag-1 score (source at t-1, target at t) pass the lag's d x d block.
+
+    Returns
+    -------
+    float
+        The share, NaN when the truth has no edge in one direction only.
+    """
+    S, T = np.abs(np.asarray(scores, dtype=float)), np.asarray(truth) != 0
+    if S.shape != T.shape or S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"scores {S.shape} and truth {T.shape} must be square, same shape")
+    if not np.isfinite(S).all():
+        raise ValueError("scores contain NaN/inf")
+    one_way = T & ~T.T & ~np.eye(*T.shape, dtype=bool)
+    if not one_way.any():
+        return float("nan")
+    fwd, rev = S[one_way], S.T[one_way]
+    return float(np.mean((fwd > rev) + 0.5 * (fwd == rev)))
+
+
+def edge_f1(est: np.ndarray, truth: np.ndarray, *, ignore_diagonal: bool = True) -> float:
+    """F1 of the directed edges of a binarized estimate (``est != 0``) against the truth:
+    2 TP / (2 TP + FP + FN), a reversed edge one FP and one FN (0 when both are empty)."""
+    E, T = _binary_pair(est, truth, ignore_diagonal)
+    tp, fp, fn = int(np.sum(E & T)), int(np.sum(E & ~T)), int(np.sum(~E & T))
+    return _ratio(2 * tp, 2 * tp + fp + fn)
 
 
 def is_dag(W: np.ndarray) -> bool:

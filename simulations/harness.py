@@ -5,7 +5,8 @@ defaults were chosen) and ``bench/`` (cost, scale, reliability); each imports it
 ``_sims`` first, which puts this folder on ``sys.path``, and importing this module puts the
 script folders there too (scripts import each other by name).
 
-Every script takes the same flags (``--seeds`` as a count or a list, ``--quick``, ``--out``)
+Every script takes the same flags (``--seeds`` the seeds themselves, ``--n-seeds`` a count,
+``--quick``, ``--out``)
 plus its own, prints tables with the paper's value beside ours, and writes its numbers with
 :func:`write_results` to ``simulations/results/<script>.json`` (with machine, time and argv).
 A script whose results make tables of ``RESULTS.md`` or ``results/*.md`` renders them itself:
@@ -13,7 +14,8 @@ its ``TABLES`` maps each marker name to a function built on the helpers below (:
 :func:`fmt`, :func:`seed_range`...), and ``python simulations/tables.py`` (``--check``) writes
 (verifies) them all.
 
-    ap = harness.parser(__doc__, seeds=10)        # --seeds 10 -> [0..9]; --seeds 3 7 -> [3, 7]
+    ap = harness.parser(__doc__, seeds=10)  # default 0..9; --seeds 7 -> [7];
+    # --seeds 3 7 -> [3, 7]; --seeds 3..5 -> [3, 4, 5]; --n-seeds 4 -> [0, 1, 2, 3]
     ap.add_argument("--t", type=int, default=5000)
     args = ap.parse_args()
     ...
@@ -23,10 +25,13 @@ its ``TABLES`` maps each marker name to a function built on the helpers below (:
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
 import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -63,20 +68,27 @@ def app_config(algorithm: str, flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def seed_list(values: Sequence[str] | int | None) -> list[int]:
-    """Seeds from the command line: one number N is a count (0..N-1), several are the list.
+    """The seeds of ``--seeds``: every value is a seed, ``a..b`` an inclusive range.
 
-    ``a..b`` (inclusive) adds a range, so a single seed s is ``--seeds s..s``.
+    ``--seeds 7`` is seed 7, ``--seeds 3 7`` seeds 3 and 7, ``--seeds 100..109`` ten seeds; a
+    count of seeds 0..N-1 is ``--n-seeds N`` (:func:`parser`). An int (a script's default, not
+    the command line) is a count: ``seed_list(10)`` is 0..9.
     """
     if values is None:
         return []
     if isinstance(values, int):
         return list(range(values))
-    if len(values) == 1 and ".." not in values[0]:
-        return list(range(int(values[0])))
     out: list[int] = []
     for v in values:
-        lo, _, hi = v.partition("..")
-        out += list(range(int(lo), int(hi) + 1)) if hi else [int(lo)]
+        lo, sep, hi = str(v).partition("..")
+        try:
+            seeds = list(range(int(lo), int(hi) + 1)) if sep else [int(lo)]
+        except ValueError:
+            raise ValueError(f"--seeds {v!r}: write seeds (7), lists (3 7) or inclusive "
+                             f"ranges (100..109)") from None
+        if sep and not seeds:
+            raise ValueError(f"--seeds {v!r}: an empty range (write a..b with a <= b)")
+        out += seeds
     return out
 
 
@@ -89,7 +101,9 @@ def parser(description: str | None, seeds: int | Sequence[int] | None = None,
     description
         The script's docstring (its first line is the summary).
     seeds
-        Default seeds, a count or a list; None: the script takes no ``--seeds``.
+        Default seeds, a count (0..N-1) or a list; None: the script takes no ``--seeds``.
+        On the command line ``--seeds`` always lists seeds (``7``, ``3 7``, ``100..109``)
+        and ``--n-seeds N`` is the count 0..N-1: one number never means a count.
     data
         Add the positional ``data`` directory (default ``../shared/data`` beside the checkout).
     out_help
@@ -104,9 +118,13 @@ def parser(description: str | None, seeds: int | Sequence[int] | None = None,
     ap = _Parser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     if seeds is not None:
         default = seed_list(seeds) if isinstance(seeds, int) else list(seeds)
-        ap.add_argument("--seeds", nargs="+", default=default, metavar="S",
-                        help=f"one number N: seeds 0..N-1; several: those seeds; a..b: a range "
-                             f"(default {default})")
+        group = ap.add_mutually_exclusive_group()
+        group.add_argument("--seeds", nargs="+", default=default, metavar="S",
+                           help=f"the seeds: 7 is seed 7, '3 7' seeds 3 and 7, a..b an "
+                                f"inclusive range (default "
+                                f"{seed_range(default) if default else 'none'})")
+        group.add_argument("--n-seeds", type=int, default=None, metavar="N",
+                           help="seeds 0..N-1 (instead of --seeds)")
     ap.add_argument("--quick", action="store_true", help="a much smaller smoke-test run")
     ap.add_argument("--out", type=Path, default=None,
                     help=out_help or "JSON output (default simulations/results/<script>.json)")
@@ -117,14 +135,23 @@ def parser(description: str | None, seeds: int | Sequence[int] | None = None,
 
 
 class _Parser(argparse.ArgumentParser):
-    """``parse_args`` with ``--seeds`` turned into a list of ints."""
+    """``parse_args`` with ``--seeds`` (or ``--n-seeds``) turned into a list of ints."""
 
     def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                    namespace: argparse.Namespace | None = None) -> argparse.Namespace:
         ns = super().parse_args(args, namespace)
+        if "n_seeds" in vars(ns):
+            n = ns.__dict__.pop("n_seeds")
+            if n is not None:
+                if n < 1:
+                    self.error(f"--n-seeds {n}: at least 1")
+                ns.seeds = list(range(n))
         if isinstance(getattr(ns, "seeds", None), list) and ns.seeds \
                 and isinstance(ns.seeds[0], str):
-            ns.seeds = seed_list(ns.seeds)
+            try:
+                ns.seeds = seed_list(ns.seeds)
+            except ValueError as e:
+                self.error(str(e))
         return ns
 
 
@@ -286,12 +313,93 @@ def script_path(script: str) -> str:
 
 
 def metadata(script: str) -> dict[str, Any]:
-    """Where, when and how a result was made: script, argv, versions, machine, time."""
+    """Where, when and how a result was made: script, argv, versions, machine, time, and the
+    code it ran (:func:`code_record`)."""
     return {"script": script_path(script), "argv": sys.argv[1:],
             "python": platform.python_version(), "numpy": np.__version__,
             "machine": {"host": platform.node(), "system": platform.system(),
                         "cpu": platform.machine(), "cores": os.cpu_count()},
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "code": code_record()}
+
+
+# ----------------------------------------------------------------------------- freshness
+CHECKOUT = SIM_DIR.parent
+#: the folders whose modules a result records: the library and the scripts
+CODE_DIRS = ("fedcausal_flwr", "simulations")
+
+
+def module_hash(path: Path) -> str:
+    """A hash of a module's code without its docstrings and comments (``ast.dump``): a
+    docstring or comment edit leaves it, any change of what runs changes it."""
+    tree = ast.parse(Path(path).read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+
+
+def loaded_modules() -> list[str]:
+    """The checkout's modules this process has imported (``fedcausal_flwr/``, ``simulations/``)
+    and the script it runs, as paths relative to the checkout."""
+    files = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
+    files.add(getattr(sys.modules.get("__main__"), "__file__", None))
+    out = set()
+    for f in files:
+        if not f or not f.endswith(".py"):
+            continue
+        path = Path(f).resolve()
+        if path.is_relative_to(CHECKOUT):
+            rel = path.relative_to(CHECKOUT)
+            if rel.parts[0] in CODE_DIRS:
+                out.add(rel.as_posix())
+    return sorted(out)
+
+
+def code_record() -> dict[str, Any]:
+    """The code a result was made with: the git commit (None outside a checkout) and the
+    hash (:func:`module_hash`) of every checkout module the process imported."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=CHECKOUT, capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"commit": commit,
+            "modules": {m: module_hash(CHECKOUT / m) for m in loaded_modules()}}
+
+
+def changed_modules(meta: Mapping[str, Any]) -> list[str] | None:
+    """The modules whose code differs today from what a result's ``meta`` recorded (gone
+    ones included); None when it recorded no code (made before records were kept)."""
+    mods = (meta.get("code") or {}).get("modules")
+    if not mods:
+        return None
+    out = []
+    for rel, h in mods.items():
+        path = CHECKOUT / rel
+        if not path.is_file() or module_hash(path) != h:
+            out.append(rel)
+    return out
+
+
+#: every results file read since :func:`track_reads` started (None: not tracking)
+_READS: list[Path] | None = None
+
+
+def track_reads(on: bool = True) -> list[Path]:
+    """Start (or stop) recording the results files :func:`read_results` and
+    :func:`read_jsonl` read; returns those read since the last start."""
+    global _READS
+    done = list(_READS or [])
+    _READS = [] if on else None
+    return done
+
+
+def _read(path: Path) -> None:
+    if _READS is not None:
+        _READS.append(Path(path).resolve())
 
 
 def results_path(script: str, out: Path | None = None) -> Path:
@@ -322,12 +430,17 @@ def write_results(script: str, payload: dict[str, Any], out: Path | None = None)
 
 def read_results(script: str) -> dict[str, Any]:
     """The JSON a script wrote (``results/<script>.json``)."""
-    return json.loads(results_path(script).read_text())
+    path = results_path(script)
+    out = json.loads(path.read_text())
+    _read(path)
+    return out
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every record of a JSON-lines file (blank lines skipped)."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    out = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    _read(path)
+    return out
 
 
 def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:

@@ -12,9 +12,19 @@ everything outside the markers (prose, hand-written or frozen tables) is left al
 ``--check`` rewrites nothing and exits 1 when a file differs from what the results give (a table
 edited by hand, or results rerun without regenerating).
 
+Each table ends with a code check (:func:`code_check`): a result file records the hash of every
+module it ran (``harness.code_record``); the line says **current** when none has changed since,
+**STALE** with the changed modules when one has (the numbers may no longer be what today's code
+gives: rerun the script), and *unverified* for files made before the records were kept (and JSON
+lines, which keep none). A code change makes its tables' lines change, so ``--check`` (and
+``tests/project/test_results_freshness.py``) fail until ``python simulations/tables.py`` marks
+them: no table has to be rerun to be honest, only marked. ``--stale`` lists the tables that are
+not current.
+
     python simulations/tables.py            # rewrite the marked tables of every file
     python simulations/tables.py --check    # exit 1 if any file is out of date
     python simulations/tables.py --list     # the table names it knows, and their scripts
+    python simulations/tables.py --stale    # the tables older than the code they describe
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import json
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -167,15 +178,80 @@ def markdown_files() -> list[Path]:
     return [RESULTS_MD, *sorted(RESULTS_DIR.glob("*.md"))]
 
 
+CHECK_PREFIX = "*Code check:"
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(SIM_DIR).as_posix() if path.is_relative_to(SIM_DIR) else str(path)
+
+
+def freshness(path: Path) -> tuple[str, list[str], str]:
+    """``(status, changed modules, made)`` of one results file: ``current``, ``stale`` or
+    ``unverified`` (no code record: older JSON, JSON lines)."""
+    if path.suffix != ".json":
+        return "unverified", [], "JSON lines"
+    meta = json.loads(path.read_text()).get("meta", {})
+    made = str(meta.get("finished", "?"))[:10]
+    changed = harness.changed_modules(meta)
+    if changed is None:
+        return "unverified", [], made
+    return ("stale" if changed else "current"), changed, made
+
+
+def code_check(reads: Sequence[Path]) -> str:
+    """The code-check line of a table rendered from the results files ``reads``."""
+    files = sorted(set(reads), key=_rel)
+    if not files:
+        return f"{CHECK_PREFIX} no results file.*"
+    parts = {"current": [], "stale": [], "unverified": []}
+    for f in files:
+        status, changed, made = freshness(f)
+        if status == "stale":
+            more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
+            parts[status].append(f"{_rel(f)} ({made}; changed since: "
+                                 f"{', '.join(changed[:4])}{more})")
+        else:
+            parts[status].append(f"{_rel(f)} ({made})")
+    out = []
+    if parts["stale"]:
+        out.append("**STALE**, the code changed since " + "; ".join(parts["stale"]))
+    if parts["unverified"]:
+        out.append("unverified (made before code records) " + ", ".join(parts["unverified"]))
+    if parts["current"]:
+        out.append("current " + ", ".join(parts["current"]))
+    return f"{CHECK_PREFIX} " + "; ".join(out) + ".*"
+
+
+def rendered(fn: Callable[[], str]) -> tuple[str, str]:
+    """A table function's table and its code-check line."""
+    harness.track_reads(True)
+    try:
+        body = fn().rstrip("\n")
+    finally:
+        reads = harness.track_reads(False)
+    return body, code_check(reads)
+
+
 def render(text: str, tables: dict[str, Callable[[], str]]) -> str:
-    """``text`` with every marked table replaced by what its result files give."""
+    """``text`` with every marked table replaced by what its result files give, each ending
+    with its code check (:func:`code_check`)."""
     def one(m: re.Match[str]) -> str:
         name = m["name"]
         if name not in tables:
             raise KeyError(f"a file marks a table {name!r} that no script's TABLES holds")
-        return m.group(1) + tables[name]().rstrip("\n") + "\n" + m.group(4)
+        body, check = rendered(tables[name])
+        return m.group(1) + body + "\n\n" + check + "\n" + m.group(4)
 
     return MARKER.sub(one, text)
+
+
+def checks_in(text: str) -> dict[str, str]:
+    """Marker name -> the code-check line a file holds for it ("" where none)."""
+    out = {}
+    for m in MARKER.finditer(text):
+        lines = [x for x in m["body"].splitlines() if x.startswith(CHECK_PREFIX)]
+        out[m["name"]] = lines[-1] if lines else ""
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,12 +259,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
     ap.add_argument("--list", action="store_true", help="print the known table names")
+    ap.add_argument("--stale", action="store_true",
+                    help="list the tables whose code check is not current; change nothing")
     ap.add_argument("--file", type=Path, nargs="+", default=None,
                     help="only these markdown files (default RESULTS.md and results/*.md)")
     args = ap.parse_args(argv)
     tables = all_tables()
     if args.list:
         print("\n".join(f"{name}  ({where})" for name, where in sorted(owners(tables).items())))
+        return 0
+    if args.stale:
+        for path in args.file or markdown_files():
+            for name in checks_in(path.read_text()):
+                line = rendered(tables[name])[1]
+                if "STALE" in line or "unverified" in line:
+                    print(f"{_rel(path)}  {name}: {line}")
         return 0
     stale = 0
     for path in args.file or markdown_files():

@@ -107,7 +107,7 @@ def evaluator(rc: Mapping[str, Any], p: int):
 
 def graph_scores(est: Mapping[str, Any], T: np.ndarray) -> dict[str, float]:
     """Ranking AUROC/AUPR (off-diagonal ordered pairs), orientation share, SHD/F1."""
-    from fedcausal_flwr.metrics import f1_score, graph_metrics, orientation_share, score_auc
+    from fedcausal_flwr.metrics import edge_f1, graph_metrics, orientation_share, score_auc
 
     T = np.asarray(T) != 0
     d0 = len(T)  # variables with a truth (context variables after them are not scored)
@@ -118,5 +118,5 @@ def graph_scores(est: Mapping[str, Any], T: np.ndarray) -> dict[str, float]:
     out["orientation"] = orientation_share(S, T)
     Gd = G & ~np.eye(len(G), dtype=bool)
     m = graph_metrics(Gd, T, ignore_diagonal=True)
-    out.update({"shd": m["shd_rev1"], "tpr": m["tpr"], "fdr": m["fdr"], "f1": f1_score(Gd, T)})
+    out.update({"shd": m["shd_rev1"], "tpr": m["tpr"], "fdr": m["fdr"], "f1": edge_f1(Gd, T)})
     return out

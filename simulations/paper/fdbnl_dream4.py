@@ -31,7 +31,7 @@ from fedcausal_flwr.data.dream4 import dream4_clients, load_dream4
 from fedcausal_flwr.data.timeseries import lagged_segments
 from fedcausal_flwr.dbn.evaluation import lag_scores
 from fedcausal_flwr.dbn.model import PFDBNLSettings, fdbnl_reference, moments, pfdbnl_reference
-from fedcausal_flwr.metrics import score_auc
+from fedcausal_flwr.metrics import orientation_share, score_auc
 
 PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 
@@ -49,6 +49,8 @@ def scores(W: np.ndarray, A: np.ndarray, truth: np.ndarray) -> dict[str, float]:
     binar = score_auc((np.abs(S) >= 0.3).astype(float), truth)
     out.update(auroc_bin03=binar["auroc"], aupr_bin03=binar["aupr"],
                auroc_A_only=score_auc(A, truth)["auroc"],
+               orientation=orientation_share(S, truth),
+               orientation_lag1=orientation_share(A[:W.shape[0]], truth),
                max_abs_W=float(np.abs(W).max()), max_abs_A=float(np.abs(A).max()))
     return out
 

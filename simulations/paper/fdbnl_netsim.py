@@ -29,7 +29,7 @@ from fedcausal_flwr.data.netsim import load_netsim, netsim_chunks
 from fedcausal_flwr.data.timeseries import lagged
 from fedcausal_flwr.dbn.evaluation import lag_scores, netsim_auroc
 from fedcausal_flwr.dbn.model import PFDBNLSettings, fdbnl_reference, moments, pfdbnl_reference
-from fedcausal_flwr.metrics import score_auc
+from fedcausal_flwr.metrics import edge_f1, graph_metrics, orientation_share, score_auc
 
 PAPER_SCALE = PFDBNLSettings(lambda_scale="paper")  # the paper's lambda convention
 
@@ -45,8 +45,23 @@ DIMS = {1: 5, 2: 10, 3: 15}
 
 
 def score(W: np.ndarray, A: np.ndarray, net: np.ndarray) -> dict[str, float]:
-    return {"auroc": netsim_auroc(W, A, net, TAU),
-            "auroc_continuous": score_auc(lag_scores(W, A), net != 0)["auroc"]}
+    """The official binarised AUROC, and the continuous |W + A| ranking AUROC / AUPR on
+    off-diagonal ordered pairs with its orientation share (of the true edges, the share whose
+    direction outscores its reverse), also of the lag-1 A alone (``metrics``); SHD and F1 of
+    the official graph |W + A| >= 0.2."""
+    d = W.shape[0]
+    cont = score_auc(lag_scores(W, A), net != 0)
+    return {"auroc": netsim_auroc(W, A, net, TAU), "auroc_continuous": cont["auroc"],
+            "aupr_continuous": cont["aupr"],
+            "orientation": orientation_share(lag_scores(W, A), net),
+            "orientation_lag1": orientation_share(A[:d], net),
+            **graph_scores((np.abs(lag_scores(W, A)) >= TAU).astype(float), net)}
+
+
+def graph_scores(G: np.ndarray, net: np.ndarray) -> dict[str, float]:
+    """SHD (a reversed edge 1) and F1 of the thresholded graph, off the diagonal."""
+    m = graph_metrics(G, net, ignore_diagonal=True)
+    return {"shd": m["shd_rev1"], "f1": edge_f1(G, net)}
 
 
 def run_fdbnl(ts: np.ndarray, net: np.ndarray, subjects: list[int]) -> list[dict]:

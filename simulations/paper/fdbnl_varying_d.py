@@ -17,7 +17,7 @@ brief: FDBNL's mean SHD(W) <= Ave's, and <= Best's, at every d).
 
 The per-client DYNOTEARS fits of Ave/Best dominate the run time (d = 20: ~30 s per client on a
 loaded 2-core machine; ~8 min per seed over the four d), so the default is 1 seed;
-``--seeds 10`` is the paper's protocol (what simulations/RESULTS.md reports).
+``--n-seeds 10`` (seeds 0-9) is the paper's protocol (what simulations/RESULTS.md reports).
 """
 
 from __future__ import annotations

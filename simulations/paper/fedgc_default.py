@@ -20,7 +20,7 @@ learned by the innovation target on time differences (``ss-gc-target``, ``ss-dif
 The earlier design (shifts known to client 0's filter, the paper's algorithm):
 ``--set ss-shift-known=true ss-gc-target='"predicted"' ss-difference=false ss-lr-server=1.5``.
 
-    python simulations/paper/fedgc_default.py [--seeds 10] [--first-seed 0] [--t T] [--window W]
+    python simulations/paper/fedgc_default.py [--n-seeds 10] [--first-seed 0] [--t T] [--window W]
         [--epochs E] [--set key=value ...]
 """
 

@@ -12,7 +12,7 @@ Frameworks (paper Sec. 8 / A.8): "ours" (eq 24 with eta1 = eta2 = 1), "no client
 the local loss alone; no L_s), "pre-trained client" (theta from "no server model", frozen,
 then the server trained on it).
 
-    python simulations/paper/fedgc_table4.py [--seeds 5] [--t 10000]
+    python simulations/paper/fedgc_table4.py [--n-seeds 5] [--t 10000]
 """
 
 from __future__ import annotations

@@ -7,11 +7,15 @@ it instead);
 Sachs is one data set, so there only the training seed varies. SHD counts a reversal once
 (the paper's text). ``--set k=v`` overrides a ``VFedCDSettings`` field (e.g. ``l2=0.005``);
 ``--preset tuned`` / ``slow`` apply the settings chosen on development data seeds 100-102 /
-100-109 (see simulations/results/vfedcd.md). Rows are appended to ``--out`` (JSONL) as they
-finish. A "WORSE" marks a miss of the issue target (ours at least as good as the paper: SHD
-<= paper and F1 >= paper).
+100-109 (see simulations/results/vfedcd.md). ``--transform`` is the parties' column transform
+(default zscore, as every committed row of this script; the App's default is yeo-johnson:
+``--preset fast --transform yeo-johnson`` is the App's default run). Rows are appended to
+``--out`` (JSONL) as they finish. A "WORSE" marks a miss of the issue target (ours at least as
+good as the paper: SHD <= paper and F1 >= paper).
 
     nice -n 10 python simulations/paper/vfedcd_table1.py --d 15 --seeds 0 1 2 3 4 --preset tuned
+    python simulations/paper/vfedcd_table1.py --d sachs --preset fast --transform yeo-johnson \
+        --seeds 0..4 --summary simulations/results/vfedcd_sachs_realdata.json   # the App default
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import fields
+from pathlib import Path
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
@@ -33,10 +38,16 @@ from harness import (
 )
 from harness import settings as cli_settings
 
-from fedcausal_flwr.metrics import graph_metrics
+from fedcausal_flwr.metrics import graph_metrics, orientation_share, score_auc
 from fedcausal_flwr.vertical import loop
 from fedcausal_flwr.vertical import model as V
-from fedcausal_flwr.vertical.data import blocks, pooled_data, sachs, split_standardised
+from fedcausal_flwr.vertical.data import (
+    TRANSFORMS,
+    blocks,
+    pooled_data,
+    sachs,
+    split_standardised,
+)
 
 PAPER = {10: (18.8, 0.698), 15: (33.0, 0.711), 25: (81.6, 0.649), "sachs": (19, None)}
 PAPER_F1_SD = {10: 0.016, 15: 0.013, 25: 0.008}  # Table 1's F1 sd over training seeds
@@ -67,9 +78,11 @@ def data(key: int | str, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return pooled_data({"d": key, "edges": 4 * key, "n": 1000, "data-seed": seed})
 
 
-def run(X: np.ndarray, A: np.ndarray, s: V.VFedCDSettings) -> dict:
-    """Train on the 80% split of K=3 contiguous blocks; metrics of the thresholded DAG."""
-    tr, _ = split_standardised(X)
+def run(X: np.ndarray, A: np.ndarray, s: V.VFedCDSettings, transform: str = "zscore") -> dict:
+    """Train on the 80% split of K=3 contiguous blocks (columns mapped by ``transform``);
+    metrics of the thresholded DAG, and the ranking AUROC / AUPR and orientation share of the
+    weighted graph ``|B|`` (``metrics``)."""
+    tr, _ = split_standardised(X, 0.2, transform)
     S = blocks(X.shape[1], 3)
     t0 = time.time()
     state = loop.train_reference([tr[:, b] for b in S], s)
@@ -78,7 +91,10 @@ def run(X: np.ndarray, A: np.ndarray, s: V.VFedCDSettings) -> dict:
     Bg = np.zeros_like(B)
     Bg[np.ix_(order, order)] = B
     m = graph_metrics(V.dag_at_threshold(Bg, s.tau), A)
+    rank = score_auc(np.nan_to_num(Bg), A)
     return {"mode": s.mode, "seed": s.seed, "shd": m["shd_rev1"], "f1": f1(m), "nnz": m["nnz"],
+            "transform": transform, "auroc": rank["auroc"], "aupr": rank["aupr"],
+            "orientation": orientation_share(np.nan_to_num(Bg), A),
             "frozen_at": next((h["epoch"] for h in state.history if h["frozen"]), None),
             "lambda2": state.lam2, "rho": state.history[-1]["rho"],
             "seconds": time.time() - t0}
@@ -109,6 +125,11 @@ def main() -> None:
     ap.add_argument("--modes", nargs="+", default=["vfedcd"])
     ap.add_argument("--preset", default="tuned", choices=sorted(PRESETS))
     ap.add_argument("--set", nargs="*", default=[], help="Settings overrides k=v")
+    ap.add_argument("--transform", default="zscore", choices=TRANSFORMS,
+                    help="the parties' column transform (default zscore; the App's default "
+                         "is yeo-johnson)")
+    ap.add_argument("--summary", type=Path, default=None,
+                    help="the JSON summary's path (default results/vfedcd_table1.json)")
     ap.add_argument("--data-seed", type=int, default=None,
                     help="fix the data set and vary only the training seed (spec 4.2)")
     a = ap.parse_args()
@@ -120,7 +141,7 @@ def main() -> None:
             s = settings(a.preset, a.set, mode=mode, seed=seed)
             ds = seed if a.data_seed is None else a.data_seed
             rows.append({"d": key, "preset": a.preset, "set": a.set, "data_seed": ds,
-                         **run(*data(key, ds), s)})
+                         **run(*data(key, ds), s, a.transform)})
             print(json.dumps(rows[-1]), flush=True)
             if a.out:
                 append_jsonl(a.out, rows[-1])
@@ -134,7 +155,7 @@ def main() -> None:
                         "paper_shd": paper[0], "paper_f1": paper[1],
                         "paper_f1_sd": None if paper is PAPER_T3.get(mode) else
                         PAPER_F1_SD.get(key), "runs": rows})
-    write_results("vfedcd_table1", {"settings": cli_settings(a), "summary": summary})
+    write_results("vfedcd_table1", {"settings": cli_settings(a), "summary": summary}, a.summary)
 
 
 # ----------------------------------------------------------------------------- tables
@@ -142,7 +163,8 @@ VFEDCD_RUNS = RESULTS_DIR / "vfedcd_runs.jsonl"
 
 
 def vfedcd_select(d: int | str, mode: str, preset: str = "slow") -> list[dict]:
-    """One ``vfedcd_table1.py`` run per seed, data seed = training seed, no ``--set``.
+    """One ``vfedcd_table1.py`` run per seed, data seed = training seed, no ``--set``, the
+    z-score transform.
 
     A seed run twice (the spec-protocol runs repeat a data set) must give the same SHD and F1
     (the loop is deterministic); the first is kept.
@@ -150,6 +172,7 @@ def vfedcd_select(d: int | str, mode: str, preset: str = "slow") -> list[dict]:
     out: dict[int, dict] = {}
     for r in read_jsonl(VFEDCD_RUNS):
         if (r["d"], r["mode"], r["preset"]) != (d, mode, preset) or r["set"] \
+                or r.get("transform", "zscore") != "zscore" \
                 or (d != "sachs" and r.get("data_seed", r["seed"]) != r["seed"]):
             continue
         old = out.setdefault(r["seed"], r)

@@ -18,8 +18,12 @@ default tau (required edges kept). Parts:
   the complete-data run, and the largest share of missing cells of a site (the default
   ``max-missing`` limit 0.5 drops none of them).
 
-    python simulations/studies/fdbnl_knowledge.py --seeds 100..103            # development
-    python simulations/studies/fdbnl_knowledge.py --seeds 9500..9504 --out ... # evaluation
+    python simulations/studies/fdbnl_knowledge.py --seeds 100..103 \
+        --out simulations/results/fdbnl_knowledge_dev.json                     # development
+    python simulations/studies/fdbnl_knowledge.py --seeds 9700..9704           # evaluation
+
+(what made ``results/fdbnl_knowledge_dev.json`` and ``results/fdbnl_knowledge.json``, their
+``meta.argv``; ``results/knowledge.md`` reports the evaluation seeds 9700-9704.)
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ The rule of the one choice, written down before any development run was read: th
 closest to 0.90, unless percentile's (the default before the study) is within 0.02 of it:
 then percentile stays. Development seeds 100-199 made that choice (and saw everything
 printed); evaluation seeds 9200-9299, never used before, were run once after it and report.
-(A first launch with ``--seeds 100``, which means seeds 0..99, finished one abs run on
-reporting seed 0 before it was stopped; its numbers were seen before the rule was written
-and kept nowhere.)
+(A first launch with ``--seeds 100``, which then meant seeds 0..99 (now ``--n-seeds 100``),
+finished one abs run on reporting seed 0 before it was stopped; its numbers were seen before
+the rule was written and kept nowhere.)
 
 
     nice python simulations/studies/fediv_intervals.py --seeds 100..102 --scenarios abs step \\

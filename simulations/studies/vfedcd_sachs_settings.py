@@ -281,10 +281,9 @@ def summary(runs: Path, out: Path | None) -> None:
 
 
 def main() -> None:
-    ap = parser(__doc__, seeds=None)
+    ap = parser(__doc__, seeds=[])
     ap.add_argument("--stage", choices=("dev", "eval", "sachs"))
     ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
-    ap.add_argument("--seeds", nargs="+", type=int, default=None)
     ap.add_argument("--confirm", type=int, default=0,
                     help="dev: run the top N configs of seeds 100-104 on 105-109")
     ap.add_argument("--runs", type=Path, default=RUNS, help="JSON lines of the runs")

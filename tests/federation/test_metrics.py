@@ -9,9 +9,11 @@ import pytest
 from scipy.linalg import expm
 
 from fedcausal_flwr.metrics import (
+    edge_f1,
     graph_metrics,
     is_dag,
     mean_metrics,
+    orientation_share,
     score_auc,
     swapped_rates,
 )
@@ -135,3 +137,43 @@ def test_mean_metrics():
         mean_metrics([{"shd": 1}, {"tpr": 1}])
     with pytest.raises(ValueError):
         mean_metrics([])
+
+
+def test_orientation_share_by_hand():
+    T = _graph(3, [(0, 1), (1, 2), (0, 2)])
+    S = np.array([[0, 0.9, 0.1], [0.2, 0, 0.5], [0.1, 0.5, 0]])
+    # 0->1: .9 > .2 (1); 1->2: .5 = .5 (1/2); 0->2: .1 = .1 (1/2)
+    assert orientation_share(S, T) == pytest.approx(2 / 3)
+    assert orientation_share(-S, T) == pytest.approx(2 / 3)  # |scores|
+    assert orientation_share(S.T, T) == pytest.approx(1 / 3)
+
+
+def test_orientation_share_of_a_symmetric_score_is_one_half():
+    rng = np.random.default_rng(0)
+    T = np.triu(rng.random((8, 8)) < 0.3, 1)
+    S = rng.random((8, 8))
+    assert orientation_share(S + S.T, T) == 0.5
+    assert orientation_share(T.astype(float), T) == 1.0
+    assert orientation_share(T.T.astype(float), T) == 0.0
+
+
+def test_orientation_share_leaves_out_two_way_pairs_and_the_diagonal():
+    T = _graph(3, [(0, 1), (1, 0), (1, 2), (2, 2)])
+    S = np.array([[5, 0, 0], [1, 5, 1], [0, 1, 5.0]])
+    assert orientation_share(S, T) == 0.5  # only 1->2 counts: a tie
+    assert np.isnan(orientation_share(S, _graph(3, [(0, 1), (1, 0)])))
+    with pytest.raises(ValueError, match="square"):
+        orientation_share(np.zeros((2, 3)), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        orientation_share(np.full((2, 2), np.nan), np.eye(2))
+
+
+def test_edge_f1_by_hand_and_against_precision_recall():
+    T = _graph(4, [(0, 1), (1, 2), (2, 3)])
+    E = _graph(4, [(0, 1), (2, 1), (0, 3)])  # 1 TP, 2 FP (one reversed), 2 FN
+    assert edge_f1(E, T) == pytest.approx(2 / 6)
+    m = graph_metrics(E, T)
+    assert edge_f1(E, T) == pytest.approx(2 * m["precision"] * m["tpr"]
+                                          / (m["precision"] + m["tpr"]))
+    assert edge_f1(np.zeros((4, 4)), T) == 0.0 and edge_f1(T, T) == 1.0
+    assert edge_f1(np.zeros((2, 2)), np.zeros((2, 2))) == 0.0

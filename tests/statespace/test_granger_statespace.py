@@ -122,9 +122,37 @@ def test_the_result_carries_se_and_pvalues_and_the_view_uses_them(algorithm):
     strict = RunResult(**{**result.__dict__, "config": {"granger_alpha": 0.05}})
     off = RunResult(**{**result.__dict__, "config": {"granger_alpha": 0.0}})
     kept = {(s, t) for s, t, _, _ in strict.edges() if "u" not in s}
-    assert kept == {(names["A_hat"][j], names["A_hat"][i])
-                    for i, j in zip(*np.nonzero(p < 0.05), strict=True)}
+    if algorithm == "fedgc":  # a test: the view keeps the entries with p < alpha
+        assert kept == {(names["A_hat"][j], names["A_hat"][i])
+                        for i, j in zip(*np.nonzero(p < 0.05), strict=True)}
+    else:  # FedCF's A_hat p-values are not a test: they do not mask its graph
+        assert kept == {(s, t) for s, t, _, _ in off.edges() if "u" not in s}
     assert len([e for e in off.edges() if "u" not in e[0]]) == 8  # every off-diagonal entry
+    if algorithm == "fedcf":  # B_hat's p-values are a test (innovation target): they mask
+        pB = np.asarray(est["B_offdiag_pvalue"], dtype=float)
+        kept_b = {(s, t) for s, t, _, _ in strict.edges() if "u" in s}
+        assert kept_b == {(names["B_hat"]["cols"][j], names["B_hat"]["rows"][i])
+                          for i, j in zip(*np.nonzero(pB < 0.05), strict=True)}
+
+
+def test_fedcf_graph_is_not_filtered_by_its_a_hat_pvalues():
+    """FedCF's A_hat p-values reject 94-97% of true zeros (docs/algorithms/fedcf.md): an
+    A_hat p-value of 0 or 1 must not decide whether an entry is an edge."""
+    rc = {**RC, "algorithm": "fedcf"}
+    result = app_ss.strategy("fedcf", rc).start(grid=InProcessGrid(client_app, 2, rc))
+    est = dict(result.estimates)
+    A = np.asarray(est["A_hat"], dtype=float)
+    ones, zeros = np.ones_like(A), np.zeros_like(A)
+    a_edges = []
+    for p in (ones, zeros):
+        r = RunResult(**{**result.__dict__, "estimates": {**est, "A_offdiag_pvalue": p},
+                         "config": {"granger_alpha": 0.05}})
+        a_edges.append({(s, t) for s, t, _, _ in r.edges() if "u" not in s})
+    assert a_edges[0] == a_edges[1] and len(a_edges[0]) == 8
+    gc = RunResult(**{**result.__dict__, "algorithm": "fedgc",
+                      "estimates": {**est, "A_offdiag_pvalue": ones},
+                      "config": {"granger_alpha": 0.05}})
+    assert not [e for e in gc.edges() if "u" not in e[0]]  # FedGC's test does mask
 
 
 def test_saved_result_keeps_the_pvalues(tmp_path):
