@@ -36,6 +36,9 @@ parses knowledge. Pure Python and numpy: no I/O except :meth:`from_file`.
 from __future__ import annotations
 
 import csv
+import io
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +117,8 @@ class Masks:
 
 MAX_TEXT = 1_000_000
 """Characters at most in one knowledge string (a key's value), checked before parsing."""
+MAX_FILE = 4_000_000
+"""Bytes at most in a knowledge file (checked before it is read; only regular files)."""
 
 
 def _edge(text: str, where: str) -> Edge:
@@ -248,38 +253,46 @@ class Knowledge:
     def from_file(cls, path: str | Path) -> Knowledge:
         """Knowledge from a CSV of statements (module docstring), read where it is called: on
         the machine that submits the run, never on the server or a node."""
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path}: not a regular file")
+        if st.st_size > MAX_FILE:
+            raise ValueError(f"{path}: {st.st_size} bytes, more than the limit {MAX_FILE}")
         rows: dict[str, list[str]] = {k: [] for k in (*KEYS, KNOWN_ZERO)}
         tiers: dict[int, list[str]] = {}
         seen: dict[str, tuple[int, str]] = {}
         with open(path, newline="", encoding="utf-8-sig") as f:
-            for n, row in enumerate(csv.reader(f), start=1):
-                cells = [c.strip() for c in row]
-                if not any(cells) or cells[0].startswith("#"):
-                    continue
-                kind, args = cells[0].lower(), [c for c in cells[1:] if c]
-                where = f"{path}: row {n}"
-                if kind in ("forbid", "require") and len(args) in (2, 3):
-                    lag = f"@{args[2]}" if len(args) == 3 else ""
-                    rows[kind].append(f"{args[0]}->{args[1]}{lag}")
-                elif kind == "tier" and len(args) == 2:
-                    try:
-                        level = int(args[1])
-                    except ValueError:
-                        raise ValueError(f"{where}: tier level must be a finite integer, "
-                                         f"not {args[1]!r}") from None
-                    if args[0] in seen:
-                        raise ValueError(f"{where}: {args[0]!r} is already at tier level "
-                                         f"{seen[args[0]][0]} ({seen[args[0]][1]})")
-                    seen[args[0]] = (level, f"row {n}")
-                    tiers.setdefault(level, []).append(args[0])
-                elif kind == "exogenous" and len(args) == 1:
-                    rows["exogenous"].append(args[0])
-                elif kind == KNOWN_ZERO and len(args) == 3:
-                    rows[KNOWN_ZERO].append(f"{args[0]}:{args[1]}<-{args[2]}")
-                else:
-                    raise ValueError(f"{where}: expected forbid,cause,effect[,lag] | "
-                                     "require,cause,effect,lag | tier,name,level | "
-                                     "exogenous,name | known-zero,A|B,target,source")
+            text = f.read(MAX_FILE + 1)
+        if len(text) > MAX_FILE:
+            raise ValueError(f"{path}: more than the limit {MAX_FILE} characters")
+        for n, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+            cells = [c.strip() for c in row]
+            if not any(cells) or cells[0].startswith("#"):
+                continue
+            kind, args = cells[0].lower(), [c for c in cells[1:] if c]
+            where = f"{path}: row {n}"
+            if kind in ("forbid", "require") and len(args) in (2, 3):
+                lag = f"@{args[2]}" if len(args) == 3 else ""
+                rows[kind].append(f"{args[0]}->{args[1]}{lag}")
+            elif kind == "tier" and len(args) == 2:
+                try:
+                    level = int(args[1])
+                except ValueError:
+                    raise ValueError(f"{where}: tier level must be a finite integer, "
+                                     f"not {args[1]!r}") from None
+                if args[0] in seen:
+                    raise ValueError(f"{where}: {args[0]!r} is already at tier level "
+                                     f"{seen[args[0]][0]} ({seen[args[0]][1]})")
+                seen[args[0]] = (level, f"row {n}")
+                tiers.setdefault(level, []).append(args[0])
+            elif kind == "exogenous" and len(args) == 1:
+                rows["exogenous"].append(args[0])
+            elif kind == KNOWN_ZERO and len(args) == 3:
+                rows[KNOWN_ZERO].append(f"{args[0]}:{args[1]}<-{args[2]}")
+            else:
+                raise ValueError(f"{where}: expected forbid,cause,effect[,lag] | "
+                                 "require,cause,effect,lag | tier,name,level | "
+                                 "exogenous,name | known-zero,A|B,target,source")
         tier_text = " < ".join(", ".join(tiers[k]) for k in sorted(tiers))
         if len(tiers) == 1:
             tier_text = ""

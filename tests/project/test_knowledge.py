@@ -118,3 +118,13 @@ def test_a_name_at_two_tier_levels_is_refused_naming_both_rows(tmp_path):
     f.write_text("tier,a,0\ntier,b,1\ntier,a,2\n")
     with pytest.raises(ValueError, match=r"row 3: 'a' is already at tier level 0 \(row 1\)"):
         Knowledge.from_file(f)
+
+
+def test_knowledge_file_not_regular_or_too_large_is_refused(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="/dev/zero: not a regular file"):
+        Knowledge.from_file("/dev/zero")
+    f = tmp_path / "k.csv"
+    f.write_text("forbid,a,b\n" * 10)
+    monkeypatch.setattr(knowledge, "MAX_FILE", 50)
+    with pytest.raises(ValueError, match="more than the limit 50"):
+        Knowledge.from_file(f)
