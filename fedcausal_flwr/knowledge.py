@@ -14,8 +14,8 @@ lag k (block ``A_k``); a forbidden edge without ``@`` holds at every lag, a requ
 say its lag. A variable in a later tier never causes one in an earlier tier, at any lag;
 an exogenous variable is caused by no variable, its own past excepted. The file form has one
 statement per row: ``forbid,cause,effect[,lag]``, ``require,cause,effect,lag``,
-``tier,name,level`` (levels: numbers, lower first), ``exogenous,name`` and
-``known-zero,A|B,target,source``.
+``tier,name,level`` (levels: finite integers, lower first; a name at one level),
+``exogenous,name`` and ``known-zero,A|B,target,source``.
 
 A state-space model (FedGC, FedCF) learns couplings between clients, not between
 variables: what is known absent there is a block, ``A:m<-n`` (client n's state does not
@@ -36,6 +36,9 @@ parses knowledge. Pure Python and numpy: no I/O except :meth:`from_file`.
 from __future__ import annotations
 
 import csv
+import io
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +113,12 @@ class Masks:
         lag = np.concatenate([k * d + idx for k in range(p)]) if p else idx[:0]
         return Masks(self.forbid_W[np.ix_(idx, idx)], self.require_W[np.ix_(idx, idx)],
                      self.forbid_A[np.ix_(lag, idx)], self.require_A[np.ix_(lag, idx)])
+
+
+MAX_TEXT = 1_000_000
+"""Characters at most in one knowledge string (a key's value), checked before parsing."""
+MAX_FILE = 4_000_000
+"""Bytes at most in a knowledge file (checked before it is read; only regular files)."""
 
 
 def _edge(text: str, where: str) -> Edge:
@@ -215,6 +224,11 @@ class Knowledge:
         """Knowledge from its strings (syntax in the module docstring); a malformed
         statement is a ValueError naming ``where`` and the key (``known_zero_where``: what
         names the known-zero blocks, default ``where`` and ``'known-zero'``)."""
+        for key, text in (("forbid", forbid), ("require", require), ("tiers", tiers),
+                          ("exogenous", exogenous), (KNOWN_ZERO, known_zero)):
+            if len(str(text)) > MAX_TEXT:
+                raise ValueError(f"{where} {key!r}: {len(str(text))} characters, more than "
+                                 f"the limit {MAX_TEXT}")
         required = tuple(_edge(t, f"{where} 'require'") for t in _items(require))
         for e in required:
             if ANY in (e.cause, e.effect):
@@ -239,31 +253,46 @@ class Knowledge:
     def from_file(cls, path: str | Path) -> Knowledge:
         """Knowledge from a CSV of statements (module docstring), read where it is called: on
         the machine that submits the run, never on the server or a node."""
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path}: not a regular file")
+        if st.st_size > MAX_FILE:
+            raise ValueError(f"{path}: {st.st_size} bytes, more than the limit {MAX_FILE}")
         rows: dict[str, list[str]] = {k: [] for k in (*KEYS, KNOWN_ZERO)}
-        tiers: dict[float, list[str]] = {}
+        tiers: dict[int, list[str]] = {}
+        seen: dict[str, tuple[int, str]] = {}
         with open(path, newline="", encoding="utf-8-sig") as f:
-            for n, row in enumerate(csv.reader(f), start=1):
-                cells = [c.strip() for c in row]
-                if not any(cells) or cells[0].startswith("#"):
-                    continue
-                kind, args = cells[0].lower(), [c for c in cells[1:] if c]
-                where = f"{path}: row {n}"
-                if kind in ("forbid", "require") and len(args) in (2, 3):
-                    lag = f"@{args[2]}" if len(args) == 3 else ""
-                    rows[kind].append(f"{args[0]}->{args[1]}{lag}")
-                elif kind == "tier" and len(args) == 2:
-                    try:
-                        tiers.setdefault(float(args[1]), []).append(args[0])
-                    except ValueError:
-                        raise ValueError(f"{where}: tier level must be a number") from None
-                elif kind == "exogenous" and len(args) == 1:
-                    rows["exogenous"].append(args[0])
-                elif kind == KNOWN_ZERO and len(args) == 3:
-                    rows[KNOWN_ZERO].append(f"{args[0]}:{args[1]}<-{args[2]}")
-                else:
-                    raise ValueError(f"{where}: expected forbid,cause,effect[,lag] | "
-                                     "require,cause,effect,lag | tier,name,level | "
-                                     "exogenous,name | known-zero,A|B,target,source")
+            text = f.read(MAX_FILE + 1)
+        if len(text) > MAX_FILE:
+            raise ValueError(f"{path}: more than the limit {MAX_FILE} characters")
+        for n, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+            cells = [c.strip() for c in row]
+            if not any(cells) or cells[0].startswith("#"):
+                continue
+            kind, args = cells[0].lower(), [c for c in cells[1:] if c]
+            where = f"{path}: row {n}"
+            if kind in ("forbid", "require") and len(args) in (2, 3):
+                lag = f"@{args[2]}" if len(args) == 3 else ""
+                rows[kind].append(f"{args[0]}->{args[1]}{lag}")
+            elif kind == "tier" and len(args) == 2:
+                try:
+                    level = int(args[1])
+                except ValueError:
+                    raise ValueError(f"{where}: tier level must be a finite integer, "
+                                     f"not {args[1]!r}") from None
+                if args[0] in seen:
+                    raise ValueError(f"{where}: {args[0]!r} is already at tier level "
+                                     f"{seen[args[0]][0]} ({seen[args[0]][1]})")
+                seen[args[0]] = (level, f"row {n}")
+                tiers.setdefault(level, []).append(args[0])
+            elif kind == "exogenous" and len(args) == 1:
+                rows["exogenous"].append(args[0])
+            elif kind == KNOWN_ZERO and len(args) == 3:
+                rows[KNOWN_ZERO].append(f"{args[0]}:{args[1]}<-{args[2]}")
+            else:
+                raise ValueError(f"{where}: expected forbid,cause,effect[,lag] | "
+                                 "require,cause,effect,lag | tier,name,level | "
+                                 "exogenous,name | known-zero,A|B,target,source")
         tier_text = " < ".join(", ".join(tiers[k]) for k in sorted(tiers))
         if len(tiers) == 1:
             tier_text = ""
@@ -359,24 +388,27 @@ class Knowledge:
 
 
 def _cycle(G: np.ndarray) -> list[int]:
-    """A directed cycle of the 0/1 graph ``G`` (first node repeated at the end), or []."""
-    d, state, stack = G.shape[0], [0] * G.shape[0], []
+    """A directed cycle of the 0/1 graph ``G`` (first node repeated at the end), or [].
 
-    def visit(u: int) -> list[int]:
-        state[u] = 1
-        stack.append(u)
-        for v in np.flatnonzero(G[u]):
-            if state[v] == 1:
+    Iterative depth-first search (no recursion: a chain of any length is walked).
+    """
+    d, state = G.shape[0], [0] * G.shape[0]
+    for root in range(d):
+        if state[root]:
+            continue
+        stack, todo = [root], [iter(np.flatnonzero(G[root]).tolist())]
+        state[root] = 1
+        while todo:
+            v = next(todo[-1], None)
+            if v is None:
+                state[stack.pop()] = 2
+                todo.pop()
+            elif state[v] == 1:
                 return stack[stack.index(v):] + [int(v)]
-            if state[v] == 0 and (c := visit(int(v))):
-                return c
-        state[u] = 2
-        stack.pop()
-        return []
-
-    for u in range(d):
-        if state[u] == 0 and (c := visit(u)):
-            return c
+            elif state[v] == 0:
+                state[v] = 1
+                stack.append(int(v))
+                todo.append(iter(np.flatnonzero(G[v]).tolist()))
     return []
 
 

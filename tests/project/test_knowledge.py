@@ -89,3 +89,42 @@ def test_the_knowledge_file_feeds_every_family(tmp_path):
     path.write_text("forbid,a,b\n")
     with pytest.raises(ValueError, match="fedcf takes no edge knowledge.*ss-known-zero"):
         launch.knowledge_config(path, "fedcf")
+
+
+def test_long_require_chain_is_walked_without_recursion():
+    names = [f"v{i}" for i in range(1200)]
+    chain = ", ".join(f"{a}->{b}" for a, b in zip(names, names[1:], strict=False))
+    m = Knowledge.parse(require=chain).masks(names)
+    assert m.require_W.sum() == len(names) - 1
+    with pytest.raises(ValueError, match="cycle"):
+        Knowledge.parse(require=chain + ", v1199->v0").masks(names)
+
+
+def test_knowledge_string_over_the_limit_is_refused_naming_the_key():
+    with pytest.raises(ValueError, match="'forbid'.*limit"):
+        Knowledge.parse(forbid="a->b, " * (knowledge.MAX_TEXT // 5))
+
+
+@pytest.mark.parametrize("level", ["nan", "inf", "1.5"])
+def test_tier_level_must_be_a_finite_integer(tmp_path, level):
+    f = tmp_path / "k.csv"
+    f.write_text(f"tier,a,0\ntier,b,{level}\n")
+    with pytest.raises(ValueError, match="row 2: tier level must be a finite integer"):
+        Knowledge.from_file(f)
+
+
+def test_a_name_at_two_tier_levels_is_refused_naming_both_rows(tmp_path):
+    f = tmp_path / "k.csv"
+    f.write_text("tier,a,0\ntier,b,1\ntier,a,2\n")
+    with pytest.raises(ValueError, match=r"row 3: 'a' is already at tier level 0 \(row 1\)"):
+        Knowledge.from_file(f)
+
+
+def test_knowledge_file_not_regular_or_too_large_is_refused(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="/dev/zero: not a regular file"):
+        Knowledge.from_file("/dev/zero")
+    f = tmp_path / "k.csv"
+    f.write_text("forbid,a,b\n" * 10)
+    monkeypatch.setattr(knowledge, "MAX_FILE", 50)
+    with pytest.raises(ValueError, match="more than the limit 50"):
+        Knowledge.from_file(f)
