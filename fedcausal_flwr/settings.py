@@ -380,3 +380,12 @@ class ScreenedRunSettings(RunSettings):
         0.05, "byzantine-floor", ge=0,
         doc="the typical distance is at least this times the median update's norm (honest "
             "clients that agree almost exactly are not flagged for rounding)")
+    robust_rule: str = setting(
+        "mean", "robust-rule", choices=("mean", "trimmed-mean", "median"),
+        doc="how the server combines the clients' updates where the protocol supports it "
+            "(federation.robust.robust_mean): mean (plain), trimmed-mean (coordinate-wise, "
+            "robust-trim of the clients dropped from each side: bounded influence of up to "
+            "that many liars), median")
+    robust_trim: float = setting(
+        0.2, "robust-trim", ge=0, lt=0.5,
+        doc="share of the clients the trimmed mean drops from each side of each coordinate")

@@ -15,7 +15,7 @@ Everything here is pure numpy/scipy: no I/O, no logging, no Flower.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,9 @@ from fedcausal_flwr.dbn.settings import (  # noqa: F401 - re-exported: dbn.model
     PFDBNLSettings,
 )
 from fedcausal_flwr.knowledge import Masks
+
+#: A robust centre of per-client arrays (NaN: not informed), in place of their mean.
+Combine = Callable[[list[np.ndarray]], np.ndarray]
 
 
 @dataclass
@@ -97,11 +100,15 @@ def consensus_target(B: np.ndarray, beta: np.ndarray, rho2: float) -> np.ndarray
     return B + beta / rho2
 
 
-def consensus_targets(B: Sequence[np.ndarray], beta: Sequence[np.ndarray], rho2: float
-                      ) -> np.ndarray:
-    """V = mean_k(B_k + beta_k / rho2): the consensus terms equal K rho2/2 ||W - V||^2 + c."""
+def consensus_targets(B: Sequence[np.ndarray], beta: Sequence[np.ndarray], rho2: float,
+                      combine: Combine | None = None) -> np.ndarray:
+    """V = mean_k(B_k + beta_k / rho2): the consensus terms equal K rho2/2 ||W - V||^2 + c.
+    ``combine``: a robust centre of the K targets used instead of their mean (e.g. the
+    coordinate-wise trimmed mean of ``federation.robust.robust_mean``); None: the mean."""
     if len(B) == 0 or len(B) != len(beta):
         raise ValueError(f"need as many duals as locals (> 0), got {len(B)} and {len(beta)}")
+    if combine is not None:
+        return combine([consensus_target(Bk, bk, rho2) for Bk, bk in zip(B, beta, strict=True)])
     V = np.zeros_like(B[0], dtype=float)
     for Bk, bk in zip(B, beta, strict=True):
         V = V + consensus_target(Bk, bk, rho2)
@@ -197,10 +204,16 @@ def entry_penalties(n_W: np.ndarray, n_A: np.ndarray, lambda_w: float, lambda_a:
 
 
 def masked_targets(B: Sequence[np.ndarray], beta: Sequence[np.ndarray],
-                   informed: Sequence[np.ndarray], rho2: float) -> tuple[np.ndarray, np.ndarray]:
+                   informed: Sequence[np.ndarray], rho2: float, combine: Combine | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """``(V, n)``: V = the mean of B_k + beta_k / rho2 over the clients whose data inform each
-    entry (``informed``: boolean masks), n their number (V = 0 where n = 0)."""
+    entry (``informed``: boolean masks), n their number (V = 0 where n = 0); ``combine``: as
+    in :func:`consensus_targets` (it gets NaN where a client does not inform an entry)."""
     n = np.sum([m.astype(float) for m in informed], axis=0)
+    if combine is not None:
+        V = combine([np.where(m, consensus_target(Bk, bk, rho2), np.nan)
+                     for Bk, bk, m in zip(B, beta, informed, strict=True)])
+        return np.where(n > 0, V, 0.0), n
     V = np.zeros_like(np.asarray(B[0], dtype=float))
     for Bk, bk, m in zip(B, beta, informed, strict=True):
         V = V + np.where(m, consensus_target(Bk, bk, rho2), 0.0)
@@ -280,8 +293,8 @@ def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray,
                        server_a_step: str, phi1: float, phi2: float, rho_max: float,
                        server_screen: bool = True,
                        knowledge: Masks | None = None,
-                       informed: Mapping[int, tuple[np.ndarray, np.ndarray]] | None = None
-                       ) -> ServerState:
+                       informed: Mapping[int, tuple[np.ndarray, np.ndarray]] | None = None,
+                       combine: Combine | None = None) -> ServerState:
     """One FDBNL server round from the accepted local replies {id: (B_k, D_k)}.
 
     Global step, dual updates for the ids in ``local`` only, alpha and rho updates; returns
@@ -290,7 +303,8 @@ def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray,
     of forbidden entries (held at 0) and required ones (no L1 penalty). ``informed``: per
     client the masks of the entries its data inform (its observed variables; absent: all);
     the consensus of an entry averages the clients that inform it and weighs it by their
-    number, its duals move only there, and an entry nobody informs stays 0.
+    number, its duals move only there, and an entry nobody informs stays 0. ``combine``: a
+    robust centre of the consensus targets instead of their mean (:func:`consensus_targets`).
     """
     if dual_update not in ("paper", "code"):
         raise ValueError(f"dual_update must be 'paper' or 'code', got {dual_update!r}")
@@ -308,14 +322,18 @@ def fdbnl_server_round(state: ServerState, local: Mapping[int, tuple[np.ndarray,
     if masked:
         inf = _informed(ids, state, informed)
         V_W, n_W = masked_targets([local[k][0] for k in ids], [beta[k] for k in ids],
-                                  [inf[k][0] for k in ids], state.rho2)
+                                  [inf[k][0] for k in ids],
+                              state.rho2, combine)
         V_A, n_A = masked_targets([local[k][1] for k in ids], [gamma[k] for k in ids],
-                                  [inf[k][1] for k in ids], state.rho2)
+                                  [inf[k][1] for k in ids],
+                              state.rho2, combine)
         weight = (n_W * state.rho2, n_A * state.rho2)
         lW, lA = entry_penalties(n_W, n_A, lambda_w, lambda_a, lambda_scale, knowledge)
     else:
-        V_W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids], state.rho2)
-        V_A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids], state.rho2)
+        V_W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids],
+                              state.rho2, combine)
+        V_A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids],
+                              state.rho2, combine)
         weight, lW, lA = K * state.rho2, lam * lambda_w, lam * lambda_a
     W, A = admm_global_step(V_W, V_A, weight, state.alpha, state.rho1, lW, lA,
                             server_restarts, (state.W, state.A) if server_warm_start else None,
@@ -421,8 +439,8 @@ def site_personal_step(view: Any, mom: Moments, payload: Sequence[np.ndarray], a
 def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndarray]], *,
                         phi1: float, phi2: float, rho_max: float, code_compat: bool,
                         knowledge: Masks | None = None,
-                        informed: Mapping[int, tuple[np.ndarray, np.ndarray]] | None = None
-                        ) -> ServerState:
+                        informed: Mapping[int, tuple[np.ndarray, np.ndarray]] | None = None,
+                        combine: Combine | None = None) -> ServerState:
     """One PFDBNL server round from accepted replies {id: pfdbnl_client_step output}
     (the numbers: :meth:`FDBNLSettings.pfdbnl_round_args`; ``knowledge``, ``informed``: as in
     :func:`fdbnl_server_round`: the average of an entry is over the clients that inform it,
@@ -436,14 +454,18 @@ def pfdbnl_server_round(state: ServerState, local: Mapping[int, Sequence[np.ndar
     beta = {k: state.beta.get(k, zW) for k in ids}
     gamma = {k: state.gamma.get(k, zA) for k in ids}
     if knowledge is None and informed is None:
-        W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids], state.rho2)
-        A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids], state.rho2)
+        W = consensus_targets([local[k][0] for k in ids], [beta[k] for k in ids],
+                              state.rho2, combine)
+        A = consensus_targets([local[k][1] for k in ids], [gamma[k] for k in ids],
+                              state.rho2, combine)
     else:
         inf = _informed(ids, state, informed)
         W, n_W = masked_targets([local[k][0] for k in ids], [beta[k] for k in ids],
-                                [inf[k][0] for k in ids], state.rho2)
+                                [inf[k][0] for k in ids],
+                              state.rho2, combine)
         A, n_A = masked_targets([local[k][1] for k in ids], [gamma[k] for k in ids],
-                                [inf[k][1] for k in ids], state.rho2)
+                                [inf[k][1] for k in ids],
+                              state.rho2, combine)
         fW, fA = n_W == 0, n_A == 0
         if knowledge is not None:
             fW, fA = fW | knowledge.forbid_W, fA | knowledge.forbid_A

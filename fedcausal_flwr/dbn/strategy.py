@@ -85,6 +85,7 @@ class FDBNL(CausalStrategy):
     settings_class = FDBNLSettings
     phase = "local"
     averaged = ("B", "D")  # what the server averages of a reply (the Byzantine screen's view)
+    robust_aggregate = "the consensus targets B_k + beta_k / rho2, D_k + gamma_k / rho2"
     progress_keys = ("h", "rho1", "primal_residual", "shd_w", "tpr_w", "fdr_w", "shd_a",
                      "tpr_a", "fdr_a", "auroc", "aupr", "n_clients", "dropped", "seconds")
 
@@ -278,7 +279,8 @@ class FDBNL(CausalStrategy):
         args = self.settings.fdbnl_round_args()
         args.update(lambda_w=lambdas.lambda_w, lambda_a=lambdas.lambda_a)
         return dbn.fdbnl_server_round(state, {c: (a[0], a[1]) for c, a in replies.items()},
-                                      **args, knowledge=self.masks, informed=self.informed)
+                                      **args, knowledge=self.masks, informed=self.informed,
+                                      combine=self.combine())
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         """Global step, duals, alpha and rho of each replica in the message, and the held-out
@@ -493,7 +495,8 @@ class PFDBNL(FDBNL):
                      lambdas: rep.Replica) -> dbn.ServerState:
         """Exact average, duals, alpha (mean h) and rho (the lambdas act on the clients)."""
         return dbn.pfdbnl_server_round(state, replies, **self.settings.pfdbnl_round_args(),
-                                       knowledge=self.masks, informed=self.informed)
+                                       knowledge=self.masks, informed=self.informed,
+                                       combine=self.combine())
 
     def locals_of(self, st: dbn.ServerState) -> tuple[np.ndarray, np.ndarray]:
         """Every client's personalized ``W_k, A_k`` of one server state, by client id."""

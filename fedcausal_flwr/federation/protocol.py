@@ -9,6 +9,7 @@ them (discovery, exchanges, rounds, ``start()``) is
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,7 +23,7 @@ from fedcausal_flwr.federation.replies import (
     ReplyFilter,
     Shape,
 )
-from fedcausal_flwr.federation.robust import ByzantineScreen
+from fedcausal_flwr.federation.robust import ByzantineScreen, robust_mean
 from fedcausal_flwr.federation.roster import Roster
 from fedcausal_flwr.settings import ScreenedRunSettings
 
@@ -148,6 +149,41 @@ class ProtocolHooks:
         that differ by design, e.g. a first reply beside returning clients'); one for all
         by default."""
         return None
+
+    #: What of the server's aggregate goes through :func:`~fedcausal_flwr.federation.robust.
+    #: robust_mean` with the settings' ``robust_rule`` ("" : none, the aggregate is unscreened
+    #: by a robust rule; a family names it where it wires the rule in).
+    robust_aggregate: str = ""
+    #: Where the protocol cannot bound a party's influence (reported as "unscreened").
+    unscreened: str = ""
+
+    def combine(self):
+        """The robust centre the family's aggregate uses instead of a mean (None: the mean:
+        ``robust_rule`` "mean", or settings without one)."""
+        s = self.settings
+        rule = getattr(s, "robust_rule", "mean")
+        if rule == "mean" or not self.robust_aggregate:
+            return None
+        return partial(robust_mean, rule=rule, trim=s.robust_trim)
+
+    def robustness(self, flagged: dict[int, int]) -> dict[str, Any]:
+        """``metrics["robustness"]``: the robust rule and what it bounds, the screens, the
+        clients flagged ({"client k": replies}) and what is unscreened."""
+        s = self.settings
+        rule = getattr(s, "robust_rule", None)
+        out: dict[str, Any] = {
+            "rule": (rule if rule and self.robust_aggregate else "none"),
+            "screens": ["magnitude"] + (["byzantine"] if isinstance(s, ScreenedRunSettings)
+                                        and s.byzantine_screen else []),
+            "flagged": {f"client {c}": n for c, n in sorted(flagged.items())}}
+        if rule and rule != "mean" and self.robust_aggregate:
+            out["bounded"] = self.robust_aggregate
+            if rule == "trimmed-mean":
+                out["trim"] = s.robust_trim
+        if self.unscreened or not self.robust_aggregate or rule in (None, "mean"):
+            out["unscreened"] = self.unscreened or ("the server's aggregate (no robust rule: "
+                                                    "a liar under the screens moves it)")
+        return out
 
     def screens(self) -> list[ReplyFilter]:
         """The protocol's reply filters, run in order on every exchange before a user's

@@ -264,6 +264,7 @@ class CausalStrategy(ProtocolHooks, GridStrategy):
             log(ERROR, "%s: final evaluation failed: %s", self.algorithm,
                 traceback.format_exc())
         self.recorder.finish(result, t0, len(self.nodes))
+        result.metrics["robustness"] = self.robustness(self.recorder.flagged)
 
     def wire_summary(self) -> dict[str, dict[str, Any]]:
         """Per ``"<phase> <direction>"``: messages, array bytes, shapes seen (see

@@ -69,6 +69,8 @@ class FedIV(CausalStrategy):
         :class:`~fedcausal_flwr.federation.strategy.CausalStrategy`).
     """
 
+    unscreened = ("the players' average (no robust rule wired in yet: the Byzantine screen only)")
+
     algorithm = "fediv"
     settings_class = FedIVSettings
     progress_keys = ("loss", "val_criterion", "selected_round", "test_mse",

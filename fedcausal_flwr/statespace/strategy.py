@@ -93,6 +93,9 @@ class FedGC(CausalStrategy):
         :class:`~fedcausal_flwr.federation.strategy.CausalStrategy`).
     """
 
+    unscreened = ("the server model's inputs (each client holds its own subsystem: no robust rule "
+                  "bounds a client's blocks)")
+
     algorithm = "fedgc"
     settings_class = FedGCSettings
     rejoinable = False  # theta_m lives in the node's context.state: a restarted node lost it

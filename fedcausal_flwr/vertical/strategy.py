@@ -97,6 +97,9 @@ class VFedCD(CausalStrategy):
         :class:`~fedcausal_flwr.federation.strategy.CausalStrategy`).
     """
 
+    unscreened = ("a party's own columns and the blocks it relays (vertical: no other party holds "
+                  'them, so no robust rule can bound them)')
+
     algorithm = "vfedcd"
     settings_class = VFedCDSettings
     rejoinable = False  # keys, fragments and decoder live in the party's context.state

@@ -118,6 +118,70 @@ def run_one(alg: str, k: int, seed: int, attack: str | None, screen: bool) -> di
             "floor": strategy.settings.byzantine_floor}
 
 
+def adaptive_liar(strategy: Any, liars: list[int], pull: float = 1.0) -> Any:
+    """A reply filter run before the screens that plays the adaptive liar (issue 35): the
+    ``liars`` (colluding) see every honest reply of the exchange and all send
+    ``m - t pull m`` (m: the coordinate-wise median of the honest replies' float arrays, so
+    every entry is pulled toward zero: an emptied graph), t the largest (bisection) that keeps
+    each liar's screen ratio (``screen_ratios`` on the protocol's own ``robust_view``) under
+    ``byzantine-factor``: an upper bound on a liar who knows the rule. Drops nothing."""
+    factor, floor = strategy.settings.byzantine_factor, strategy.settings.byzantine_floor
+
+    def lie(phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
+        bad = [c for c in liars if c in replies]
+        honest = [c for c in replies if c not in bad]
+        if not bad or not honest:
+            return {}
+        med = [np.median(np.stack([np.asarray(replies[c][i]) for c in honest]), axis=0)
+               if np.asarray(replies[honest[0]][i]).dtype.kind == "f" else None
+               for i in range(len(replies[honest[0]]))]
+
+        def put(t: float) -> float:
+            for c in bad:
+                replies[c][:] = [a if m is None else m - t * pull * m
+                                 for a, m in zip(replies[c], med, strict=True)]
+            views = {c: v for c, a in replies.items()
+                     if (v := strategy.robust_view(phase, c, a)) is not None}
+            r = screen_ratios(views, floor)
+            return max((r.get(c, 0.0) for c in bad), default=0.0)
+
+        lo, hi = 0.0, 4.0
+        for _ in range(30):
+            t = (lo + hi) / 2
+            lo, hi = (t, hi) if put(t) < 0.98 * factor else (lo, t)
+        put(lo)
+        return {}
+
+    return lie
+
+
+def run_adaptive_honest(alg: str, k: int, seed: int, rule: str) -> dict[str, Any]:
+    """:func:`run_adaptive` with nobody lying."""
+    return run_adaptive(alg, k, seed, rule, honest=True)
+
+
+def run_adaptive(alg: str, k: int, seed: int, rule: str, screen: bool = True,
+                 honest: bool = False) -> dict[str, Any]:
+    """One run with the adaptive liar(s): partitions 1 (K = 5) or 1 and 2 (K = 10, colluding),
+    under ``robust-rule`` ``rule`` (None: honest run with that rule); the accuracy, flags and
+    the rule's cost (seconds in the server round beside the mean's)."""
+    extra, metric = CASES[alg]
+    sec = glue_section(alg)
+    rc = {"algorithm": alg, "seed": seed, "round-timeout-s": 600.0, **extra,
+          f"{sec}.byzantine-screen": screen, f"{sec}.robust-rule": rule}
+    strategy = glue(alg).strategy(alg, view(alg, rc))
+    liars = [LIAR] if k < 10 else [LIAR, LIAR + 1]
+    attacked = [] if honest else liars
+    strategy.reply_filters.insert(0, adaptive_liar(strategy, attacked))
+    t0 = time.perf_counter()
+    res = strategy.start(grid=InProcessGrid(client_app, k, rc))
+    return {"algorithm": alg, "k": k, "seed": seed, "rule": rule, "liars": attacked,
+            "status": res.status, "rounds": len(res.history), "metric": metric,
+            "value": res.metrics.get(metric), "robustness": res.metrics.get("robustness"),
+            "wall_s": time.perf_counter() - t0,
+            "round_s": float(np.mean([h.get("seconds", 0.0) for h in res.history] or [0]))}
+
+
 def honest_value(strategy: Any, est: Mapping[str, Any], metric: str) -> float | None:
     """The metric over the honest clients only (PFDBNL scores each client's personalized
     graph; the liar's own graph is not what the screen protects); others: the run's value."""
@@ -217,7 +281,27 @@ def main() -> None:
                     help="only the honest runs (what the thresholds are chosen on)")
     ap.add_argument("--summarize", nargs="+", type=Path, default=None,
                     help="summarize these JSON-lines files and write results/byzantine.json")
+    ap.add_argument("--adaptive", nargs="+", default=None, metavar="RULE",
+                    help="the adaptive liar study under these robust rules (mean: the rule "
+                         "off), honest (no liar) runs beside; prints a line per run")
     args = ap.parse_args()
+    if args.adaptive:
+        logging.getLogger("flwr").setLevel(logging.ERROR)
+        for alg in args.algorithms:
+            for k in args.clients:
+                for seed in args.seeds:
+                    for rule in args.adaptive:
+                        for honest in (True, False):
+                            rec = run_adaptive(alg, k, seed, rule) if not honest else \
+                                run_adaptive_honest(alg, k, seed, rule)
+                            rec["honest"] = honest
+                            if args.jsonl:
+                                append_jsonl(args.jsonl, rec)
+                            log(f"{alg} K={k} seed={seed} rule={rule} honest={honest}: "
+                                f"{rec['status'][:30]} {rec['metric']}={rec['value']} "
+                                f"flagged={rec['robustness'] and rec['robustness']['flagged']}"
+                                f" round {rec['round_s']:.3f}s")
+        return
     if args.summarize:
         records = [r for p in args.summarize for r in read_jsonl(p)]
         s = summarize(records)
