@@ -4,20 +4,13 @@ and Flower's extractor pass handing out one message per node."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from flwr.app import ArrayRecord, Message
 
 from fedcausal_flwr.federation import exchange
+from tests.helpers.sims import script
 
-SIM = Path(__file__).parents[2] / "simulations"
-sys.path.insert(0, str(SIM / "bench"))
-try:
-    import many_clients  # its first import puts simulations/ on sys.path
-finally:
-    sys.path.remove(str(SIM / "bench"))
+many_clients = script("many_clients")
 
 
 def test_inprocess_round_is_split_into_its_parts(tmp_path):

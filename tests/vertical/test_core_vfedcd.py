@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 from fedcausal_flwr.vertical import decoder, loop
 from fedcausal_flwr.vertical import model as V
 from fedcausal_flwr.vertical.data import blocks, random_dag, simulate_anm, split_standardised
+from tests.helpers.sims import script
 
 
 def small_data(d: int = 4, n: int = 64, seed: int = 0):
@@ -259,25 +259,13 @@ def test_delayed_features_change_only_later_steps_and_resume_exactly():
 SIMULATIONS = Path(__file__).parents[2] / "simulations"
 
 
-def _study(name: str):
-    """A script of simulations/studies, imported (its first import puts simulations/ on
-    sys.path)."""
-    import importlib
-
-    sys.path.insert(0, str(SIMULATIONS / "studies"))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(SIMULATIONS / "studies"))
-
-
 @pytest.mark.integration
 def test_sachs_study_chose_by_its_criterion_from_its_runs():
     # The committed summary must be what the fixed criterion gives on the committed runs
     # (highest mean F1 over dev seeds 100-109, ties by SHD; only fully confirmed configs).
     import json
 
-    study = _study("vfedcd_sachs_settings")
+    study = script("vfedcd_sachs_settings")
     from harness import read_jsonl
 
     summary = json.loads((SIMULATIONS / "results" / "vfedcd_sachs_settings.json").read_text())
@@ -297,7 +285,7 @@ def test_deployment_frontier_counts_packed_blocks_and_keeps_only_gains():
 
     from fedcausal_flwr.secure import paillier
 
-    study = _study("vfedcd_fast_schedule")
+    study = script("vfedcd_fast_schedule")
     pk = paillier.PublicKey(2 ** 2047 + 1)
     for h in (1, 3, 4, 7, 8, 10, 11, 12):
         assert study.packed_blocks(h) == paillier.blocks(pk, 5 * h)
