@@ -7,6 +7,7 @@ Estimates are binarized with ``est != 0`` (threshold first), truths with ``truth
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.metrics import average_precision_score, roc_auc_score
@@ -142,3 +143,20 @@ def mean_metrics(metrics: Sequence[Mapping[str, float]]) -> dict[str, float]:
     if any(set(m) != set(keys) for m in metrics):
         raise ValueError("metric dicts have different keys")
     return {k: float(np.mean([m[k] for m in metrics])) for k in keys}
+
+
+def summary_scores(est: Mapping[str, Any], T: np.ndarray) -> dict[str, float]:
+    """A summary graph's scores against the 0/1 truth ``T``: ranking AUROC/AUPR of
+    ``est["score"]`` (off-diagonal ordered pairs), orientation share, SHD/TPR/FDR/F1 of
+    ``est["graph"]``; variables after the truth's (context variables) are not scored."""
+    T = np.asarray(T) != 0
+    d0 = len(T)  # variables with a truth (context variables after them are not scored)
+    S = np.asarray(est["score"], float)[:d0, :d0]
+    G = np.asarray(est["graph"], int)[:d0, :d0]
+    T = T & ~np.eye(len(T), dtype=bool)
+    out = dict(score_auc(S, T))
+    out["orientation"] = orientation_share(S, T)
+    Gd = G & ~np.eye(len(G), dtype=bool)
+    m = graph_metrics(Gd, T, ignore_diagonal=True)
+    out.update({"shd": m["shd_rev1"], "tpr": m["tpr"], "fdr": m["fdr"], "f1": edge_f1(Gd, T)})
+    return out

@@ -121,6 +121,9 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
     Algorithm("fedpc", "FedPC", "fedcausal_flwr.constraint", "FedPC", "FedPCClient",
               "FedPCSettings", "ConstraintData", "fedpc", graphs=("graph",),
               settings_module="settings"),
+    Algorithm("fedtrees", "FedTrees", "fedcausal_flwr.trees", "FedTrees", "FedTreesClient",
+              "FedTreesSettings", "TreesData", "fedtrees", graphs=("graph",),
+              settings_module="settings"),
 )}
 """Every algorithm, by run-config name."""
 

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 from flwr.app import Context
 
-from fedcausal_flwr.constraint.data import ConstraintData, client_series, windows
+from fedcausal_flwr.constraint.data import ConstraintData, SeriesData, client_series, windows
 from fedcausal_flwr.federation.client import client_class, section_context
+from fedcausal_flwr.metrics import summary_scores
 from fedcausal_flwr.settings import section_view
 
 SECTION = "constraint"
@@ -83,9 +84,9 @@ def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # no
     return {"graph": T}
 
 
-def evaluator(rc: Mapping[str, Any], p: int):
-    """``evaluate(estimates, client_ids) -> metrics`` against the built-in truth (ranking
-    AUROC/AUPR of ``score``, orientation share, SHD/F1 of ``graph``); None without one."""
+def evaluator(rc: Mapping[str, Any], p: int, keys: type[SeriesData] = ConstraintData):
+    """``evaluate(estimates, client_ids) -> metrics`` against the built-in truth of the data
+    keys ``keys`` (:func:`~fedcausal_flwr.metrics.summary_scores`); None without one."""
     if str(rc.get("data", "synthetic")) == "node":
         return None
     cache: dict[int, np.ndarray | None] = {}
@@ -96,27 +97,10 @@ def evaluator(rc: Mapping[str, Any], p: int):
         k = max(cids) + 1
         if k not in cache:
             try:
-                cache[k] = client_series(rc, p, k)[2]
+                cache[k] = client_series(rc, p, k, keys)[2]
             except (ValueError, OSError):
                 cache[k] = None
         T = cache[k]
-        return {} if T is None else graph_scores(est, T)
+        return {} if T is None else summary_scores(est, T)
 
     return evaluate
-
-
-def graph_scores(est: Mapping[str, Any], T: np.ndarray) -> dict[str, float]:
-    """Ranking AUROC/AUPR (off-diagonal ordered pairs), orientation share, SHD/F1."""
-    from fedcausal_flwr.metrics import edge_f1, graph_metrics, orientation_share, score_auc
-
-    T = np.asarray(T) != 0
-    d0 = len(T)  # variables with a truth (context variables after them are not scored)
-    S = np.asarray(est["score"], float)[:d0, :d0]
-    G = np.asarray(est["graph"], int)[:d0, :d0]
-    T = T & ~np.eye(len(T), dtype=bool)
-    out = dict(score_auc(S, T))
-    out["orientation"] = orientation_share(S, T)
-    Gd = G & ~np.eye(len(G), dtype=bool)
-    m = graph_metrics(Gd, T, ignore_diagonal=True)
-    out.update({"shd": m["shd_rev1"], "tpr": m["tpr"], "fdr": m["fdr"], "f1": edge_f1(Gd, T)})
-    return out

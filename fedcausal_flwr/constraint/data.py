@@ -15,8 +15,8 @@ KINDS = ("synthetic", "netsim", "dream4", "sachs", "node")
 
 
 @dataclass(frozen=True)
-class ConstraintData(Settings):
-    """The data keys of the ``constraint`` section."""
+class SeriesData(Settings):
+    """The data keys a time-series family shares (FedPC's, FedTrees')."""
 
     section: ClassVar[str] = "constraint"
 
@@ -30,6 +30,14 @@ class ConstraintData(Settings):
     n: int = setting(200, "n", ge=10, doc="synthetic: rows per client")
     edges: int = setting(8, "edges", ge=0, doc="synthetic: contemporaneous edges")
     seed: int = setting(0, "data-seed", ge=0, doc="synthetic: the draw of graph and data")
+
+
+@dataclass(frozen=True)
+class ConstraintData(SeriesData):
+    """The data keys of the ``constraint`` section."""
+
+    section: ClassVar[str] = "constraint"
+
     sachs_rows: str = setting("observational", "sachs-rows",
                               choices=("observational", "interventional"),
                               doc="sachs: the 853 observational rows cut into K clients, or "
@@ -38,7 +46,7 @@ class ConstraintData(Settings):
                                   "causal inference, Mooij et al. 2020)")
 
 
-def synthetic(c: ConstraintData, p: int, K: int) -> tuple[list[np.ndarray], np.ndarray,
+def synthetic(c: SeriesData, p: int, K: int) -> tuple[list[np.ndarray], np.ndarray,
                                                            np.ndarray]:
     """K clients' series (or rows, p = 0) of x_t = W^T x_t + A^T x_{t-1} + e with uniform
     noise; the true ``W`` (d x d DAG) and ``A`` (d x d, zero when p = 0)."""
@@ -98,11 +106,13 @@ def windows(series: list[np.ndarray], p: int) -> list[np.ndarray]:
             for s in series]
 
 
-def client_series(rc: Mapping[str, Any], p: int, K: int
+def client_series(rc: Mapping[str, Any], p: int, K: int,
+                  keys: type[SeriesData] = ConstraintData
                   ) -> tuple[list[list[np.ndarray]], list[str], np.ndarray | None]:
     """``(series per client, names, truth)`` of a built-in set: each client's list of
-    series (lags never cross them), the variable names and the 0/1 summary truth."""
-    c = ConstraintData.from_run_config(rc)
+    series (lags never cross them), the variable names and the 0/1 summary truth; ``keys``:
+    the family's class of these data keys."""
+    c = keys.from_run_config(rc)
     if c.data == "synthetic":
         xs, W, A = synthetic(c, p, K)
         return [[x] for x in xs], [f"x{i}" for i in range(c.d)], ((W != 0) | (A != 0) & (
@@ -139,5 +149,5 @@ def client_series(rc: Mapping[str, Any], p: int, K: int
         groups = np.array_split(np.arange(len(blocks)), K)
         return [[np.vstack([blocks[e] for e in g])] for g in groups], \
             [*names, *(f"exp{e + 1}" for e in range(1, len(blocks)))], truth
-    raise ValueError("constraint.data = 'node': each node reads its own CSV (node config "
-                     "data-path)")
+    raise ValueError(f"{c.section}.data = '{c.data}': each node reads its own CSV (node "
+                     "config data-path)")

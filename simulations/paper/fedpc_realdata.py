@@ -26,12 +26,12 @@ import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
 from harness import fmt, log, markdown, mean_sd, parser, read_results, table, write_results
 
-from fedcausal_flwr.constraint.app import graph_scores
 from fedcausal_flwr.constraint.data import client_series, windows
 from fedcausal_flwr.constraint.learn import reference
 from fedcausal_flwr.constraint.model import MOMENTS
 from fedcausal_flwr.constraint.settings import FedPCSettings
 from fedcausal_flwr.knowledge import Knowledge
+from fedcausal_flwr.metrics import summary_scores
 
 NAME = "fedpc_realdata"
 EVAL = {3: [1, 3, 5, 7, 9], 1: [3, 6, 9, 12, 15], 2: [2, 4, 6, 8, 10]}
@@ -61,7 +61,7 @@ def run(rc: dict, s: FedPCSettings, K: int, knowledge: Knowledge | None = None) 
     masks = knowledge.masks(names, s.lags) if knowledge else None
     t = time.process_time()
     out = reference(Zs, s, len(names), masks)
-    res = graph_scores(out, T)
+    res = summary_scores(out, T)
     res["cpu_s"] = time.process_time() - t
     res.update(cost(Zs, len(names), s.lags, True))
     return res

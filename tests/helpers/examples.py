@@ -17,7 +17,7 @@ from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.testing import InProcessGrid
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-ALGORITHMS = ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd", "fedpc"]
+ALGORITHMS = ["fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd", "fedpc", "fedtrees"]
 
 
 def load(example: str, module: str):

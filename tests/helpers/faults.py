@@ -54,6 +54,8 @@ SMALL: dict[str, tuple[dict[str, Any], int]] = {
                "iv.iv-val-features": 8, "iv.iv-device": "cpu", **_COMMON}, 4),
     "fedpc": ({"algorithm": "fedpc", "seed": 3, "constraint.d": 5, "constraint.edges": 5,
                "constraint.n": 60, "constraint.lags": 1, **_COMMON}, 4),
+    "fedtrees": ({"algorithm": "fedtrees", "seed": 3, "trees.d": 5, "trees.n": 60,
+                  "trees.trees": 20, **_COMMON}, 4),
     # the mock backend and small keys: test-only opt-ins of the server and the parties
     "vfedcd": ({"algorithm": "vfedcd", "seed": 4, "vertical.d": 6, "vertical.edges": 8,
                 "vertical.n": 20, "vertical.num-epochs": 3, "vertical.batch": 8,

@@ -1,0 +1,1 @@
+"""FedTrees: tree-ensemble importances of lagged regressions (dynGENIE3), averaged over sites."""
