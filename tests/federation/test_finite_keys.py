@@ -42,6 +42,7 @@ def _keys(kind: str) -> list[tuple[str, type, str]]:
 
 FLOAT_KEYS = _keys("float")
 LIST_KEYS = _keys("floats")
+LIST_IDS = [f"{c.__name__}-{k}" for _, c, k in LIST_KEYS]
 
 
 def test_the_keys_are_found():
@@ -61,14 +62,14 @@ def test_every_float_key_refuses_nan_and_inf(alg, cls, key, value):
 
 
 @pytest.mark.parametrize("bad", ["0.1,nan", "inf", "0.2,-inf,0.1", "1e999"])
-@pytest.mark.parametrize("alg,cls,key", LIST_KEYS, ids=[f"{c.__name__}-{k}" for _, c, k in LIST_KEYS])
+@pytest.mark.parametrize("alg,cls,key", LIST_KEYS, ids=LIST_IDS)
 def test_every_number_list_refuses_nan_and_inf(alg, cls, key, bad):
     app_key = cls.app_key(key)
     with pytest.raises(ValueError, match=f"'{app_key}'.*NaN and inf are not values"):
         cls.from_run_config({app_key: bad})
 
 
-@pytest.mark.parametrize("alg,cls,key", LIST_KEYS, ids=[f"{c.__name__}-{k}" for _, c, k in LIST_KEYS])
+@pytest.mark.parametrize("alg,cls,key", LIST_KEYS, ids=LIST_IDS)
 def test_every_number_list_is_bounded(alg, cls, key):
     app_key = cls.app_key(key)
     cls.from_run_config({app_key: ",".join(["0.1"] * MAX_LIST)})  # the bound itself: accepted
