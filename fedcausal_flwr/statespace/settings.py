@@ -100,7 +100,7 @@ class Privacy(StateSpacePiece):
     the known noise variance from its regressors' second moment (:func:`dp_noise_ridge`)."""
 
     dp: bool = setting(False, "ss-dp", wire=True)
-    dp_epsilon: float = setting(8.0, "ss-dp-epsilon", gt=0,
+    dp_epsilon: float = setting(8.0, "ss-dp-epsilon", gt=0, allow_inf=True,
                                 doc="the run's TOTAL epsilon (inf: clip, no noise)")
     dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1, doc="the run's total delta")
     dp_clip_msg: float = setting(0.2, "ss-dp-clip-msg", gt=0, wire=True)
@@ -274,17 +274,8 @@ class FedCFSettings(StateSpaceSettings):
     init_std: float = setting(0.1, "ss-init-std", ge=0, wire=True)
     cf_client: int = setting(1, "ss-cf-client", ge=0, le=MAX_CLIENTS)
     cf_source: int = setting(0, "ss-cf-source", ge=0, le=MAX_VARS)
-    cf_delta: str = setting("", "ss-cf-delta")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        try:
-            self.delta_u()
-        except ValueError:
-            raise ValueError(f"run config {self.app_key('ss-cf-delta')!r} = {self.cf_delta!r}: "
-                             "expected "
-                             "comma-separated numbers (allowed: str such as '1,0.5'; empty: "
-                             "no query)") from None
+    cf_delta: str = setting("", "ss-cf-delta", floats=True,
+                            doc="the counterfactual query's input changes (empty: no query)")
 
     def delta_u(self) -> np.ndarray:
         """``cf_delta`` as an array (empty: no query)."""

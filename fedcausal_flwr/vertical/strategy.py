@@ -59,6 +59,7 @@ import numpy as np
 from flwr.common.logger import log
 from flwr.serverapp import Grid
 
+from fedcausal_flwr.federation.limits import over_cap, prefix
 from fedcausal_flwr.federation.strategy import (
     CausalStrategy,
     NodeInfo,
@@ -144,9 +145,18 @@ class VFedCD(CausalStrategy):
                                   f"attributes, all {k} are needed): {dropped}")
         if extra:
             raise ProtocolStopped(f"partition ids {extra} are not below num-partitions={k}")
+        sizes = {f"party {cid} (node {info.node_id})": len(str(info.props["columns"]).split(","))
+                 for cid, info in sorted(nodes.items())}  # each within the cap: parse_info
+        if why := over_cap(sum(sizes.values()), "the parties' attributes", sizes,
+                           "columns per party"):
+            raise ProtocolStopped(why)
         seen: dict[int, int] = {}
+        total = sum(sizes.values())
         for cid, info in sorted(nodes.items()):
             for c in str(info.props["columns"]).split(","):
+                if not c.strip().isdigit() or int(c) >= total:
+                    raise ProtocolStopped(f"party {cid} (node {info.node_id}) reports column "
+                                          f"{prefix(c)}, not an attribute index in [0, {total})")
                 if int(c) in seen:
                     raise ProtocolStopped(f"attribute {c} is held by party {seen[int(c)]} and "
                                           f"party {cid}; parties must hold disjoint attributes")
@@ -157,7 +167,8 @@ class VFedCD(CausalStrategy):
                 else []
             for n in names:
                 if n in named:
-                    raise ProtocolStopped(f"attribute name {n!r} is used by party {named[n]} "
+                    raise ProtocolStopped(f"attribute name {prefix(n)} is used by party "
+                                          f"{named[n]} "
                                           f"and party {cid}; names must be distinct")
                 named[n] = cid
         refused = []
