@@ -182,6 +182,40 @@ def run_adaptive(alg: str, k: int, seed: int, rule: str, screen: bool = True,
             "round_s": float(np.mean([h.get("seconds", 0.0) for h in res.history] or [0]))}
 
 
+#: The robust-rule study's cases (issue 35): algorithm -> (extra run config, metric); FedGC at
+#: the App's defaults (two clients, A21: the honest client 2's coupling to the liar's states).
+ROBUST_CASES: dict[str, tuple[dict[str, Any], str]] = {
+    "fediv": ({}, "test_mse_selected"),
+    "fedgc": ({}, "err_A21"),
+}
+#: The attacks of the robust-rule study (``ATTACKS``' sign flip and zeros).
+ROBUST_ATTACKS = ("sign-flip", "zeros")
+
+
+def run_robust(alg: str, k: int, seed: int, rule: str, attack: str | None) -> dict[str, Any]:
+    """One run of the robust-rule study: partition 1 applies ``attack`` (``ATTACKS``; None:
+    nobody lies) to every ``train.*`` reply from round 1 on, under ``robust-rule`` ``rule``
+    (FedGC: "screen" for its state screen, "mean" without it); the result's metric, status,
+    ``metrics["robustness"]`` and the seconds per round."""
+    extra, metric = ROBUST_CASES[alg]
+    sec = glue_section(alg)
+    rc: dict[str, Any] = {"algorithm": alg, "seed": seed, "round-timeout-s": 600.0, **extra}
+    if alg == "fedgc":
+        rc[f"{sec}.ss-clients"] = k
+        rc[f"{sec}.ss-state-screen"] = rule == "screen"
+    else:
+        rc[f"{sec}.robust-rule"] = rule
+    strategy = glue(alg).strategy(alg, view(alg, rc))
+    app = client_app if attack is None else T.lying_app(client_app, attack, [LIAR])
+    t0 = time.perf_counter()
+    res = strategy.start(grid=InProcessGrid(app, k, rc))
+    return {"algorithm": alg, "k": k, "seed": seed, "rule": rule, "attack": attack,
+            "status": res.status, "rounds": len(res.history), "metric": metric,
+            "value": res.metrics.get(metric), "robustness": res.metrics.get("robustness"),
+            "wall_s": time.perf_counter() - t0,
+            "round_s": float(np.mean([h.get("seconds", 0.0) for h in res.history] or [0]))}
+
+
 def honest_value(strategy: Any, est: Mapping[str, Any], metric: str) -> float | None:
     """The metric over the honest clients only (PFDBNL scores each client's personalized
     graph; the liar's own graph is not what the screen protects); others: the run's value."""
@@ -284,7 +318,34 @@ def main() -> None:
     ap.add_argument("--adaptive", nargs="+", default=None, metavar="RULE",
                     help="the adaptive liar study under these robust rules (mean: the rule "
                          "off), honest (no liar) runs beside; prints a line per run")
+    ap.add_argument("--robust", nargs="+", default=None, metavar="RULE",
+                    help="the robust-rule study (issue 35: FedIV, FedGC; sign flip and zeros "
+                         "by partition 1, and honest runs) under these rules (FedIV: "
+                         "robust-rule values; FedGC: screen or mean)")
     args = ap.parse_args()
+    if args.robust:
+        logging.getLogger("flwr").setLevel(logging.ERROR)
+        done = set()
+        if args.jsonl and args.jsonl.exists():
+            done = {(r["algorithm"], r["k"], r["seed"], r["rule"], r["attack"])
+                    for r in read_jsonl(args.jsonl)}
+        clock = Clock()
+        for alg in args.algorithms:
+            for k in args.clients:
+                for seed in args.seeds:
+                    for rule in args.robust:
+                        for attack in (None, *ROBUST_ATTACKS):
+                            if (alg, k, seed, rule, attack) in done:
+                                continue
+                            rec = run_robust(alg, k, seed, rule, attack)
+                            if args.jsonl:
+                                append_jsonl(args.jsonl, rec)
+                            rob = rec["robustness"] or {}
+                            log(f"[{clock():.0f}s] {alg} K={k} seed={seed} rule={rule} "
+                                f"attack={attack}: {rec['status'][:60]} {rec['metric']}="
+                                f"{rec['value']} flagged={rob.get('flagged')} "
+                                f"round {rec['round_s']:.3f}s")
+        return
     if args.adaptive:
         logging.getLogger("flwr").setLevel(logging.ERROR)
         for alg in args.algorithms:
