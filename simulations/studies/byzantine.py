@@ -188,8 +188,11 @@ ROBUST_CASES: dict[str, tuple[dict[str, Any], str]] = {
     "fediv": ({}, "test_mse_selected"),
     "fedgc": ({}, "err_A21"),
 }
-#: The attacks of the robust-rule study (``ATTACKS``' sign flip and zeros).
-ROBUST_ATTACKS = ("sign-flip", "zeros")
+#: The attacks of the robust-rule study: ``ATTACKS``' sign flip and zeros from round 1 on;
+#: FedGC also the sign flip begun in round 2 ("-late": a lie that changes, after an honest
+#: first answer for the same window).
+ROBUST_ATTACKS = {"fediv": ("sign-flip", "zeros"), "fedgc": ("sign-flip", "zeros",
+                                                              "sign-flip-late")}
 
 
 def run_robust(alg: str, k: int, seed: int, rule: str, attack: str | None) -> dict[str, Any]:
@@ -206,14 +209,21 @@ def run_robust(alg: str, k: int, seed: int, rule: str, attack: str | None) -> di
     else:
         rc[f"{sec}.robust-rule"] = rule
     strategy = glue(alg).strategy(alg, view(alg, rc))
-    app = client_app if attack is None else T.lying_app(client_app, attack, [LIAR])
+    app = client_app if attack is None else T.lying_app(
+        client_app, attack.removesuffix("-late"), [LIAR], start=2 if attack.endswith("-late")
+        else 1)
     t0 = time.perf_counter()
     res = strategy.start(grid=InProcessGrid(app, k, rc))
-    return {"algorithm": alg, "k": k, "seed": seed, "rule": rule, "attack": attack,
-            "status": res.status, "rounds": len(res.history), "metric": metric,
-            "value": res.metrics.get(metric), "robustness": res.metrics.get("robustness"),
-            "wall_s": time.perf_counter() - t0,
-            "round_s": float(np.mean([h.get("seconds", 0.0) for h in res.history] or [0]))}
+    out = {"algorithm": alg, "k": k, "seed": seed, "rule": rule, "attack": attack,
+           "status": res.status, "rounds": len(res.history), "metric": metric,
+           "value": res.metrics.get(metric), "robustness": res.metrics.get("robustness"),
+           "wall_s": time.perf_counter() - t0,
+           "round_s": float(np.mean([h.get("seconds", 0.0) for h in res.history] or [0]))}
+    pv = res.estimates.get("A_offdiag_pvalue")
+    if pv is not None:  # FedGC: the Granger test of the block A21 (client 2 <- client 1)
+        P = strategy.P
+        out["a21_pvalue_min"] = float(np.min(np.asarray(pv)[P[0]:P[0] + P[1], :P[0]]))
+    return out
 
 
 def honest_value(strategy: Any, est: Mapping[str, Any], metric: str) -> float | None:
@@ -334,7 +344,7 @@ def main() -> None:
             for k in args.clients:
                 for seed in args.seeds:
                     for rule in args.robust:
-                        for attack in (None, *ROBUST_ATTACKS):
+                        for attack in (None, *ROBUST_ATTACKS[alg]):
                             if (alg, k, seed, rule, attack) in done:
                                 continue
                             rec = run_robust(alg, k, seed, rule, attack)
