@@ -254,7 +254,8 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
     ``[seed, t, c]``; the server averages both players' deltas. After the last round the final
     global is validated. ``init = (theta, tau)`` starts from those parameters instead of the
     seed's networks (``tau`` None: f from the seed). ``combine``: the server's robust centre
-    of the deltas (:func:`server_update`; None: the mean).
+    of the deltas (:func:`server_update`) and of the validation means
+    (:func:`pooled_criterion`); None: the means.
 
     As the Flower path: a client whose local game gives a non-finite loss or delta is left
     out of the round (fewer than ``min_nodes`` left: the run stops), and a round whose
@@ -285,7 +286,7 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
             if not np.isfinite(us[c]) or not math.isfinite(peak(dth[c] + dta[c])):
                 del dth[c], dta[c], us[c]  # the client's local game diverged: dropped
         if sums:
-            select(st, pooled_criterion(sums), st.theta, t - 1)
+            select(st, pooled_criterion(sums, combine), st.theta, t - 1)
         if len(us) < need:
             st.stopped = (f"round {t}: the local games diverged (non-finite loss); keeping "
                           f"round {st.best_round}")
@@ -305,8 +306,8 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
                            **(evaluate(st.theta) if evaluate else {})})
     if val is not None and not st.stopped:
         set_params(g, st.theta)
-        select(st, pooled_criterion([validation_sums(g, *v) + (v[0].n,) for v in val]),
-               st.theta, s.rounds)
+        select(st, pooled_criterion([validation_sums(g, *v) + (v[0].n,) for v in val],
+                                    combine), st.theta, s.rounds)
     return st
 
 

@@ -5,7 +5,8 @@ Round t sends every client ``[theta_t..., tau_t...]`` (g and f) with the wire se
 ``[dtheta_i..., dtau_i..., psi_sum_i, C_sum_i, [U_i]]`` (:data:`~fedcausal_flwr.iv.wire.PHASES`):
 both players' deltas after R local epochs (Algorithm 1) and the validation sums of theta_t. The
 server averages the deltas (uniformly, eq. 20, or n_i-weighted; with ``robust-rule`` set, their
-coordinate-wise trimmed mean or median, :mod:`~fedcausal_flwr.federation.robust`) and scores theta_t by the
+coordinate-wise trimmed mean or median, :mod:`~fedcausal_flwr.federation.robust`, which then
+also centres the clients' validation means) and scores theta_t by the
 pooled validation criterion psi' C^-1 psi over random Fourier features of z (Lemma 1 on a
 fixed class), computed from the clients' sums only; the round with the lowest score is the
 selected model. A last ``train.validate`` exchange scores the final global theta.
@@ -70,7 +71,8 @@ class FedIV(CausalStrategy):
         :class:`~fedcausal_flwr.federation.strategy.CausalStrategy`).
     """
 
-    robust_aggregate = "the players' deltas dtheta_i, dtau_i (and each replica's)"
+    robust_aggregate = ("the players' deltas dtheta_i, dtau_i (and each replica's) and the "
+                        "validation means psi_i, C_i that select the round")
 
     algorithm = "fediv"
     settings_class = FedIVSettings
@@ -160,7 +162,7 @@ class FedIV(CausalStrategy):
     def _criterion(self, sums: Mapping[int, Sequence[np.ndarray]]) -> float:
         """Pooled validation criterion from the clients' ``(psi_sum, C_sum)``."""
         return dg.pooled_criterion([(s[0], s[1], int(self.nodes[c].props["n-val"]))
-                                    for c, s in sums.items()])
+                                    for c, s in sums.items()], self.combine())
 
     def done(self) -> bool:
         """``settings.rounds`` rounds are done (``start(num_rounds=...)`` may stop earlier)."""
