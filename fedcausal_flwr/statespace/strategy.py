@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 from flwr.common.logger import log
 
-from fedcausal_flwr.federation.replies import ReplyFilter, RepeatScreen
+from fedcausal_flwr.federation.replies import RepeatScreen, ReplyFilter
 from fedcausal_flwr.federation.strategy import (
     CausalStrategy,
     NodeInfo,
