@@ -134,13 +134,20 @@ class Sites(StateSpacePiece):
     """``known_zero``: coupling blocks the user knows to be zero, e.g. ``"A:1<-0, A:2<-*,
     B:1<-0"`` (:func:`parse_known_zero`), held at exactly 0 in every iterate
     (:func:`known_zero_masks`); empty: none. ``max_missing``: a client whose share of missing
-    cells (of ``y`` and ``u``) is above it is dropped at setup, named. The server reads
-    both."""
+    cells (of ``y`` and ``u``) is above it is dropped at setup, named. ``state_screen``: the
+    state screen of every window (:meth:`FedGC.screens
+    <fedcausal_flwr.statespace.strategy.FedGC.screens>`). The server reads all three."""
 
     known_zero: str = setting("", "ss-known-zero",
                               doc="coupling blocks known to be 0: 'A:1<-0, A:2<-*, B:1<-0'")
     max_missing: float = setting(0.5, "ss-max-missing", ge=0, le=1,
                                  doc="largest share of missing cells a client may have")
+    state_screen: bool = setting(
+        True, "ss-state-screen",
+        doc="stop the run, naming the client, when a client's states over a window are "
+            "degenerate (rank below its state count, e.g. all zero) or when what its data fix "
+            "(hhat_c, and the innovation target's C^+ y, FedCF's inputs) differs from its "
+            "first answer for the same window (statespace.strategy.FedGC.screens)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
