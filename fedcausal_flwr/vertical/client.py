@@ -332,7 +332,8 @@ class VFedCDClient(CausalClient):
             raise ValueError(f"{self.who}: {e}") from None
 
     def psi_blind(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
-        """``train.vfedcd_psi_blind``: a fresh key and row order; the party's blinded set out."""
+        """``train.vfedcd_psi_blind``: a fresh key and row order; the party's blinded set and
+        its commitment to the key (:func:`~fedcausal_flwr.secure.psi.commitment`) out."""
         if self.psi_ids is None:
             raise ValueError(f"{self.who}: private set intersection asked, but this party "
                              "aligns by sample ids (node config id-key)")
