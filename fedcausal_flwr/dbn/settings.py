@@ -95,7 +95,8 @@ class StopRule(DBNPiece):
     max_k ||B_k - W||_F / max(||W||_F, 1) <= ``primal_tol``."""
 
     h_tol: float = setting(1e-8, "h-tol", ge=0)
-    primal_tol: float = setting(1e-2, "primal-tol", ge=0)
+    primal_tol: float = setting(1e-2, "primal-tol", ge=0, allow_inf=True,
+                                doc="inf: the stop rule ignores the primal residual")
     max_rounds: int = setting(200, "num-rounds", ge=1, le=MAX_ROUNDS)
 
     def stop_args(self) -> dict[str, Any]:
