@@ -91,6 +91,13 @@ def _allowed(meta: dict[str, Any]) -> str:
         return "one of " + ", ".join(f"`{c!r}`" for c in meta["choices"])
     parts = [f"{word} {meta[op]}" for op, word in
              (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")) if meta.get(op) is not None]
+    if meta.get("floats"):
+        from fedcausal_flwr.settings import MAX_LIST
+
+        return (f"comma-separated numbers, each {' '.join(parts) + ' and ' if parts else ''}"
+                f"finite, {meta.get('min_items') or 0} to {MAX_LIST} of them")
+    if meta.get("allow_inf"):
+        parts.append("inf allowed")
     return ", ".join(parts)
 
 

@@ -11,6 +11,7 @@ settings (no torch for FedIV's, no phe for VFedCD's).
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Mapping
@@ -29,7 +30,12 @@ class AppConfig(Settings):
     """The App's own keys: which algorithm runs and where its results go."""
 
     algorithm: str = setting("fdbnl", "algorithm")
-    outputs: str = setting("outputs", "outputs")
+    outputs: str = setting("outputs", "outputs",
+                           doc="the folder of this run's results under the outputs root, "
+                               "which the ServerApp host's operator sets "
+                               "(FEDCAUSAL_OUTPUTS_ROOT; default: the App's outputs/): "
+                               "'outputs' is the root itself, a relative path a folder "
+                               "beneath it, an absolute path must lie inside it")
     run_name: str = setting("", "run-name", doc="a plain folder name under outputs (letters, "
                             "digits, '-', '_', '.'; no leading '.'); empty: "
                             "<algorithm>-<timestamp>")
@@ -55,9 +61,45 @@ def check_run_name(name: Any) -> str:
     return text
 
 
-def outputs_root(rc: Mapping[str, Any]) -> Path:
-    """The resolved ``outputs`` directory of a run config: every run's results lie under it."""
-    return Path(str(rc.get("outputs", "outputs"))).expanduser().resolve()
+OUTPUTS_ROOT_ENV = "FEDCAUSAL_OUTPUTS_ROOT"
+"""The environment variable by which the ServerApp host's operator fixes the outputs root."""
+DEFAULT_OUTPUTS = "outputs"
+"""The run config's default ``outputs``: the root itself (unset root: ``./outputs`` of the
+ServerApp's working directory, where results always went by default)."""
+
+
+def outputs_root(rc: Mapping[str, Any] | None = None) -> Path:  # noqa: ARG001 - see below
+    """The outputs root, resolved: every run's results lie under it. The operator's, never the
+    submitter's: ``$FEDCAUSAL_OUTPUTS_ROOT`` on the ServerApp host, else ``./outputs`` of the
+    ServerApp's working directory (the App's). ``rc`` is not read (the run config's
+    ``outputs`` only names a folder beneath the root: :func:`outputs_dir`)."""
+    return Path(os.environ.get(OUTPUTS_ROOT_ENV) or DEFAULT_OUTPUTS).expanduser().resolve()
+
+
+def outputs_dir(rc: Mapping[str, Any], root: Path | str | None = None) -> Path:
+    """The folder under the outputs ``root`` (default :func:`outputs_root`) that the run
+    config's ``outputs`` names: ``"outputs"`` (the default) or empty is the root itself, a
+    relative path a folder beneath it, an absolute path must lie inside it.
+
+    Raises
+    ------
+    ValueError
+        Naming ``outputs`` when it leads out of the root (an absolute path elsewhere, ``..``,
+        a symbolic link out of it).
+    """
+    root = Path(root).expanduser().resolve() if root is not None else outputs_root()
+    value = str(rc.get("outputs", DEFAULT_OUTPUTS) or DEFAULT_OUTPUTS)
+    if value == DEFAULT_OUTPUTS:
+        return root
+    path = Path(value).expanduser()
+    out = (path if path.is_absolute() else root / path).resolve()
+    if out != root and not out.is_relative_to(root):
+        raise ValueError(
+            f"run config 'outputs' = {value[:200]!r}: must be a folder under the outputs root "
+            f"{root}, which the ServerApp host's operator sets ({OUTPUTS_ROOT_ENV}; default: "
+            "./outputs of the ServerApp); give a relative name such as 'my-study' (no '..'), "
+            "or an absolute path inside the root")
+    return out
 
 
 def default_run_name(algorithm: Any) -> str:
@@ -66,22 +108,26 @@ def default_run_name(algorithm: Any) -> str:
     return f"{alg if RUN_NAME.fullmatch(alg) else 'run'}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def run_dir(rc: Mapping[str, Any], algorithm: Any = None) -> Path:
-    """``<outputs>/<run-name>``, resolved; run-name defaults to ``<algorithm>-<timestamp>``.
+def run_dir(rc: Mapping[str, Any], algorithm: Any = None,
+            root: Path | str | None = None) -> Path:
+    """``<outputs>/<run-name>``, resolved, ``outputs`` under the outputs ``root`` (default
+    :func:`outputs_root`; :func:`outputs_dir`); run-name defaults to
+    ``<algorithm>-<timestamp>``.
 
     Raises
     ------
     ValueError
-        Naming ``run-name`` when it is not a plain name (:func:`check_run_name`), or when the
-        folder would not be under ``outputs`` (a symbolic link out of it).
+        Naming ``run-name`` when it is not a plain name (:func:`check_run_name`), ``outputs``
+        when it leads out of the root, or when the folder would not be under the root (a
+        symbolic link out of it).
     """
     name = rc.get("run-name")
     name = check_run_name(name) if name not in (None, "") else default_run_name(
         algorithm if algorithm is not None else rc.get("algorithm", "fdbnl"))
     from fedcausal_flwr.results import inside
 
-    root = outputs_root(rc)
-    return inside(root / name, root)
+    root = Path(root).expanduser().resolve() if root is not None else outputs_root()
+    return inside(outputs_dir(rc, root) / name, root)
 
 
 def glue(algorithm: str) -> ModuleType:

@@ -4,6 +4,8 @@ strategy from its section with validated settings before any node is contacted."
 
 from __future__ import annotations
 
+import os
+import tempfile
 import traceback
 from logging import ERROR, INFO
 from pathlib import Path
@@ -13,7 +15,7 @@ from flwr.app import Context
 from flwr.common.logger import log
 from flwr.serverapp import Grid, ServerApp
 
-from fedcausal_flwr.appconfig import check, glue, outputs_root, run_dir, view
+from fedcausal_flwr.appconfig import OUTPUTS_ROOT_ENV, check, glue, outputs_root, run_dir, view
 from fedcausal_flwr.plots import plots_failed, save_with_plots
 from fedcausal_flwr.results import RunResult, inside
 from fedcausal_flwr.threads import limit_blas_threads
@@ -21,14 +23,50 @@ from fedcausal_flwr.threads import limit_blas_threads
 app = ServerApp()
 
 
-def output_dir(rc: dict[str, Any], algorithm: str) -> Path:
-    """``<outputs>/<run-name>``; run-name defaults to ``<algorithm>-<timestamp>``.
+class OutputsUnwritable(RuntimeError):
+    """The outputs root (or the run's folder under it) cannot be written on this host."""
 
-    A ``run-name`` that is not a plain folder name (``/``, ``..``, absolute, a leading dot)
-    raises a ValueError naming the key (:func:`fedcausal_flwr.appconfig.run_dir`): nothing is
-    ever written outside ``outputs``.
+
+UNWRITABLE_RECORDS = "fedcausal-flwr-unwritable-outputs"
+"""Where, under the system's temporary folder, the status of a run whose outputs root cannot be
+written is recorded instead (``<tmp>/<this>/<run folder>/result.json``)."""
+
+
+def output_dir(rc: dict[str, Any], algorithm: str) -> Path:
+    """``<outputs>/<run-name>`` under the operator's outputs root
+    (:func:`fedcausal_flwr.appconfig.outputs_root`); run-name defaults to
+    ``<algorithm>-<timestamp>``.
+
+    A ``run-name`` that is not a plain folder name (``/``, ``..``, absolute, a leading dot),
+    or an ``outputs`` that leads out of the root, raises a ValueError naming the key
+    (:func:`fedcausal_flwr.appconfig.run_dir`): nothing is ever written outside the root.
     """
     return run_dir(rc, algorithm)
+
+
+def writable(out: Path, root: Path) -> None:
+    """Make the run's folder ``out``; an :class:`OutputsUnwritable` naming the root and who
+    sets it when it cannot be made or written (not an uncaught FileNotFoundError)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise PermissionError(f"no write permission on {out}")
+    except OSError as e:
+        raise OutputsUnwritable(
+            f"the outputs root {root} cannot be written on the ServerApp host "
+            f"({type(e).__name__}: {e}); its operator sets it with {OUTPUTS_ROOT_ENV} (default: "
+            "./outputs of the ServerApp), the run config only names a folder beneath it"
+            ) from None
+
+
+def record_elsewhere(result: RunResult, out: Path) -> Path | None:
+    """Save ``result`` (a failure record) under the temporary folder's
+    :data:`UNWRITABLE_RECORDS` when its own folder cannot be written; its path, or None."""
+    base = Path(tempfile.gettempdir()) / UNWRITABLE_RECORDS
+    try:
+        return result.save(base / out.name, within=base)
+    except (OSError, ValueError):
+        return None
 
 
 def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
@@ -37,16 +75,31 @@ def run(grid: Grid, rc: dict[str, Any]) -> RunResult:
     Every failure after the run config is read (bad settings or data, a strategy crash) still
     writes result.json with ``status`` ``"failed: <error>"`` before it is raised; plot and
     truth failures are recorded in ``errors`` and never lose the result. A bad ``run-name``
-    is recorded the same way, under ``<outputs>/<algorithm>-<timestamp>`` (never where it
-    points), then raised. Every write is checked to lie under the resolved ``outputs``.
+    or ``outputs`` is recorded the same way, under ``<root>/<algorithm>-<timestamp>`` (never
+    where it points), then raised. Every write is checked to lie under the operator's outputs
+    root (:func:`fedcausal_flwr.appconfig.outputs_root`). A root that cannot be written fails
+    with :class:`OutputsUnwritable` before any node is asked, its status recorded under the
+    temporary folder's :data:`UNWRITABLE_RECORDS` (and logged).
     """
     algorithm = str(rc.get("algorithm", "fdbnl"))
-    root = outputs_root(rc)
+    root = outputs_root()
     name_error: ValueError | None = None
     try:
         out = output_dir(rc, algorithm)
-    except ValueError as e:  # the failure record goes to <outputs>/<algorithm>-<timestamp>
-        name_error, out = e, output_dir({**rc, "run-name": ""}, algorithm)
+    except ValueError as e:  # the failure record: <outputs>/<algorithm>-<timestamp>, or under
+        name_error = e  # the root itself when outputs is the bad key
+        try:
+            out = run_dir({**rc, "run-name": ""}, algorithm, root)
+        except ValueError:
+            out = run_dir({"run-name": ""}, algorithm, root)
+    try:
+        writable(out, root)
+    except OutputsUnwritable as e:
+        status = f"failed: {type(e).__name__}: {e}"
+        where = record_elsewhere(RunResult(algorithm, {"run_config": rc}, status=status), out)
+        log(ERROR, "%s %s; %s", algorithm, status, f"status recorded in {where}" if where
+            else "the status could not be recorded in any folder")
+        raise
     try:
         if name_error is not None:
             raise name_error

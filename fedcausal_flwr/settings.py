@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -62,11 +63,36 @@ MAX_REPLICAS = 1000
 """Replicas of one run (half samples times penalties)."""
 MAX_KEY_BITS = 16384
 """Paillier key size."""
+MAX_LIST = 100
+"""Values of a comma-separated list key (``dbn.lambda-path``, ``dbn.tau-path``,
+``statespace.ss-cf-delta``): a path of 10**5 penalties would multiply a run's cost."""
 
 
 def numbers(text: str) -> tuple[float, ...]:
     """A comma-separated list of numbers, e.g. ``"0.2,0.1,0.05"`` (empty: none)."""
     return tuple(float(t) for t in str(text).split(",") if t.strip())
+
+
+def _float_list(text: str, bad: Any, meta: Mapping[str, Any]) -> None:
+    """Check a comma-separated list of numbers (a ``setting(..., floats=True)`` field): every
+    value finite and within the field's bounds, between ``min_items`` and :data:`MAX_LIST`
+    values; ``bad(why)`` makes the ValueError that names the key."""
+    parts = [t for t in text.split(",") if t.strip()]
+    if len(parts) > MAX_LIST:
+        raise bad(f"{len(parts)} values, at most {MAX_LIST}")
+    try:
+        values = [float(t) for t in parts]
+    except ValueError:
+        raise bad("expected comma-separated numbers") from None
+    if len(values) < int(meta.get("min_items") or 0):
+        raise bad(f"expected comma-separated numbers, at least {meta['min_items']}")
+    if not all(map(math.isfinite, values)):
+        raise bad("NaN and inf are not values")
+    for op, test in (("ge", lambda a, b: a >= b), ("gt", lambda a, b: a > b),
+                     ("le", lambda a, b: a <= b), ("lt", lambda a, b: a < b)):
+        if meta.get(op) is not None and not all(test(v, meta[op]) for v in values):
+            raise bad(f"every value must be {dict(ge='>=', gt='>', le='<=', lt='<')[op]} "
+                      f"{meta[op]}")
 
 
 def section_view(section: str, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,15 +112,21 @@ def section_view(section: str, config: Mapping[str, Any]) -> dict[str, Any]:
 def setting(default: Any, key: str | None = None, *, ge: float | None = None,
             gt: float | None = None, le: float | None = None, lt: float | None = None,
             choices: Sequence[Any] | None = None, doc: str = "", wire: bool = False,
-            instead_of: tuple[str, Any] | None = None) -> Any:
+            instead_of: tuple[str, Any] | None = None, floats: bool = False,
+            min_items: int = 0, allow_inf: bool = False) -> Any:
     """A dataclass field with its run-config ``key`` (None: not in the run config) and bounds
     (``default`` ``dataclasses.MISSING``: none, the field must be given); ``wire``: the
     clients need it (sent by :meth:`Settings.to_wire`); ``instead_of``: ``(other key, its
     default)``, the key under which another algorithm of the section reads this field's
-    value, refused by :meth:`Settings.from_run_config` when set to other than its default."""
+    value, refused by :meth:`Settings.from_run_config` when set to other than its default.
+
+    A float is finite unless ``allow_inf`` (NaN never). ``floats``: a str field holding
+    comma-separated numbers, each finite and within the bounds, ``min_items`` to
+    :data:`MAX_LIST` of them."""
     meta = {"key": key, "ge": ge, "gt": gt, "le": le, "lt": lt,
             "choices": tuple(choices) if choices is not None else None, "doc": doc,
-            "wire": wire, "instead_of": instead_of}
+            "wire": wire, "instead_of": instead_of, "floats": floats, "min_items": min_items,
+            "allow_inf": allow_inf}
     return dataclasses.field(default=default, metadata={_META: meta})
 
 
@@ -105,12 +137,18 @@ def _meta(f: dataclasses.Field) -> dict[str, Any]:
 def _allowed(meta: Mapping[str, Any], kind: type) -> str:
     """What a field allows, in words."""
     parts = [kind.__name__]
+    if meta.get("floats"):
+        parts = ["str of comma-separated numbers, such as '0.1,0.05', each"]
     if meta.get("choices") is not None:
         return "one of " + ", ".join(repr(c) for c in meta["choices"])
     for op, word in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
         if meta.get(op) is not None:
             parts.append(f"{word} {meta[op]}")
-    return " ".join(parts)
+    if meta.get("floats"):
+        parts.append(f"and finite, {meta.get('min_items') or 0} to {MAX_LIST} of them")
+    elif kind is float:
+        parts.append(", inf allowed" if meta.get("allow_inf") else ", finite")
+    return " ".join(parts).replace(" ,", ",")
 
 
 def coerce(value: Any, kind: type, where: str, meta: Mapping[str, Any]) -> Any:
@@ -122,7 +160,9 @@ def coerce(value: Any, kind: type, where: str, meta: Mapping[str, Any]) -> Any:
         Naming ``where`` (the key), the value and what is allowed.
     """
     def bad(why: str) -> ValueError:
-        return ValueError(f"{where} = {value!r}: {why} (allowed: {_allowed(meta, kind)})")
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else f"{shown[:80]}... ({len(shown)} characters)"
+        return ValueError(f"{where} = {shown}: {why} (allowed: {_allowed(meta, kind)})")
 
     if kind is bool:
         if not isinstance(value, bool):
@@ -138,9 +178,14 @@ def coerce(value: Any, kind: type, where: str, meta: Mapping[str, Any]) -> Any:
         out = float(value)
         if out != out:
             raise bad("NaN is not a value")
+        if math.isinf(out) and not meta.get("allow_inf"):
+            raise bad("inf is not a value")
     elif kind is str:
         if not isinstance(value, str):
             raise bad("expected a string")
+        if meta.get("floats"):
+            _float_list(value, bad, meta)
+            return value
         out = value
     else:
         return value

@@ -16,6 +16,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,10 @@ from fedcausal_flwr.cli import launch, supervisor
 from fedcausal_flwr.threads import limit_blas_threads
 
 limit_blas_threads()  # the suite computes as the App's processes do: one BLAS thread
+# The suite is the operator of every ServerApp it starts (in process, or through the Flower
+# processes that inherit this environment): their outputs root is the temporary folder, where
+# each test's tmp_path lies. Tests of the root itself set or remove it with monkeypatch.
+os.environ.setdefault("FEDCAUSAL_OUTPUTS_ROOT", tempfile.gettempdir())
 
 
 

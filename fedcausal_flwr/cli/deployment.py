@@ -16,6 +16,7 @@ from fedcausal_flwr.cli.runconfig import (
     deploy_run_config,
     find_app_dir,
     flwr_env,
+    outputs_env,
     run_config_arg,
     toml_value,
 )
@@ -138,11 +139,12 @@ def deploy(num_supernodes: int, run_config: Mapping[str, Any], *,
     certs = None if insecure else tls.make_certificates(workdir / "certs")
     ca = None if certs is None else certs["ca"]
     cli_home = workdir / "cli"
-    cli_env = flwr_env(cli_home)
+    cli_env = {**flwr_env(cli_home), **outputs_env(run_config)}
 
     def spawn(name: str, cmd: list[str]) -> None:
         log = open(workdir / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
-        procs.append(subprocess.Popen(cmd, env=flwr_env(workdir / name), stdout=log,
+        env = {**flwr_env(workdir / name), **outputs_env(run_config)}  # the ServerApp's root
+        procs.append(subprocess.Popen(cmd, env=env, stdout=log,
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       start_new_session=True))
 

@@ -12,11 +12,14 @@ from typing import Any
 def run_output(cfg: Mapping[str, Any]) -> Path:
     """``<outputs>/<run-name>`` of a run config whose ``run-name`` is set (the ServerApp's
     :func:`~fedcausal_flwr.server_app.output_dir`); a ValueError names a ``run-name`` that is
-    not a plain folder name under ``outputs`` (:func:`fedcausal_flwr.appconfig.run_dir`)."""
+    not a plain folder name under ``outputs`` (:func:`fedcausal_flwr.appconfig.run_dir`), or
+    an ``outputs`` outside the root the launched ServerApp gets
+    (:func:`~fedcausal_flwr.cli.runconfig.launch_outputs_root`)."""
     from fedcausal_flwr.appconfig import check_run_name, run_dir
+    from fedcausal_flwr.cli.runconfig import launch_outputs_root, with_absolute_paths
 
     check_run_name(cfg["run-name"])
-    return run_dir(cfg)
+    return run_dir(with_absolute_paths(cfg), root=launch_outputs_root(cfg))
 
 
 def dropped_clients(metrics: Mapping[str, Any]) -> dict[str, tuple[str, int]]:

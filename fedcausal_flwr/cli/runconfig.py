@@ -248,13 +248,41 @@ def _split_pairs(text: str) -> list[str]:
     return out + ([cur] if cur else [])
 
 
-def run_config_arg(cfg: Mapping[str, Any]) -> str:
-    """A dict as the ``--run-config`` argument, relative paths made absolute."""
+def with_absolute_paths(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """``cfg`` with its relative paths (:data:`PATH_KEYS`) made absolute, as it is sent."""
     cfg = dict(cfg)
     for key in list(cfg):
         if key.rpartition(".")[2] in PATH_KEYS and cfg.get(key):
             cfg[key] = str(Path(str(cfg[key])).expanduser().resolve())
-    return " ".join(f"{k}={toml_value(v)}" for k, v in cfg.items())
+    return cfg
+
+
+def run_config_arg(cfg: Mapping[str, Any]) -> str:
+    """A dict as the ``--run-config`` argument, relative paths made absolute."""
+    return " ".join(f"{k}={toml_value(v)}" for k, v in with_absolute_paths(cfg).items())
+
+
+def launch_outputs_root(cfg: Mapping[str, Any]) -> Path | None:
+    """The outputs root of the ServerApp a launch starts: ``$FEDCAUSAL_OUTPUTS_ROOT`` when set
+    here (the operator's; the processes inherit it), else the run config's ``outputs`` made
+    absolute (the launcher's user runs the ServerApp host: their own folder), else None (an
+    App that declares no ``outputs``: its ServerApp's default)."""
+    from fedcausal_flwr.appconfig import OUTPUTS_ROOT_ENV
+
+    if os.environ.get(OUTPUTS_ROOT_ENV):
+        return Path(os.environ[OUTPUTS_ROOT_ENV]).expanduser().resolve()
+    value = cfg.get("outputs")
+    return Path(str(value)).expanduser().resolve() if value else None
+
+
+def outputs_env(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """``{FEDCAUSAL_OUTPUTS_ROOT: root}`` for the processes a launch starts, where this
+    environment does not set it already (:func:`launch_outputs_root`)."""
+    from fedcausal_flwr.appconfig import OUTPUTS_ROOT_ENV
+
+    root = launch_outputs_root(cfg)
+    return {} if root is None or os.environ.get(OUTPUTS_ROOT_ENV) else \
+        {OUTPUTS_ROOT_ENV: str(root)}
 
 
 def flwr_env(flwr_home: Path) -> dict[str, str]:

@@ -28,6 +28,7 @@ from fedcausal_flwr.cli.runconfig import (
     default_flwr_home,
     find_app_dir,
     flwr_env,
+    outputs_env,
     run_config_arg,
 )
 from fedcausal_flwr.cli.supervisor import (
@@ -68,7 +69,7 @@ def simulate(num_supernodes: int, run_config: Mapping[str, Any], *,
     app_dir = find_app_dir(app_dir)
     port = free_port_block(SIMULATE_PORTS) if not port else port
     home = Path(flwr_home or default_flwr_home()).resolve()
-    env = {**flwr_env(home),
+    env = {**flwr_env(home), **outputs_env(run_config),
            "FLWR_LOCAL_SUPERLINK_HTTP_API_PORT": str(port),
            "FLWR_LOCAL_CONTROL_API_PORT": str(port + 2), **simulated_node_env(node_configs)}
     _check_free(range(port, port + SIMULATE_PORTS), "simulate")

@@ -25,7 +25,12 @@ Every file a node opens must be a regular file (no device, FIFO or directory) of
 ``max-file-mb`` MB (default 512), checked before it is opened for parsing; a table has at
 most ``max-columns`` columns (default 2000, checked on the header before any data row) and
 ``max-rows`` data rows (default 10,000,000, checked while reading). Each is a node-config
-key, and the error names the key to raise.
+key, and the error names the key to raise. Likewise ``max-psi-set`` (default 1,000,000): the
+most IDs of another VFedCD party's set this node re-blinds in the private set intersection
+(about 0.5 ms of elliptic-curve work per ID and hop); the node reports it at discovery, the
+server stops a run whose sets exceed a party's limit before any PSI exchange, and the node
+refuses a larger set before any work per point. Limits come only from the node config (and
+the node's environment), never from the run config.
 
 Errors cross the wire (the server sees them): they name the file, row and column (and header
 names, which a run shares anyway) but never a cell's content or a line of the file; the
@@ -52,23 +57,27 @@ DATA_DIR = "data-dir"
 MAX_FILE_MB = "max-file-mb"
 MAX_COLUMNS = "max-columns"
 MAX_ROWS = "max-rows"
+MAX_PSI_SET = "max-psi-set"
 CLIENT_FIELD = "{client}"
 
 
 @dataclass(frozen=True)
 class Limits:
     """The node's limits on a file it reads (node config ``max-file-mb``, ``max-columns``,
-    ``max-rows``)."""
+    ``max-rows``) and on the work another node can ask of it (``max-psi-set``: the most
+    points of another VFedCD party's set it re-blinds in the private set intersection)."""
 
     max_file_mb: float = 512.0
     max_columns: int = 2000
     max_rows: int = 10_000_000
+    max_psi_set: int = 1_000_000
 
     @classmethod
     def from_node_config(cls, node_config: Mapping[str, Any]) -> Limits:
         out = {}
         for key, attr, kind in ((MAX_FILE_MB, "max_file_mb", float),
-                                (MAX_COLUMNS, "max_columns", int), (MAX_ROWS, "max_rows", int)):
+                                (MAX_COLUMNS, "max_columns", int), (MAX_ROWS, "max_rows", int),
+                                (MAX_PSI_SET, "max_psi_set", int)):
             raw = node_config.get(key)
             if raw is None or str(raw).strip() == "":
                 continue

@@ -95,7 +95,8 @@ class StopRule(DBNPiece):
     max_k ||B_k - W||_F / max(||W||_F, 1) <= ``primal_tol``."""
 
     h_tol: float = setting(1e-8, "h-tol", ge=0)
-    primal_tol: float = setting(1e-2, "primal-tol", ge=0)
+    primal_tol: float = setting(1e-2, "primal-tol", ge=0, allow_inf=True,
+                                doc="inf: the stop rule ignores the primal residual")
     max_rounds: int = setting(200, "num-rounds", ge=1, le=MAX_ROUNDS)
 
     def stop_args(self) -> dict[str, Any]:
@@ -160,9 +161,10 @@ class ReplicaPlan(DBNPiece):
                                          doc="frequency an edge needs to be stable")
     lambda_select: str = setting("fixed", "lambda-select", choices=("fixed", "holdout"),
                                  doc="lambdas as set, or chosen on held-out blocks")
-    lambda_path: str = setting("0.2,0.1,0.05,0.025,0.0125", "lambda-path",
+    lambda_path: str = setting("0.2,0.1,0.05,0.025,0.0125", "lambda-path", floats=True,
+                               ge=0, min_items=1,
                                doc="candidate lambdas (both W and A) of lambda-select holdout")
-    tau_path: str = setting("0.1,0.2,0.3,0.4", "tau-path",
+    tau_path: str = setting("0.1,0.2,0.3,0.4", "tau-path", floats=True, ge=0, min_items=1,
                             doc="candidate thresholds (both W and A) of lambda-select holdout")
     holdout: float = setting(0.2, "holdout", gt=0, lt=1,
                              doc="share of each client's rows, its last, held out")
@@ -172,15 +174,6 @@ class ReplicaPlan(DBNPiece):
         if self.replicas % 2:
             raise ValueError(f"run config {self.app_key('replicas')!r} = {self.replicas}: "
                              "must be even (replicas come in complementary pairs of halves)")
-        for key, text in (("lambda-path", self.lambda_path), ("tau-path", self.tau_path)):
-            try:
-                values = numbers(text)
-            except ValueError:
-                values = ()
-            if not values or min(values) < 0:
-                raise ValueError(f"run config {self.app_key(key)!r} = {text!r}: expected "
-                                 "comma-separated numbers >= 0 (allowed: str such as "
-                                 "'0.1,0.05')")
         if len(numbers(self.lambda_path)) * (self.replicas + 2) > MAX_REPLICAS:
             raise ValueError(f"{self.app_key('lambda-path')!r} x {self.app_key('replicas')!r}"
                              f": more than {MAX_REPLICAS} replicas in one run")

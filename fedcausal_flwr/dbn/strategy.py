@@ -5,6 +5,7 @@ PFDBNL strategy: personalized DBNs by proximal ADMM; exact averaging on the serv
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from logging import INFO
 from typing import Any
@@ -17,6 +18,7 @@ from fedcausal_flwr.dbn import replicas as rep
 from fedcausal_flwr.dbn import wire
 from fedcausal_flwr.dbn.model import FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.dbn.sites import SiteView, shared, union
+from fedcausal_flwr.federation.limits import over_cap
 from fedcausal_flwr.federation.strategy import (
     CausalStrategy,
     NodeInfo,
@@ -134,6 +136,13 @@ class FDBNL(CausalStrategy):
             self.variables = self.agreed_names(int(next(iter(nodes.values())).props["d"]))
         else:
             self.variables = (union if s.variables == "union" else shared)(list(held.values()))
+        if s.variables == "union":  # each list is within the cap (parse_info); the union too
+            seen = Counter(n for names in held.values() for n in set(names))
+            own = {f"client {c} (node {nodes[c].node_id})": sum(seen[n] == 1 for n in names)
+                   for c, names in held.items()}
+            if why := over_cap(len(self.variables), "the union of the sites' variables", own,
+                               "names no other site holds"):
+                raise ValueError(f"run config {s.app_key('variables')!r} = 'union': {why}")
         if len(self.variables) < 2:
             raise ValueError(f"run config {s.app_key('variables')!r} = {s.variables!r}: "
                              f"{len(self.variables)} variable(s) in the federation; need 2")

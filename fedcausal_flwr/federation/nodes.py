@@ -11,6 +11,7 @@ from typing import Any
 
 from flwr.app import Message
 
+from fedcausal_flwr.federation.limits import prefix, props_problem
 from fedcausal_flwr.federation.wire import NODE_RECORD
 
 
@@ -42,7 +43,9 @@ def parse_info(node: int, reply: Message | None, timeout: float) -> NodeInfo | s
     """A node's ``query.info`` reply as :class:`NodeInfo`, or why it is unusable.
 
     The reply must carry a ``properties`` record with an integer ``partition-id`` >= 0 (and,
-    if present, an integer ``num-partitions`` >= 0).
+    if present, an integer ``num-partitions`` >= 0), and lists of names and sizes within the
+    variable cap (:func:`~fedcausal_flwr.federation.limits.props_problem`): checked here,
+    before the server builds anything from them.
     """
     if reply is None:
         return f"no reply to query.info in {timeout:g}s"
@@ -59,7 +62,9 @@ def parse_info(node: int, reply: Message | None, timeout: float) -> NodeInfo | s
         if v is None:
             return "query.info reply without 'partition-id'"
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            return f"query.info reply has {key} = {v!r}, not an integer >= 0"
+            return f"query.info reply has {key} = {prefix(v)}, not an integer >= 0"
+    if (why := props_problem(props)) is not None:
+        return why
     return NodeInfo(node, int(props["partition-id"]), int(props.get("num-partitions", 0)),
                     props, incarnation_of(reply))
 
@@ -110,4 +115,4 @@ def node_named(node: int, reply: Message | None) -> str:
         pid = reply.content["properties"]["partition-id"]  # type: ignore[union-attr]
     except Exception:  # noqa: BLE001 - no reply, error reply, no properties, no partition-id
         return f"node {node}"
-    return f"node {node} (partition-id {pid!r})"
+    return f"node {node} (partition-id {prefix(pid)})"

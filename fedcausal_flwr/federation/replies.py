@@ -8,9 +8,10 @@ any is returned: :class:`MagnitudeScreen` here, the Byzantine screen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+import hashlib
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -150,3 +151,52 @@ class MagnitudeScreen:
                  ) -> dict[int, str]:
         return outliers(replies, bound=self.bound(phase), factor=self.factor,
                         floor=self.floor)
+
+
+def digest(arrays: Sequence[np.ndarray]) -> str:
+    """A hash of arrays' shapes, dtypes and bytes (equal digests: the same numbers)."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.shape}{a.dtype.str};".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+@dataclass
+class RepeatScreen:
+    """Replies that the client's data fix, screened for consistency: a reply filter that
+    flags (see :class:`ReplyFilter`)
+
+    - a client whose ``check(phase, cid, arrays)`` gives a reason (one reply alone, e.g.
+      states that cannot be a filter's: all zero), and
+    - a client whose fixed numbers for a request differ from what it sent the first time it
+      answered that request: ``view(phase, cid, arrays)`` gives ``(key, arrays)``, the
+      numbers of the reply that its data fix for the request ``key`` (e.g. the states of a
+      window's time steps, asked again in every epoch), or None (nothing fixed). Only a
+      :func:`digest` per (client, key) is kept.
+
+    A lie that changes (one that reacts to what it learns, noise, a lie begun after the first
+    answer) is then caught at the first repeat; a liar must commit to one lie from its first
+    reply. What such a screen cannot see: a lie told the same way every time, which is, to
+    the server, only another client's data."""
+
+    view: Callable[[str, int, list[np.ndarray]], tuple[Hashable, list[np.ndarray]] | None]
+    check: Callable[[str, int, list[np.ndarray]], str | None] | None = None
+    seen: dict[tuple[int, Hashable], str] = field(default_factory=dict)
+    flags: ClassVar[bool] = True
+
+    def __call__(self, phase: str, replies: Mapping[int, list[np.ndarray]]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for c, arrays in sorted(replies.items()):
+            why = self.check(phase, c, arrays) if self.check is not None else None
+            got = None if why else self.view(phase, c, arrays)
+            if got is not None:
+                key, fixed = got
+                first = self.seen.setdefault((c, key), digest(fixed))
+                if first != digest(fixed):
+                    why = (f"numbers its data fix for {key} differ from its first answer to "
+                           "the same request: flagged by the repeat screen")
+            if why:
+                out[c] = why
+        return out

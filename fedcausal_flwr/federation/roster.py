@@ -288,7 +288,7 @@ class Roster:
                    and not (k in optional_props and k not in info.props)}
             who = f"client {info.cid} (node {info.node_id})"
             if bad:
-                drop(who, f"reports {bad}, the federation has {want}")
+                drop(who, f"reports {_short(bad)}, the federation has {_short(want)}")
             elif why := refused(info):
                 drop(who, why)
             elif info.cid in nodes:

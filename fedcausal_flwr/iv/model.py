@@ -152,9 +152,21 @@ def client_weights(n: Mapping[int, int], weighting: str) -> dict[int, float]:
     return {c: 1.0 / len(n) for c in n}
 
 
-def server_update(params: Params, deltas: Mapping[int, Params], weights: Mapping[int, float]
-                  ) -> Params:
-    """``params + sum_i w_i delta_i`` over the clients that answered (weights renormalised)."""
+#: A robust centre of per-client arrays, in place of their weighted mean (e.g.
+#: ``federation.robust.robust_mean`` with the settings' rule: see ``CausalStrategy.combine``).
+Combine = Callable[[list[np.ndarray]], np.ndarray]
+
+
+def server_update(params: Params, deltas: Mapping[int, Params], weights: Mapping[int, float],
+                  combine: Combine | None = None) -> Params:
+    """``params + sum_i w_i delta_i`` over the clients that answered (weights renormalised).
+
+    ``combine``: ``params + combine([delta_i])`` per parameter array instead (a robust centre
+    of the clients' deltas, coordinate-wise; it weighs every client alike, so ``weights``
+    are not used); None: the weighted mean."""
+    if combine is not None:
+        return [p + combine([d[j] for _, d in sorted(deltas.items())])
+                for j, p in enumerate(params)]
     total = sum(weights[c] for c in deltas)
     return [p + sum(weights[c] / total * d[j] for c, d in sorted(deltas.items()))
             for j, p in enumerate(params)]
@@ -233,14 +245,17 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
                      device: str = "cpu",
                      evaluate: Callable[[Params], dict] | None = None,
                      ids: Sequence[int] | None = None,
-                     init: tuple[Params, Params | None] | None = None) -> FedState:
+                     init: tuple[Params, Params | None] | None = None,
+                     combine: Combine | None = None) -> FedState:
     """FedGDA (Algorithm 1) in process, in the Flower path's order (oracle of the tests).
 
     Round t: each client c (``ids``, default positions) validates the incoming global theta_t
     on its validation batch (if ``val``) and runs :func:`local_update` with seed
     ``[seed, t, c]``; the server averages both players' deltas. After the last round the final
     global is validated. ``init = (theta, tau)`` starts from those parameters instead of the
-    seed's networks (``tau`` None: f from the seed).
+    seed's networks (``tau`` None: f from the seed). ``combine``: the server's robust centre
+    of the deltas (:func:`server_update`) and of the validation means
+    (:func:`pooled_criterion`); None: the means.
 
     As the Flower path: a client whose local game gives a non-finite loss or delta is left
     out of the round (fewer than ``min_nodes`` left: the run stops), and a round whose
@@ -271,13 +286,14 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
             if not np.isfinite(us[c]) or not math.isfinite(peak(dth[c] + dta[c])):
                 del dth[c], dta[c], us[c]  # the client's local game diverged: dropped
         if sums:
-            select(st, pooled_criterion(sums), st.theta, t - 1)
+            select(st, pooled_criterion(sums, combine), st.theta, t - 1)
         if len(us) < need:
             st.stopped = (f"round {t}: the local games diverged (non-finite loss); keeping "
                           f"round {st.best_round}")
             st.diverged_round = t
             break
-        theta, tau = server_update(st.theta, dth, w), server_update(st.tau, dta, w)
+        theta = server_update(st.theta, dth, w, combine)
+        tau = server_update(st.tau, dta, w, combine)
         why = divergence(theta, tau, st, s.diverge_factor)
         if why is not None:
             st.stopped = f"round {t}: diverged, {why}; keeping round {st.best_round}"
@@ -290,8 +306,8 @@ def fedgda_reference(clients: Sequence[Batch], s: FedIVSettings, seed: int,
                            **(evaluate(st.theta) if evaluate else {})})
     if val is not None and not st.stopped:
         set_params(g, st.theta)
-        select(st, pooled_criterion([validation_sums(g, *v) + (v[0].n,) for v in val]),
-               st.theta, s.rounds)
+        select(st, pooled_criterion([validation_sums(g, *v) + (v[0].n,) for v in val],
+                                    combine), st.theta, s.rounds)
     return st
 
 
@@ -467,8 +483,10 @@ def replica_ok(dtheta: Params, dtau: Params, u: np.ndarray) -> np.ndarray:
 
 def replicas_round(reps: Sequence[FedState], deltas: Mapping[int, tuple[Params, Params,
                                                                          np.ndarray]],
-                   weights: Mapping[int, float], factor: float, need: int, rnd: int) -> None:
-    """The server step of every replica still running, as :func:`fedgda_reference`'s.
+                   weights: Mapping[int, float], factor: float, need: int, rnd: int,
+                   combine: Combine | None = None) -> None:
+    """The server step of every replica still running, as :func:`fedgda_reference`'s
+    (``combine``: as in :func:`server_update`).
 
     ``deltas``: by client, ``(dtheta, dtau, ok)`` stacked over replicas. Replica r averages
     the clients whose game stayed finite for it (``ok[r]``); fewer than ``need`` of them, or
@@ -483,8 +501,9 @@ def replicas_round(reps: Sequence[FedState], deltas: Mapping[int, tuple[Params, 
             st.stopped, st.diverged_round = f"round {rnd}: the local games diverged", rnd
             continue
         theta = server_update(st.theta, {c: [a[r] for a in d[0]] for c, d in ok.items()},
-                              weights)
-        tau = server_update(st.tau, {c: [a[r] for a in d[1]] for c, d in ok.items()}, weights)
+                              weights, combine)
+        tau = server_update(st.tau, {c: [a[r] for a in d[1]] for c, d in ok.items()}, weights,
+                            combine)
         why = divergence(theta, tau, st, factor)
         if why is not None:
             st.stopped, st.diverged_round = f"round {rnd}: diverged, {why}", rnd

@@ -4,7 +4,9 @@ Round t sends every client ``[theta_t..., tau_t...]`` (g and f) with the wire se
 (:meth:`~fedcausal_flwr.settings.Settings.to_wire`), and receives
 ``[dtheta_i..., dtau_i..., psi_sum_i, C_sum_i, [U_i]]`` (:data:`~fedcausal_flwr.iv.wire.PHASES`):
 both players' deltas after R local epochs (Algorithm 1) and the validation sums of theta_t. The
-server averages the deltas (uniformly, eq. 20, or n_i-weighted) and scores theta_t by the
+server averages the deltas (uniformly, eq. 20, or n_i-weighted; with ``robust-rule`` set, their
+coordinate-wise trimmed mean or median, :mod:`~fedcausal_flwr.federation.robust`, which then
+also centres the clients' validation means) and scores theta_t by the
 pooled validation criterion psi' C^-1 psi over random Fourier features of z (Lemma 1 on a
 fixed class), computed from the clients' sums only; the round with the lowest score is the
 selected model. A last ``train.validate`` exchange scores the final global theta.
@@ -69,7 +71,8 @@ class FedIV(CausalStrategy):
         :class:`~fedcausal_flwr.federation.strategy.CausalStrategy`).
     """
 
-    unscreened = ("the players' average (no robust rule wired in yet: the Byzantine screen only)")
+    robust_aggregate = ("the players' deltas dtheta_i, dtau_i (and each replica's) and the "
+                        "validation means psi_i, C_i that select the round")
 
     algorithm = "fediv"
     settings_class = FedIVSettings
@@ -159,7 +162,7 @@ class FedIV(CausalStrategy):
     def _criterion(self, sums: Mapping[int, Sequence[np.ndarray]]) -> float:
         """Pooled validation criterion from the clients' ``(psi_sum, C_sum)``."""
         return dg.pooled_criterion([(s[0], s[1], int(self.nodes[c].props["n-val"]))
-                                    for c, s in sums.items()])
+                                    for c, s in sums.items()], self.combine())
 
     def done(self) -> bool:
         """``settings.rounds`` rounds are done (``start(num_rounds=...)`` may stop earlier)."""
@@ -183,10 +186,11 @@ class FedIV(CausalStrategy):
             dg.select(st, score, st.theta, st.round)
             dg.select_replicas(self.reps, st, st.round)
             self._replicas_round(replies)
+            combine = self.combine()
             theta = dg.server_update(st.theta, {c: r["dtheta"] for c, r in replies.items()},
-                                     self.weights)
+                                     self.weights, combine)
             tau = dg.server_update(st.tau, {c: r["dtau"] for c, r in replies.items()},
-                                   self.weights)
+                                   self.weights, combine)
             loss = float(np.mean([r["U"][0] for r in replies.values()]))
             why = dg.divergence(theta, tau, st, self.settings.diverge_factor)
             if why is not None:
@@ -214,7 +218,8 @@ class FedIV(CausalStrategy):
         """Each replica's server step from the clients' stacked deltas and ``ok_r``."""
         deltas = {c: (r["dtheta_r"], r["dtau_r"], r["ok_r"]) for c, r in replies.items()}
         dg.replicas_round(self.reps, deltas, self.weights, self.settings.diverge_factor,
-                          min(self.settings.min_nodes, len(replies)), self.recorder.round)
+                          min(self.settings.min_nodes, len(replies)), self.recorder.round,
+                          self.combine())
 
     def _exchange_or_stop(self, grid: Any, phase: str, payloads: Mapping[int, Any],
                           shapes: list[tuple[int, ...]]) -> dict[int, list[np.ndarray]]:

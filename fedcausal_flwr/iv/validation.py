@@ -10,7 +10,7 @@ Pure torch/numpy: no I/O, no Flower; :mod:`fedcausal_flwr.iv.model` re-exports t
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -59,6 +59,15 @@ def criterion(psi_sum: np.ndarray, c_sum: np.ndarray, n: int, ridge: float = 1e-
     return float(psi @ np.linalg.solve(C, psi))
 
 
-def pooled_criterion(sums: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> float:
-    """:func:`criterion` of the clients' summed validation sums ``(psi_sum, c_sum, n)``."""
+def pooled_criterion(sums: Sequence[tuple[np.ndarray, np.ndarray, int]],
+                     combine: Callable[[list[np.ndarray]], np.ndarray] | None = None) -> float:
+    """:func:`criterion` of the clients' summed validation sums ``(psi_sum, c_sum, n)``.
+
+    ``combine``: a robust centre of the clients' means ``psi_sum / n``, ``c_sum / n``
+    (coordinate-wise, e.g. ``federation.robust.robust_mean``) in place of the pooled sums:
+    one client's sums then move ``psi`` and ``C`` by no more than the honest clients' spread
+    (each client weighs alike); None: the pooled sums."""
+    if combine is not None:
+        return criterion(combine([s[0] / s[2] for s in sums]),
+                         combine([s[1] / s[2] for s in sums]), 1)
     return criterion(sum(s[0] for s in sums), sum(s[1] for s in sums), sum(s[2] for s in sums))

@@ -22,12 +22,24 @@ parties hold, in the order of the sorted fully blinded values (:func:`common_pos
 party maps its positions back to rows through its own ``perm`` (:func:`rows_of`). K exchanges
 in all. What each side learns: docs/threat-model.md ("VFedCD ID alignment").
 
+Against a party that deviates (issue 35): each party commits to its key with its first message
+(``K_m = k_m G``, :func:`commitment`, G the group's base point) and proves with each hop's
+output that it is its input times that key, position by position (:func:`hop_proof`, checked
+by the relay with :func:`hop_proof_ok`): a batched Chaum-Pedersen proof of equal discrete logs
+(the DLEQ proof of RFC 9497 sec. 2.2, "batched" by random weights that hash the input, the
+output and the commitment: Fiat-Shamir). A reorder, a substituted or dropped point, or another
+key than the committed one fails it except with probability about n / l; the proof is
+zero-knowledge (honest-verifier, random oracle), so the relay learns nothing it did not see.
+:func:`points_problem` checks a set for the group (canonical encodings of the prime-order
+subgroup, not the identity) and for repeated points.
+
 Points travel as uint8 rows of 32 bytes (an ``n x 32`` array). Framework-free: no Flower, no I/O.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 from collections.abc import Sequence
 from functools import reduce
@@ -39,6 +51,14 @@ from fedcausal_flwr.extras import missing_extra
 POINT_BYTES = 32
 """Bytes of an encoded point (and of a scalar)."""
 
+PROOF_BYTES = 2 * POINT_BYTES
+"""Bytes of a hop's proof (:func:`hop_proof`): the challenge and the response, two scalars."""
+
+ORDER = 2**252 + 27742317777372353535851937790883648493
+"""The order l of the prime-order group."""
+
+_DOMAIN = b"fedcausal-flwr/psi/hop-proof/v1"
+
 
 def _nacl():
     """libsodium's bindings (PyNaCl, the ``vfedcd`` extra)."""
@@ -49,14 +69,18 @@ def _nacl():
     return bindings
 
 
-def new_key() -> bytes:
-    """A party's secret scalar for one run: 64 bytes of the OS's entropy reduced mod l
-    (uniform in [1, l) up to 2^-250)."""
+def _random_scalar() -> bytes:
+    """64 bytes of the OS's entropy reduced mod l (uniform in [1, l) up to 2^-250)."""
     reduce_ = _nacl().crypto_core_ed25519_scalar_reduce
     while True:
         k = reduce_(os.urandom(64))
         if any(k):
             return k
+
+
+def new_key() -> bytes:
+    """A party's secret scalar for one run (uniform in [1, l), the OS's entropy)."""
+    return _random_scalar()
 
 
 def hashed_points(ids: Sequence[str]) -> np.ndarray:
@@ -126,3 +150,114 @@ def rows_of(perm: np.ndarray, positions: Sequence[int], n: int) -> np.ndarray:
         raise ValueError("the server's shared positions are out of range or repeated")
     return np.asarray(perm)[pos]
 
+
+
+# ---- a deviating party: checks of a set and the proof of a hop --------------------------
+def points_problem(points: np.ndarray) -> str | None:
+    """Why ``points`` (``n x 32`` uint8) is not a set of distinct points of the prime-order
+    group (None: it is): the first invalid encoding (not canonical, off the curve, outside the
+    subgroup, of small order) or the number of repeated points."""
+    pts = np.ascontiguousarray(points, dtype=np.uint8)
+    if pts.ndim != 2 or pts.shape[1] != POINT_BYTES:
+        return f"expected n x {POINT_BYTES} uint8 points, got shape {pts.shape}"
+    repeated = len(pts) - len(np.unique(_values(pts)))
+    if repeated:
+        return f"{repeated} of its {len(pts)} points are repeated"
+    valid, raw = _nacl().crypto_core_ed25519_is_valid_point, pts.tobytes()
+    for i in range(len(pts)):
+        if not valid(raw[i * POINT_BYTES:(i + 1) * POINT_BYTES]):
+            return (f"point {i} of {len(pts)} is not a valid point of the prime-order group")
+    return None
+
+
+def commitment(key: bytes) -> bytes:
+    """``K = key G``: a party's commitment to its key, sent with its first message (it
+    reveals nothing of ``key`` under the discrete-log assumption, nor of any ``key H(id)``
+    under DDH)."""
+    return _nacl().crypto_scalarmult_ed25519_base_noclamp(key)
+
+
+def _scalar(data: bytes) -> bytes:
+    """SHA-512 of ``data`` reduced mod l (a uniform scalar, 32 bytes little-endian)."""
+    return (int.from_bytes(hashlib.sha512(data).digest(), "little") % ORDER).to_bytes(
+        POINT_BYTES, "little")
+
+
+def _weights(x: np.ndarray, y: np.ndarray, K: bytes, label: bytes) -> list[bytes]:
+    """The random weights of the batch: one scalar per position, from a hash of the whole
+    statement (label, commitment, input and output), so that the output is fixed first."""
+    seed = hashlib.sha512(b"|".join((
+        _DOMAIN, b"weights", label, K, len(x).to_bytes(8, "little"),
+        hashlib.sha512(np.ascontiguousarray(x, dtype=np.uint8).tobytes()).digest(),
+        hashlib.sha512(np.ascontiguousarray(y, dtype=np.uint8).tobytes()).digest()))).digest()
+    return [_scalar(seed + i.to_bytes(8, "little")) for i in range(len(x))]
+
+
+def _composite(points: np.ndarray, weights: Sequence[bytes]) -> bytes:
+    """``sum_i weights[i] points[i]``; libsodium raises on a point outside the group."""
+    nacl = _nacl()
+    mult, add = nacl.crypto_scalarmult_ed25519_noclamp, nacl.crypto_core_ed25519_add
+    raw, acc = np.ascontiguousarray(points, dtype=np.uint8).tobytes(), None
+    for i, w in enumerate(weights):
+        term = mult(w, raw[i * POINT_BYTES:(i + 1) * POINT_BYTES])
+        acc = term if acc is None else add(acc, term)
+    return acc
+
+
+def _challenge(K: bytes, M: bytes, Z: bytes, t1: bytes, t2: bytes, label: bytes) -> bytes:
+    return _scalar(b"|".join((_DOMAIN, b"challenge", label, K, M, Z, t1, t2)))
+
+
+def hop_proof(x: np.ndarray, y: np.ndarray, key: bytes, label: bytes) -> bytes:
+    """A proof that ``y == reblinded(x, key)`` position by position, for the commitment
+    ``commitment(key)`` (:data:`PROOF_BYTES`: challenge and response). ``label`` names the
+    statement (run, hop, owner, party) so a proof serves only where it was made.
+
+    Batched Chaum-Pedersen (RFC 9497 sec. 2.2.1, "GenerateProof"): with the weights ``w``
+    of :func:`_weights`, ``M = sum w_i x_i`` and ``Z = key M``; a random nonce ``r`` gives
+    ``t1 = r G``, ``t2 = r M``, the challenge ``c = H(K, M, Z, t1, t2)`` and ``s = r - c key``.
+    Costs one scalar multiplication and one addition per point (as much again as the hop)."""
+    if len(x) == 0:
+        return bytes(PROOF_BYTES)
+    nacl = _nacl()
+    K = commitment(key)
+    M = _composite(x, _weights(x, y, K, label))
+    Z = nacl.crypto_scalarmult_ed25519_noclamp(key, M)
+    r = _random_scalar()  # the proof's nonce, fresh per proof
+    t1 = nacl.crypto_scalarmult_ed25519_base_noclamp(r)
+    t2 = nacl.crypto_scalarmult_ed25519_noclamp(r, M)
+    c = _challenge(K, M, Z, t1, t2, label)
+    s = nacl.crypto_core_ed25519_scalar_sub(r, nacl.crypto_core_ed25519_scalar_mul(c, key))
+    return c + s
+
+
+def hop_proof_ok(x: np.ndarray, y: np.ndarray, K: bytes, proof: bytes, label: bytes) -> bool:
+    """Whether ``proof`` shows ``y`` to be ``x`` times the key committed in ``K``, position by
+    position (RFC 9497 sec. 2.2.2, "VerifyProof"): ``t1 = s G + c K``, ``t2 = s M + c Z``
+    with ``M = sum w_i x_i``, ``Z = sum w_i y_i``, and ``c == H(K, M, Z, t1, t2)``. False for
+    another count, an invalid point, a reorder, a substitution or another key (except with
+    probability about n / l). Costs two scalar multiplications and additions per point."""
+    x = np.ascontiguousarray(x, dtype=np.uint8)
+    y = np.ascontiguousarray(y, dtype=np.uint8)
+    if x.shape != y.shape or len(proof) != PROOF_BYTES:
+        return False
+    if len(x) == 0:
+        return True
+    nacl = _nacl()
+    c, s = bytes(proof[:POINT_BYTES]), bytes(proof[POINT_BYTES:])
+    try:
+        w = _weights(x, y, K, label)
+        M, Z = _composite(x, w), _composite(y, w)
+        mult = nacl.crypto_scalarmult_ed25519_noclamp
+        t1 = nacl.crypto_core_ed25519_add(nacl.crypto_scalarmult_ed25519_base_noclamp(s),
+                                          mult(c, K))
+        t2 = nacl.crypto_core_ed25519_add(mult(s, M), mult(c, Z))
+    except Exception:  # an invalid point, a zero scalar (libsodium refuses the identity)
+        return False
+    return hmac.compare_digest(c, _challenge(K, M, Z, t1, t2, label))
+
+
+def hop_label(hop: int, owner: int, party: int, parties: int) -> bytes:
+    """The statement a hop's proof is about: hop h of the set of ``owner``, re-blinded by
+    ``party``, among ``parties``."""
+    return f"hop {hop} owner {owner} party {party} of {parties}".encode()

@@ -100,7 +100,7 @@ class Privacy(StateSpacePiece):
     the known noise variance from its regressors' second moment (:func:`dp_noise_ridge`)."""
 
     dp: bool = setting(False, "ss-dp", wire=True)
-    dp_epsilon: float = setting(8.0, "ss-dp-epsilon", gt=0,
+    dp_epsilon: float = setting(8.0, "ss-dp-epsilon", gt=0, allow_inf=True,
                                 doc="the run's TOTAL epsilon (inf: clip, no noise)")
     dp_delta: float = setting(1e-5, "ss-dp-delta", gt=0, lt=1, doc="the run's total delta")
     dp_clip_msg: float = setting(0.2, "ss-dp-clip-msg", gt=0, wire=True)
@@ -134,13 +134,20 @@ class Sites(StateSpacePiece):
     """``known_zero``: coupling blocks the user knows to be zero, e.g. ``"A:1<-0, A:2<-*,
     B:1<-0"`` (:func:`parse_known_zero`), held at exactly 0 in every iterate
     (:func:`known_zero_masks`); empty: none. ``max_missing``: a client whose share of missing
-    cells (of ``y`` and ``u``) is above it is dropped at setup, named. The server reads
-    both."""
+    cells (of ``y`` and ``u``) is above it is dropped at setup, named. ``state_screen``: the
+    state screen of every window (:meth:`FedGC.screens
+    <fedcausal_flwr.statespace.strategy.FedGC.screens>`). The server reads all three."""
 
     known_zero: str = setting("", "ss-known-zero",
                               doc="coupling blocks known to be 0: 'A:1<-0, A:2<-*, B:1<-0'")
     max_missing: float = setting(0.5, "ss-max-missing", ge=0, le=1,
                                  doc="largest share of missing cells a client may have")
+    state_screen: bool = setting(
+        True, "ss-state-screen",
+        doc="stop the run, naming the client, when a client's states over a window are "
+            "degenerate (rank below its state count, e.g. all zero) or when what its data fix "
+            "(hhat_c, and the innovation target's C^+ y, FedCF's inputs) differs from its "
+            "first answer for the same window (statespace.strategy.FedGC.screens)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -274,17 +281,8 @@ class FedCFSettings(StateSpaceSettings):
     init_std: float = setting(0.1, "ss-init-std", ge=0, wire=True)
     cf_client: int = setting(1, "ss-cf-client", ge=0, le=MAX_CLIENTS)
     cf_source: int = setting(0, "ss-cf-source", ge=0, le=MAX_VARS)
-    cf_delta: str = setting("", "ss-cf-delta")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        try:
-            self.delta_u()
-        except ValueError:
-            raise ValueError(f"run config {self.app_key('ss-cf-delta')!r} = {self.cf_delta!r}: "
-                             "expected "
-                             "comma-separated numbers (allowed: str such as '1,0.5'; empty: "
-                             "no query)") from None
+    cf_delta: str = setting("", "ss-cf-delta", floats=True,
+                            doc="the counterfactual query's input changes (empty: no query)")
 
     def delta_u(self) -> np.ndarray:
         """``cf_delta`` as an array (empty: no query)."""

@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 from flwr.common.logger import log
 
+from fedcausal_flwr.federation.replies import RepeatScreen, ReplyFilter
 from fedcausal_flwr.federation.strategy import (
     CausalStrategy,
     NodeInfo,
@@ -93,8 +94,11 @@ class FedGC(CausalStrategy):
         :class:`~fedcausal_flwr.federation.strategy.CausalStrategy`).
     """
 
-    unscreened = ("the server model's inputs (each client holds its own subsystem: no robust rule "
-                  "bounds a client's blocks)")
+    unscreened = ("a party's own states told the same way in every window: each client is the "
+                  "only source of its states (no robust rule across clients applies), and a "
+                  "consistent invertible relabeling of them (a sign flip, a scaling) is, to "
+                  "the server, another basis of that client's subsystem: it moves A_hat's "
+                  "blocks of that client into the new basis, not the Granger test of any block")
 
     algorithm = "fedgc"
     settings_class = FedGCSettings
@@ -109,6 +113,7 @@ class FedGC(CausalStrategy):
         self.granger: ss.GrangerStats | None = None
         self.missing: dict[int, float] = {}
         self.dp_z = float("nan")  # the run's noise multiplier (NaN: DP off)
+        self.window_key: tuple[int, int] | None = None  # the time steps of the exchange
 
     def expected_props(self, infos: Sequence[NodeInfo]) -> dict[str, Any]:
         """Clients must agree on the number of time steps ``t`` (sizes may differ)."""
@@ -137,6 +142,65 @@ class FedGC(CausalStrategy):
     def grads(self, win: ss.ServerWindow, i: int) -> dict[str, np.ndarray]:
         """Client i's gradients of a window by name: ``g~`` (w.r.t. ``hhat_a^{t-1}``, eq 22)."""
         return {"g_tilde": win.g_tilde[i]}
+
+    def fixed_names(self) -> list[str]:
+        """The arrays of a window's reply that the client's data fix (the same in every
+        epoch): ``hc_prev`` and, with the innovation target, ``ha_prev`` (``C^+ y^t``);
+        none when DP draws fresh noise for every window (:func:`~fedcausal_flwr.statespace.
+        model.dp_fresh`)."""
+        s = self.settings
+        if s.dp and ss.dp_fresh(s):
+            return []
+        return ["hc_prev"] + (["ha_prev"] if s.target == "innovation" else [])
+
+    # ---- the state screen ---------------------------------------------------------------
+    def screens(self) -> list[ReplyFilter]:
+        """The magnitude screen and, with ``state_screen``, the state screen
+        (:class:`~fedcausal_flwr.federation.replies.RepeatScreen`): a window's reply whose
+        states ``hhat_c^{t-1}`` are degenerate (:meth:`state_problem`), or whose fixed arrays
+        (:meth:`fixed_names`) differ from the client's first answer for the same window,
+        stops the run naming the client (every window needs every client). No robust rule
+        applies: each client is the only source of its own states."""
+        out = super().screens()
+        if self.settings.state_screen:
+            out.append(RepeatScreen(self.fixed_states, self.state_problem))
+        return out
+
+    def fixed_states(self, phase: str, cid: int, arrays: list[np.ndarray]
+                     ) -> tuple[str, list[np.ndarray]] | None:
+        """``(window, arrays)``: what client ``cid``'s data fix in its reply to this window."""
+        names = self.fixed_names()
+        if phase != "ss_window" or self.window_key is None or not names:
+            return None
+        got = layout(self.algorithm, phase, "up").unpack(arrays)
+        a, b = self.window_key
+        return f"the window t={a}..{b - 1}", [got[n] for n in names]
+
+    def state_problem(self, phase: str, cid: int, arrays: list[np.ndarray]) -> str | None:
+        """Why client ``cid``'s states over a window cannot be a Kalman filter's: centred, the
+        W x P array ``hhat_c^{t-1}`` has rank below P (all zero, constant, or a state that
+        copies another), checked on windows of more than P steps. A filter's states of a
+        system with noise in every state span all P (an honest rank deficit would make the
+        client's own blocks unidentifiable as well)."""
+        if phase != "ss_window" or self.window_key is None:
+            return None
+        hc = layout(self.algorithm, phase, "up").unpack(arrays)["hc_prev"]
+        W, P = hc.shape
+        if W <= P or P == 0:
+            return None
+        sv = np.linalg.svd(hc - hc.mean(axis=0), compute_uv=False)
+        rank = int(np.sum(sv > 1e-9 * sv[0])) if sv[0] > 0 else 0
+        if rank >= P:
+            return None
+        return (f"its states hhat_c over the window's {W} steps have rank {rank} < {P} states "
+                "(degenerate: all zero, constant or copied): flagged by the state screen")
+
+    def robustness(self, flagged: dict[int, int]) -> dict[str, Any]:
+        """The shared report, with the state screen among the screens."""
+        out = super().robustness(flagged)
+        if self.settings.state_screen:
+            out["screens"] = [*out["screens"], "state"]
+        return out
 
     def server_update(self, msgs: list[list[np.ndarray]]
                       ) -> tuple[ss.ServerWindow, ss.ServerParams]:
@@ -218,6 +282,7 @@ class FedGC(CausalStrategy):
                k: int) -> dict[int, list[np.ndarray]]:
         """One ``ss_window`` exchange: gradients of ``prev`` down, states of ``ts`` up."""
         cfg = self.window_config(ts, prev, k)
+        self.window_key = (int(ts[0]), int(ts[-1]) + 1) if ts.size else None
         down = layout(self.algorithm, "ss_window", "down")
         payloads = {c: (down.pack(self.empty_grads(i) if win is None else self.grads(win, i)),
                         cfg) for i, c in enumerate(self.cids)}
@@ -396,6 +461,14 @@ class FedCF(FedGC):
     def grads(self, win: ss.ServerWindow, i: int) -> dict[str, np.ndarray]:
         """``g``, ``g~``: w.r.t. the target and ``hhat_a^{t-1}`` (eqs 12-13)."""
         return {"g": win.g[i], "g_tilde": win.g_tilde[i]}
+
+    def fixed_names(self) -> list[str]:
+        """``hc_prev``, ``u_prev`` and, with the innovation target, ``target`` (``C^+ y^t``):
+        what the client's data fix (none under DP's fresh noise per window)."""
+        s = self.settings
+        if s.dp and ss.dp_fresh(s):
+            return []
+        return ["hc_prev", "u_prev"] + (["target"] if s.target == "innovation" else [])
 
     def server_update(self, msgs: list[list[np.ndarray]]
                       ) -> tuple[ss.ServerWindow, ss.ServerParams]:

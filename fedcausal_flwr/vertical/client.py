@@ -41,6 +41,7 @@ from flwr.app import Context
 from flwr.common.logger import log
 
 from fedcausal_flwr.data.csvdata import standardized
+from fedcausal_flwr.data.nodefiles import MAX_PSI_SET, Limits, limits
 from fedcausal_flwr.federation.arrays import Layout
 from fedcausal_flwr.federation.client import CausalClient, Fit
 from fedcausal_flwr.knowledge import Masks
@@ -152,6 +153,9 @@ class VFedCDClient(CausalClient):
         self.transform = transform
         self.partition_id, self.num_partitions = int(partition_id), int(num_partitions)
         self.context = context
+        # the most points of another party's set this party re-blinds: its node config only
+        self.psi_max_set = (Limits.from_node_config(context.node_config) if context is not None
+                            else limits()).max_psi_set
         self._state: dict[str, Any] = {}
         if context is not None:
             self._state = state.load(context.state, self.who)
@@ -251,7 +255,7 @@ class VFedCDClient(CausalClient):
         """Who this party is: its sample ids (keyed hashes for own CSVs; none under private
         set intersection: ``alignment`` says which), its column ids and names, the share of
         its cells that are missing, its consent (no data)."""
-        ids = ({"alignment": "psi"} if self.ids is None
+        ids = ({"alignment": "psi", MAX_PSI_SET: self.psi_max_set} if self.ids is None
                else {"alignment": "ids", "ids": [int(i) for i in self.ids]})
         return {"partition-id": self.partition_id, "num-partitions": self.num_partitions,
                 "n": int(len(self.x)), **ids,
@@ -328,7 +332,8 @@ class VFedCDClient(CausalClient):
             raise ValueError(f"{self.who}: {e}") from None
 
     def psi_blind(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
-        """``train.vfedcd_psi_blind``: a fresh key and row order; the party's blinded set out."""
+        """``train.vfedcd_psi_blind``: a fresh key and row order; the party's blinded set and
+        its commitment to the key (:func:`~fedcausal_flwr.secure.psi.commitment`) out."""
         if self.psi_ids is None:
             raise ValueError(f"{self.who}: private set intersection asked, but this party "
                              "aligns by sample ids (node config id-key)")
@@ -336,23 +341,38 @@ class VFedCDClient(CausalClient):
         key, perm = psi.new_key(), psi.random_order(len(self.psi_ids))
         self._state = {"psi": {"key": key, "perm": perm, "hops": []}}
         out = psi.blinded(psi.hashed_points(self.psi_ids), key, perm)
-        return self._layout("psi_blind", "up").pack({"psi": out}), len(self.x), self._save()
+        committed = np.frombuffer(psi.commitment(key), dtype=np.uint8).copy()
+        return (self._layout("psi_blind", "up").pack({"psi": out, "psi_key": committed}),
+                len(self.x), self._save())
 
     def psi_hop(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
         """``train.vfedcd_psi_hop``: another party's set in, times this party's key out (same
-        order); each hop 1..K-1 once per run."""
+        order) with the proof that it is (:func:`~fedcausal_flwr.secure.psi.hop_proof`); each
+        hop 1..K-1 once per run. A set above this party's node config ``max-psi-set`` is
+        refused before any work per point."""
         held = self._psi_state()
         h = int(config[dispatch.PSI_HOP])
         if not 1 <= h < self.num_partitions or h in held["hops"] or len(parameters) != 1:
             raise ValueError(f"{self.who}: private set intersection hop {h} refused (hops 1.."
                              f"{self.num_partitions - 1}, each once, one set; done: "
                              f"{held['hops']})")
+        owner = (self.partition_id - h) % self.num_partitions
+        got = np.asarray(self._got("psi_hop", parameters)["psi"])
+        if got.ndim != 2 or len(got) > self.psi_max_set:  # before any work per point
+            raise ValueError(
+                f"{self.who}: hop {h}: party {owner}'s set of {len(got)} points (shape "
+                f"{got.shape}) refused: above this party's limit of {self.psi_max_set} "
+                f"(node config {MAX_PSI_SET!r})")
         held["hops"].append(h)
         try:
-            out = psi.reblinded(self._got("psi_hop", parameters)["psi"], held["key"])
+            out = psi.reblinded(got, held["key"])
         except ValueError as e:
             raise ValueError(f"{self.who}: hop {h}: {e}") from None
-        return self._layout("psi_hop", "up").pack({"psi": out}), len(self.x), self._save()
+        proof = psi.hop_proof(got, out, held["key"], psi.hop_label(
+            h, owner, self.partition_id, self.num_partitions))
+        return (self._layout("psi_hop", "up").pack(
+            {"psi": out, "psi_proof": np.frombuffer(proof, dtype=np.uint8).copy()}),
+            len(self.x), self._save())
 
     # ---- secure dispatch phases (mode "vfedcd") ----------------------------------------
     def keys(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:

@@ -50,7 +50,9 @@ One round is one epoch; ``start(num_rounds=...)`` bounds the epochs (default: th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from logging import INFO, WARNING
 from typing import Any
@@ -59,6 +61,8 @@ import numpy as np
 from flwr.common.logger import log
 from flwr.serverapp import Grid
 
+from fedcausal_flwr.data.nodefiles import MAX_PSI_SET
+from fedcausal_flwr.federation.limits import over_cap, prefix
 from fedcausal_flwr.federation.strategy import (
     CausalStrategy,
     NodeInfo,
@@ -144,9 +148,18 @@ class VFedCD(CausalStrategy):
                                   f"attributes, all {k} are needed): {dropped}")
         if extra:
             raise ProtocolStopped(f"partition ids {extra} are not below num-partitions={k}")
+        sizes = {f"party {cid} (node {info.node_id})": len(str(info.props["columns"]).split(","))
+                 for cid, info in sorted(nodes.items())}  # each within the cap: parse_info
+        if why := over_cap(sum(sizes.values()), "the parties' attributes", sizes,
+                           "columns per party"):
+            raise ProtocolStopped(why)
         seen: dict[int, int] = {}
+        total = sum(sizes.values())
         for cid, info in sorted(nodes.items()):
             for c in str(info.props["columns"]).split(","):
+                if not c.strip().isdigit() or int(c) >= total:
+                    raise ProtocolStopped(f"party {cid} (node {info.node_id}) reports column "
+                                          f"{prefix(c)}, not an attribute index in [0, {total})")
                 if int(c) in seen:
                     raise ProtocolStopped(f"attribute {c} is held by party {seen[int(c)]} and "
                                           f"party {cid}; parties must hold disjoint attributes")
@@ -157,7 +170,8 @@ class VFedCD(CausalStrategy):
                 else []
             for n in names:
                 if n in named:
-                    raise ProtocolStopped(f"attribute name {n!r} is used by party {named[n]} "
+                    raise ProtocolStopped(f"attribute name {prefix(n)} is used by party "
+                                          f"{named[n]} "
                                           f"and party {cid}; names must be distinct")
                 named[n] = cid
         refused = []
@@ -208,6 +222,7 @@ class VFedCD(CausalStrategy):
                 "intersection)")
         sizes = {cid: int(info.props["n"]) for cid, info in sorted(nodes.items())}
         if set(how.values()) == {"psi"}:
+            self._check_psi_limits(nodes, sizes)
             shared_of = self._psi(grid, sizes)
         else:
             held = {cid: np.asarray(info.props.get("ids", []), dtype=np.int64)
@@ -229,31 +244,100 @@ class VFedCD(CausalStrategy):
         self.aligned_by = how[min(how)]  # "psi" or "ids" (ALIGNMENT)
         return shared_of
 
+    def _check_psi_limits(self, nodes: Mapping[int, NodeInfo], sizes: Mapping[int, int]
+                          ) -> None:
+        """Stop before any PSI exchange when a party's set is larger than another party's
+        limit (node config ``max-psi-set``, reported at discovery; each party also refuses
+        such a set itself before any work per point), naming both parties and the key."""
+        over = []
+        for cid, info in sorted(nodes.items()):
+            limit = info.props.get(MAX_PSI_SET)
+            if limit is None:
+                continue  # the party checks for itself at its hop
+            for other, n in sorted(sizes.items()):
+                if other != cid and n > int(limit):
+                    over.append(f"party {other} holds {n} IDs, above party {cid}'s limit "
+                                f"of {int(limit)}")
+        if over:
+            raise ProtocolStopped(
+                f"private set intersection refused: {'; '.join(over)} (node config "
+                f"{MAX_PSI_SET!r} of each party bounds the sets it re-blinds; the run config "
+                "cannot raise it)")
+
     def _psi(self, grid: Grid, sizes: Mapping[int, int]) -> dict[int, np.ndarray]:
         """Private set intersection over the relay (:mod:`fedcausal_flwr.secure.psi`), K
-        exchanges: every party blinds its permuted set (``psi_blind``), then at hop h = 1..K-1
-        party j multiplies the set that started at party (j - h) mod K by its key
-        (``psi_hop``); the fully blinded sets give each party's positions of the shared values
-        in the common order. The server sees only blinded points (what it learns:
-        docs/threat-model.md)."""
+        exchanges: every party blinds its permuted set (``psi_blind``) and commits to its
+        key, then at hop h = 1..K-1 party j multiplies the set that started at party
+        (j - h) mod K by its key and proves it did (``psi_hop``); the fully blinded sets give
+        each party's positions of the shared values in the common order. The server sees
+        only blinded points, the commitments and the proofs (what it learns:
+        docs/threat-model.md).
+
+        Against a deviating party the server checks every set it gets before it relays it:
+        the count (the reply specs), distinct points of the group (:func:`~fedcausal_flwr.
+        secure.psi.points_problem`) for a party's own set, and each hop's proof
+        (:func:`~fedcausal_flwr.secure.psi.hop_proof_ok`): a party that reorders, replaces
+        or drops points of another party's set, or blinds it with another key, stops the run
+        named. The server checks the K sets of an exchange in K threads where it has the
+        cores."""
         K = len(sizes)
+        node = {cid: info.node_id for cid, info in self.nodes.items()}
+        # the sets' checks side by side: libsodium's calls run outside the GIL (cffi)
+        workers = max(1, min(K, os.cpu_count() or 1))
+
+        def parallel(fn, items):
+            with ThreadPoolExecutor(workers) as pool:
+                return list(pool.map(fn, items))
+
+        def who(j: int) -> str:
+            return f"party {j} (node {node[j]})"
 
         def ask(phase: str, sent: Mapping[int, tuple[list[np.ndarray], dict[str, Any]]],
-                of: Mapping[int, int]) -> dict[int, np.ndarray]:
-            """Each party j's blinded set, ``sizes[of[j]]`` points."""
-            lay = {j: wire.layout(phase, "up", j, K, spec=lambda *_, n=sizes[of[j]]: (
-                (n, psi.POINT_BYTES), "uint8")) for j in range(K)}
+                of: Mapping[int, int], extra: str, nbytes: int
+                ) -> dict[int, tuple[np.ndarray, bytes]]:
+            """Each party j's blinded set, ``sizes[of[j]]`` points, and its ``extra``."""
+            lay = {j: wire.layout(phase, "up", j, K, spec=lambda name, *_, n=sizes[of[j]]: (
+                ((n, psi.POINT_BYTES) if name == "psi" else (nbytes,)), "uint8"))
+                for j in range(K)}
             got = self.channel.run(phase, sent, {j: lay[j].specs() for j in range(K)},
                                    every=True)
-            return {j: lay[j].unpack(arrays)["psi"] for j, arrays in got.items()}
+            out = {}
+            for j, arrays in got.items():
+                named = lay[j].unpack(arrays)
+                out[j] = (named["psi"], np.asarray(named[extra], dtype=np.uint8).tobytes())
+            return out
 
         down = {j: wire.layout("vfedcd_psi_hop", "down", j, K) for j in range(K)}
-        sets = ask("vfedcd_psi_blind", {m: ([], {}) for m in range(K)}, {m: m for m in range(K)})
+        first = ask("vfedcd_psi_blind", {m: ([], {}) for m in range(K)},
+                    {m: m for m in range(K)}, "psi_key", psi.POINT_BYTES)
+        problems = parallel(lambda m: psi.points_problem(first[m][0]), range(K))
+        bad = [f"{who(m)} sent {problem}" for m, problem in enumerate(problems) if problem]
+        bad += [f"{who(m)} sent an invalid key commitment" for m, (_, key) in
+                sorted(first.items()) if psi.points_problem(
+                    np.frombuffer(key, dtype=np.uint8).reshape(1, -1))]
+        if bad:
+            raise ProtocolStopped(f"private set intersection: {'; '.join(bad)} in its own "
+                                  "blinded set (a party's set must be distinct points of "
+                                  "the group); nothing was relayed")
+        committed = {m: key for m, (_, key) in first.items()}
+        sets = {m: pts for m, (pts, _) in first.items()}
         for h in range(1, K):
             start = {j: (j - h) % K for j in range(K)}
             rep = ask("vfedcd_psi_hop", {j: (down[j].pack({"psi": sets[start[j]]}),
-                                             {dispatch.PSI_HOP: h}) for j in range(K)}, start)
-            sets = {start[j]: rep[j] for j in range(K)}
+                                             {dispatch.PSI_HOP: h}) for j in range(K)},
+                      start, "psi_proof", psi.PROOF_BYTES)
+            proved = parallel(lambda a: psi.hop_proof_ok(*a), [
+                (sets[start[j]], rep[j][0], committed[j], rep[j][1],
+                 psi.hop_label(h, start[j], j, K)) for j in range(K)])
+            bad = [f"{who(j)} at hop {h}, on party {start[j]}'s set"
+                   for j in range(K) if not proved[j]]
+            if bad:
+                raise ProtocolStopped(
+                    f"private set intersection: {'; '.join(bad)}: the set it returned is "
+                    "not the set it got times its committed key, position by position (points "
+                    "reordered, replaced or outside the group, or another key); nothing of "
+                    "it was relayed")
+            sets = {start[j]: rep[j][0] for j in range(K)}
         positions = psi.common_positions([sets[m] for m in range(K)])
         return dict(enumerate(positions))
 

@@ -8,8 +8,11 @@ target t, d x d_t); ``he2ss_fwd`` HE2SS of ``x F`` (per owner, per target); ``z`
 ``x^T dZ`` (per target); ``G`` the party's CTV share; ``H`` plain features (per target);
 ``dH`` their gradient (one up; one per peer down); ``psi`` one set of blinded ID points
 (``n x 32`` uint8, :mod:`fedcausal_flwr.secure.psi`: the party's own set up at ``psi_blind``,
-another party's set down and back at each ``psi_hop``). The shared settings travel with the first
-phase and ``vfedcd_setup`` as :meth:`~fedcausal_flwr.settings.Settings.to_wire`.
+another party's set down and back at each ``psi_hop``), ``psi_key`` the party's commitment to
+its PSI key (32 uint8, with its own set) and ``psi_proof`` its proof that a hop's set is the set
+it got times that key (64 uint8, :func:`~fedcausal_flwr.secure.psi.hop_proof`). The shared
+settings travel with the first phase and ``vfedcd_setup`` as
+:meth:`~fedcausal_flwr.settings.Settings.to_wire`.
 
 :func:`layout` lays a phase out for one party (:class:`~fedcausal_flwr.federation.arrays.
 Layout`): the strategy and the client pack and unpack every message with it. Each group's
@@ -30,8 +33,8 @@ from fedcausal_flwr.federation.arrays import Layout, Slot, Spec, group, one
 from fedcausal_flwr.federation.wire import Phase
 
 PHASES: dict[str, Phase] = {
-    "vfedcd_psi_blind": Phase(down=(), up=("psi",)),
-    "vfedcd_psi_hop": Phase(down=("psi",), up=("psi",)),
+    "vfedcd_psi_blind": Phase(down=(), up=("psi", "psi_key")),
+    "vfedcd_psi_hop": Phase(down=("psi",), up=("psi", "psi_proof")),
     "vfedcd_keys": Phase(down=(), up=("pk",)),
     "vfedcd_setup": Phase(down=("pk",), up=("frag", "B")),
     "vfedcd_forward": Phase(down=("frag",), up=("he2ss_fwd",)),
@@ -71,6 +74,8 @@ def layout(phase: str, direction: str, me: int, K: int, copies: int = 1,
 
     slots = {
         "psi": lambda: one("psi", s("psi")),
+        "psi_key": lambda: one("psi_key", s("psi_key")),
+        "psi_proof": lambda: one("psi_proof", s("psi_proof")),
         "pk": lambda: one("pk", s("pk")) if up else group(
             "pk", [(f"p{j}.pk", s("pk", j)) for j in peers]),
         "frag": lambda: per_peer("frag", "frag", targets=True),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import time
@@ -104,10 +105,12 @@ def message_digest(m: Any, config: bool = True) -> str:
 def fingerprint(case: str) -> dict[str, Any]:
     """One case's run: the digest of its result.json without timings and of each message."""
     from fedcausal_flwr import registry, server_app
+    from fedcausal_flwr.appconfig import OUTPUTS_ROOT_ENV
     from fedcausal_flwr.client_app import app as client_app
     from fedcausal_flwr.testing import InProcessGrid
 
     overrides, k = CASES[case]
+    os.environ.setdefault(OUTPUTS_ROOT_ENV, tempfile.gettempdir())  # the operator's root
     with tempfile.TemporaryDirectory() as tmp:
         rc = {**app_config(), **overrides, "outputs": tmp, "run-name": case}
         grid = InProcessGrid(client_app, k, rc)

@@ -10,10 +10,15 @@ keyed_tokens`): HMAC-SHA256 pseudonyms, the server's ``intersect1d``. The partie
 parallel, so a deployment's alignment takes one party's CPU plus the server's plus the added
 exchanges at ``--exchange-s`` each (the loopback deployment's ~7 s, ``results/vfedcd.md``).
 
-Sizes above ``--max-measured`` (default 10^5) are extrapolated: the party's steps per ID from
-the largest measured size (the elliptic-curve work is linear in n), the server's intersection
-and the keyed hash measured at every size (they take seconds). The bytes are counted exactly
-(32-byte points, int64 pseudonyms and positions; Flower's framing is not counted) and checked
+Since issue 35 each hop carries a proof (:func:`fedcausal_flwr.secure.psi.hop_proof`) that the
+server verifies before it relays, and the server checks each party's own set for the group:
+the party's ``proofs_s`` and the server's ``verify_s`` (in its CPU) are counted.
+
+Sizes above ``--max-measured`` (default 10^5) are extrapolated: the party's steps and the
+server's checks per ID from the largest measured size (the elliptic-curve work is linear in
+n), the server's intersection and the keyed hash measured at every size (they take seconds).
+The bytes are counted exactly (32-byte points, key commitments, 64-byte proofs, int64
+pseudonyms and positions; Flower's framing is not counted) and checked
 against one in-process VFedCD run's wire record (``--check-n`` IDs per party).
 
     python simulations/bench/psi_cost.py [--sizes 10000 100000 1000000] [--max-measured 100000]
@@ -38,6 +43,7 @@ K = 3
 SHARED = 0.8
 POINT = psi.POINT_BYTES
 INT = 8  # bytes of an int64 pseudonym or position
+PARTY_STEPS = ("blind_s", "hops_s", "proofs_s", "rows_s")
 
 
 def id_sets(n: int, seed: int) -> list[list[str]]:
@@ -61,20 +67,33 @@ def cpu(fn, *args):
 
 def psi_measured(sets: list[list[str]]) -> dict[str, Any]:
     """The PSI's steps on every party and the server, CPU seconds each; the intersection
-    checked against the plaintext one."""
+    checked against the plaintext one. Since issue 35 a party also commits to its key and
+    proves each hop (``proofs_s``), and the server checks every party's own set and every
+    hop's proof before it relays (``verify_s``; ``server_s`` includes it)."""
     keys = [psi.new_key() for _ in range(K)]
+    commits = [psi.commitment(k) for k in keys]
     perms = [psi.random_order(len(s)) for s in sets]
-    blind, hops = [0.0] * K, [0.0] * K
+    blind, hops, proofs = [0.0] * K, [0.0] * K, [0.0] * K
+    verify, proved = 0.0, True
     cur = {}
     for m in range(K):
         cur[m], blind[m] = cpu(lambda m=m: psi.blinded(psi.hashed_points(sets[m]), keys[m],
                                                        perms[m]))
+        problem, t = cpu(psi.points_problem, cur[m])
+        verify += t
+        proved &= problem is None
     for h in range(1, K):
         nxt = {}
         for j in range(K):
             start = (j - h) % K
+            label = psi.hop_label(h, start, j, K)
             nxt[start], t = cpu(psi.reblinded, cur[start], keys[j])
             hops[j] += t
+            proof, t = cpu(psi.hop_proof, cur[start], nxt[start], keys[j], label)
+            proofs[j] += t
+            ok, t = cpu(psi.hop_proof_ok, cur[start], nxt[start], commits[j], proof, label)
+            verify += t
+            proved &= ok
         cur = nxt
     positions, server = cpu(psi.common_positions, [cur[m] for m in range(K)])
     rows, t_rows = [], [0.0] * K
@@ -85,9 +104,11 @@ def psi_measured(sets: list[list[str]]) -> dict[str, Any]:
     plain = set(sets[0]).intersection(*sets[1:])
     ok = all(a == aligned[0] for a in aligned) and set(aligned[0]) == plain \
         and len(aligned[0]) == len(plain)
-    party = [blind[m] + hops[m] + t_rows[m] for m in range(K)]
-    return {"blind_s": blind, "hops_s": hops, "rows_s": t_rows, "party_s": party,
-            "server_s": server, "shared": len(plain), "equals_plaintext": ok}
+    party = [blind[m] + hops[m] + proofs[m] + t_rows[m] for m in range(K)]
+    return {"blind_s": blind, "hops_s": hops, "proofs_s": proofs, "rows_s": t_rows,
+            "party_s": party, "verify_s": verify, "intersect_s": server,
+            "server_s": server + verify, "shared": len(plain),
+            "equals_plaintext": ok and proved}
 
 
 def server_only(n: int, seed: int) -> float:
@@ -117,11 +138,13 @@ def keyed_measured(sets: list[list[str]]) -> dict[str, Any]:
 
 def psi_bytes(n: int, shared: int) -> dict[str, int]:
     """Bytes on the wire of the PSI, all parties together: the blinded sets up, every hop's
-    set down and back, each party's positions down with the first phase."""
-    blind = K * n * POINT
+    set down and back with its proof up, each party's key commitment up, each party's
+    positions down with the first phase."""
+    blind = K * n * POINT + K * POINT
     hops = (K - 1) * K * 2 * n * POINT
-    return {"up": blind + hops // 2, "down": hops // 2 + K * shared * INT,
-            "total": blind + hops + K * shared * INT}
+    proofs = (K - 1) * K * psi.PROOF_BYTES
+    return {"up": blind + hops // 2 + proofs, "down": hops // 2 + K * shared * INT,
+            "total": blind + hops + proofs + K * shared * INT}
 
 
 def keyed_bytes(n: int, shared: int) -> dict[str, int]:
@@ -184,12 +207,15 @@ def main() -> None:
         keyed = keyed_measured(sets)
         if n <= args.max_measured:
             p = psi_measured(sets)
-            per_id = {k: [v / n for v in p[k]] for k in ("blind_s", "hops_s", "rows_s")}
+            per_id = {k: [v / n for v in p[k]] for k in PARTY_STEPS}
+            verify_per_id = p["verify_s"] / n
             p["measured"] = True
         else:
             p = {k: [v * n for v in per_id[k]] for k in per_id}
             p["party_s"] = [sum(p[k][m] for k in per_id) for m in range(K)]
-            p.update(server_s=server_only(n, args.seed), shared=keyed["shared"],
+            intersect = server_only(n, args.seed)
+            p.update(verify_s=verify_per_id * n, intersect_s=intersect,
+                     server_s=intersect + verify_per_id * n, shared=keyed["shared"],
                      equals_plaintext=None, measured=False)
         p["bytes"] = psi_bytes(n, p["shared"])
         p["exchanges"] = K
@@ -239,7 +265,9 @@ def table_psi_cost() -> str:
             f"machine, one measurement per size). Party CPU: the slowest party's whole share "
             f"of the alignment (they work in parallel); PSI above "
             f"{int(s['max_measured']):,} IDs extrapolated linearly from the largest measured "
-            f"size, the server's intersection measured. MB: arrays and ids on the wire, all "
+            f"size, the server's intersection measured. Server CPU includes its checks of "
+            f"every party's own set and every hop's proof (issue 35; extrapolated with the "
+            f"party's steps). MB: arrays and ids on the wire, all "
             f"parties together. Deployed: party + server CPU + the added exchanges at "
             f"{s['exchange_s']:g} s. Checked: the intersection equals the plaintext one; an "
             f"in-process run's PSI bytes ({c['n']} IDs per party: {c['psi_array_bytes']:,}) "

@@ -42,13 +42,17 @@ import numpy as np
 from harness import Clock, log, markdown, parser, read_results, settings, write_results
 
 from fedcausal_flwr import server_app
-from fedcausal_flwr.appconfig import glue, view
+from fedcausal_flwr.appconfig import OUTPUTS_ROOT_ENV, glue, view
 from fedcausal_flwr.client_app import app as client_app
 from fedcausal_flwr.data.nodefiles import ALLOW_ENV, ALLOW_RUN_CONFIG_PATHS
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.settings import SHARED_KEYS
 from fedcausal_flwr.testing import InProcessGrid
 from tests.helpers.faults import SMALL, run_app
+
+# This script is the operator of the ServerApps it runs in process: their outputs root
+# (FEDCAUSAL_OUTPUTS_ROOT) is the temporary folder, where each probe's folder lies.
+os.environ.setdefault(OUTPUTS_ROOT_ENV, tempfile.gettempdir())
 
 SCRIPT = "security"
 #: (outcome words, handled, detail): the words are the table's "now"; the detail says what

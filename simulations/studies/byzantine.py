@@ -57,6 +57,7 @@ from harness import (
     parser,
     read_jsonl,
     read_results,
+    results_path,
     seed_range,
     write_results,
 )
@@ -182,6 +183,118 @@ def run_adaptive(alg: str, k: int, seed: int, rule: str, screen: bool = True,
             "round_s": float(np.mean([h.get("seconds", 0.0) for h in res.history] or [0]))}
 
 
+#: The robust-rule study's cases (issue 35): algorithm -> (extra run config, metric); FedGC at
+#: the App's defaults (two clients, A21: the honest client 2's coupling to the liar's states).
+ROBUST_CASES: dict[str, tuple[dict[str, Any], str]] = {
+    "fediv": ({}, "test_mse_selected"),
+    "fedgc": ({}, "err_A21"),
+}
+#: The attacks of the robust-rule study: ``ATTACKS``' sign flip and zeros from round 1 on;
+#: FedGC also the sign flip begun in round 2 ("-late": a lie that changes, after an honest
+#: first answer for the same window).
+ROBUST_ATTACKS = {"fediv": ("sign-flip", "zeros"), "fedgc": ("sign-flip", "zeros",
+                                                              "sign-flip-late")}
+
+
+def run_robust(alg: str, k: int, seed: int, rule: str, attack: str | None) -> dict[str, Any]:
+    """One run of the robust-rule study: partition 1 applies ``attack`` (``ATTACKS``; None:
+    nobody lies) to every ``train.*`` reply from round 1 on, under ``robust-rule`` ``rule``
+    (FedGC: "screen" for its state screen, "mean" without it); the result's metric, status,
+    ``metrics["robustness"]`` and the seconds per round."""
+    extra, metric = ROBUST_CASES[alg]
+    sec = glue_section(alg)
+    rc: dict[str, Any] = {"algorithm": alg, "seed": seed, "round-timeout-s": 600.0, **extra}
+    if alg == "fedgc":
+        rc[f"{sec}.ss-clients"] = k
+        rc[f"{sec}.ss-state-screen"] = rule == "screen"
+    else:
+        rc[f"{sec}.robust-rule"] = rule
+    strategy = glue(alg).strategy(alg, view(alg, rc))
+    app = client_app if attack is None else T.lying_app(
+        client_app, attack.removesuffix("-late"), [LIAR], start=2 if attack.endswith("-late")
+        else 1)
+    t0 = time.perf_counter()
+    res = strategy.start(grid=InProcessGrid(app, k, rc))
+    out = {"algorithm": alg, "k": k, "seed": seed, "rule": rule, "attack": attack,
+           "status": res.status, "rounds": len(res.history), "metric": metric,
+           "value": res.metrics.get(metric), "robustness": res.metrics.get("robustness"),
+           "wall_s": time.perf_counter() - t0,
+           "round_s": float(np.mean([h.get("seconds", 0.0) for h in res.history] or [0]))}
+    pv = res.estimates.get("A_offdiag_pvalue")
+    if pv is not None:  # FedGC: the Granger test of the block A21 (client 2 <- client 1)
+        P = strategy.P
+        out["a21_pvalue_min"] = float(np.min(np.asarray(pv)[P[0]:P[0] + P[1], :P[0]]))
+    return out
+
+
+def summarize_robust(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per (algorithm, K, rule, attack) of the robust-rule study: the metric over the seeds,
+    the runs that stopped naming the liar, what was flagged, the Granger test of A21 (FedGC)
+    and the seconds per round."""
+    rows = []
+    keys = sorted({(r["algorithm"], r["k"], r["rule"], r["attack"] or "") for r in records},
+                  key=lambda x: (list(ROBUST_CASES).index(x[0]), x[1], x[2], x[3] != "", x[3]))
+    for alg, k, rule, attack in keys:
+        runs = sorted((r for r in records if (r["algorithm"], r["k"], r["rule"],
+                                              r["attack"] or "") == (alg, k, rule, attack)),
+                      key=lambda r: r["seed"])
+        stopped = [r for r in runs if r["status"].startswith("stopped")
+                   and f"client {LIAR}" in r["status"]]
+        done = [r for r in runs if r["status"] == "completed"]
+        pv = [r["a21_pvalue_min"] for r in done if r.get("a21_pvalue_min") is not None]
+        rows.append({
+            "algorithm": alg, "k": k, "rule": rule, "attack": attack or None,
+            "seeds": [r["seed"] for r in runs], "metric": runs[0]["metric"],
+            "values": [r["value"] for r in runs], "value": mean_sd([r["value"] for r in runs]),
+            "completed": len(done), "stopped_naming_liar": len(stopped),
+            "flagged": sorted({c for r in runs for c in (r["robustness"] or {}).get("flagged",
+                                                                                  {})}),
+            "rule_reported": sorted({(r["robustness"] or {}).get("rule", "?") for r in runs}),
+            "a21_found": sum(p < 0.05 for p in pv) if pv else None, "a21_tested": len(pv),
+            "round_s": float(np.mean([r["round_s"] for r in runs]))})
+    return {"rows": rows}
+
+
+def table_robust() -> str:
+    """Issue 35's rows (byzantine_robust.json): FedIV under each robust rule and FedGC with and
+    without its state screen, honest and with one liar (partition 1)."""
+    r = read_results("byzantine_robust")
+    rows = r["rows"]
+    seeds = seed_range(sorted({s for x in rows for s in x["seeds"]}))
+    head = (f"**Robust rule and state screen, one liar (partition {LIAR}) of K, evaluation "
+            f"seeds {seeds} (n = {max(len(x['seeds']) for x in rows)} per cell).** "
+            f"Made by `{r['meta']['script']}` on {r['meta']['finished']}.\n\n")
+    honest = {(x["algorithm"], x["k"], x["rule"]): x for x in rows if x["attack"] is None}
+    base = {(x["algorithm"], x["k"]): x for x in rows if x["attack"] is None
+            and x["rule"] == "mean"}
+
+    def cell(x: dict[str, Any]) -> str:
+        if x["stopped_naming_liar"] == len(x["seeds"]):
+            return f"stopped, names client {LIAR} ({x['stopped_naming_liar']}/{len(x['seeds'])})"
+        out = fmt(*x["value"], digits=3)
+        b = base.get((x["algorithm"], x["k"]))
+        if x["algorithm"] == "fediv" and b and b["value"][0]:
+            out += f" ({x['value'][0] / b['value'][0]:.2f}x)"
+        if x["a21_found"] is not None:
+            out += f"; A21 found {x['a21_found']}/{x['a21_tested']}"
+        if x["stopped_naming_liar"]:
+            out += f"; stopped naming client {LIAR} in {x['stopped_naming_liar']}"
+        return out
+
+    table = []
+    for x in rows:
+        if x["attack"] is None:
+            continue
+        h = honest[(x["algorithm"], x["k"], x["rule"])]
+        rule = {"mean": "none (mean)" if x["algorithm"] == "fediv" else "no state screen",
+                "screen": "state screen"}.get(x["rule"], x["rule"])
+        table.append([x["algorithm"], x["k"], rule, x["attack"], f"{x['metric']} {cell(h)}",
+                      cell(x), ", ".join(x["flagged"]) or "-", f"{x['round_s']:.2f} s"])
+    return head + markdown(["algorithm", "K", "rule", "attack", "honest run (x the rule-off "
+                            "honest mean)", "with the liar", "flagged", "round (attacked)"],
+                           table)
+
+
 def honest_value(strategy: Any, est: Mapping[str, Any], metric: str) -> float | None:
     """The metric over the honest clients only (PFDBNL scores each client's personalized
     graph; the liar's own graph is not what the screen protects); others: the run's value."""
@@ -284,7 +397,37 @@ def main() -> None:
     ap.add_argument("--adaptive", nargs="+", default=None, metavar="RULE",
                     help="the adaptive liar study under these robust rules (mean: the rule "
                          "off), honest (no liar) runs beside; prints a line per run")
+    ap.add_argument("--robust", nargs="+", default=None, metavar="RULE",
+                    help="the robust-rule study (issue 35: FedIV, FedGC; sign flip and zeros "
+                         "by partition 1, and honest runs) under these rules (FedIV: "
+                         "robust-rule values; FedGC: screen or mean)")
+    ap.add_argument("--robust-summary", action="store_true",
+                    help="with --summarize: the robust-rule study's records, written to "
+                         "results/byzantine_robust.json")
     args = ap.parse_args()
+    if args.robust:
+        logging.getLogger("flwr").setLevel(logging.ERROR)
+        done = set()
+        if args.jsonl and args.jsonl.exists():
+            done = {(r["algorithm"], r["k"], r["seed"], r["rule"], r["attack"])
+                    for r in read_jsonl(args.jsonl)}
+        clock = Clock()
+        for alg in args.algorithms:
+            for k in args.clients:
+                for seed in args.seeds:
+                    for rule in args.robust:
+                        for attack in (None, *ROBUST_ATTACKS[alg]):
+                            if (alg, k, seed, rule, attack) in done:
+                                continue
+                            rec = run_robust(alg, k, seed, rule, attack)
+                            if args.jsonl:
+                                append_jsonl(args.jsonl, rec)
+                            rob = rec["robustness"] or {}
+                            log(f"[{clock():.0f}s] {alg} K={k} seed={seed} rule={rule} "
+                                f"attack={attack}: {rec['status'][:60]} {rec['metric']}="
+                                f"{rec['value']} flagged={rob.get('flagged')} "
+                                f"round {rec['round_s']:.3f}s")
+        return
     if args.adaptive:
         logging.getLogger("flwr").setLevel(logging.ERROR)
         for alg in args.algorithms:
@@ -301,6 +444,16 @@ def main() -> None:
                                 f"{rec['status'][:30]} {rec['metric']}={rec['value']} "
                                 f"flagged={rec['robustness'] and rec['robustness']['flagged']}"
                                 f" round {rec['round_s']:.3f}s")
+        return
+    if args.summarize and args.robust_summary:
+        s = summarize_robust([r for p in args.summarize for r in read_jsonl(p)])
+        for x in s["rows"]:
+            log(f"  {x['algorithm']:6s} K={x['k']:2d} {x['rule']:13s} {str(x['attack']):15s} "
+                f"{x['metric']} {x['value'][0]:.4g} ± {x['value'][1]:.2g} completed "
+                f"{x['completed']} stopped(liar) {x['stopped_naming_liar']} flagged "
+                f"{x['flagged']} A21 found {x['a21_found']}/{x['a21_tested']}")
+        write_results("byzantine", {"files": [str(p) for p in args.summarize], **s},
+                      args.out or results_path("byzantine_robust"))
         return
     if args.summarize:
         records = [r for p in args.summarize for r in read_jsonl(p)]
@@ -356,7 +509,7 @@ def table_byzantine() -> str:
 
 
 #: this script's table in results/reliability.md (``simulations/tables.py`` renders it)
-TABLES = {"byzantine": table_byzantine}
+TABLES = {"byzantine": table_byzantine, "robust": table_robust}
 
 
 if __name__ == "__main__":

@@ -65,8 +65,9 @@ def test_plain_run_names_are_kept(tmp_path):
     assert run_dir({"outputs": str(tmp_path)}, "fdbnl").name.startswith("fdbnl-")
 
 
-def test_a_symbolic_link_out_of_outputs_is_refused(tmp_path):
+def test_a_symbolic_link_out_of_outputs_is_refused(tmp_path, monkeypatch):
     outputs, elsewhere = tmp_path / "outputs", tmp_path / "elsewhere"
+    monkeypatch.setenv("FEDCAUSAL_OUTPUTS_ROOT", str(outputs))  # the operator's root
     outputs.mkdir()
     elsewhere.mkdir()
     (outputs / "link").symlink_to(elsewhere)

@@ -19,7 +19,7 @@ PIECES = {
                 "ss-dp-clip-msg": 0.2},
     S.Seeds: {"seed": 0},
     S.GrangerView: {"ss-granger-alpha": 0.05, "ss-granger-lags": -1},
-    S.Sites: {"ss-known-zero": "", "ss-max-missing": 0.5},
+    S.Sites: {"ss-known-zero": "", "ss-max-missing": 0.5, "ss-state-screen": True},
 }
 ORDER = (RunSettings, S.Schedule, S.LossWeights, S.Objective, S.Privacy, S.Seeds,
          S.GrangerView, S.Sites)
