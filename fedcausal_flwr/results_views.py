@@ -266,3 +266,21 @@ def _optional(module: str) -> Any:
                           f"'fedcausal-flwr[graphs]'); RunResult.edges() needs nothing") from e
 
 
+def summary_layers(r: Any, client: int | None = None) -> list[Layer]:
+    """A summary graph's one layer ``graph`` (FedPC, FedTrees): rows cause, columns effect,
+    weights the edges' ``score``, with ``graph_frequency`` beside it when there is one."""
+    if client is not None:
+        raise ValueError(f"client={client}: only PFDBNL learns a graph per client")
+    if "graph" not in r.estimates:
+        return []
+    G = np.asarray(r.estimates["graph"], dtype=float)
+    S = np.asarray(r.estimates.get("score", G), dtype=float)
+    v, _ = labels_or_default(r, "graph", G.shape)
+    F = r.estimates.get("graph_frequency")
+    return [Layer("graph", 0, np.where(G != 0, np.maximum(S, 1e-12), 0.0), v, v,
+                  None if F is None else np.asarray(F, dtype=float))]
+
+
+def summary_thresholds(r: Any) -> dict[str, float]:
+    """0: every edge of the graph (its tests decided it)."""
+    return {"graph": 0.0}

@@ -3,15 +3,14 @@ or a node's own CSV, the truth and the evaluator."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from flwr.app import Context
 
-from fedcausal_flwr.constraint.data import ConstraintData, SeriesData, client_series, windows
+from fedcausal_flwr.constraint.data import ConstraintData, client_series, windows
 from fedcausal_flwr.federation.client import client_class, section_context
-from fedcausal_flwr.metrics import summary_scores
 from fedcausal_flwr.settings import section_view
 
 SECTION = "constraint"
@@ -84,23 +83,9 @@ def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # no
     return {"graph": T}
 
 
-def evaluator(rc: Mapping[str, Any], p: int, keys: type[SeriesData] = ConstraintData):
-    """``evaluate(estimates, client_ids) -> metrics`` against the built-in truth of the data
-    keys ``keys`` (:func:`~fedcausal_flwr.metrics.summary_scores`); None without one."""
-    if str(rc.get("data", "synthetic")) == "node":
-        return None
-    cache: dict[int, np.ndarray | None] = {}
+def evaluator(rc: Mapping[str, Any], p: int):
+    """``evaluate(estimates, client_ids) -> metrics`` against the built-in truth; None
+    without one (:func:`fedcausal_flwr.data.series.evaluator`)."""
+    from fedcausal_flwr.data.series import evaluator as series_evaluator
 
-    def evaluate(est: Mapping[str, Any], cids: Sequence[int]) -> dict[str, Any]:
-        if "score" not in est:
-            return {}
-        k = max(cids) + 1
-        if k not in cache:
-            try:
-                cache[k] = client_series(rc, p, k, keys)[2]
-            except (ValueError, OSError):
-                cache[k] = None
-        T = cache[k]
-        return {} if T is None else summary_scores(est, T)
-
-    return evaluate
+    return series_evaluator(rc, p, ConstraintData)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from flwr.app import Context
 
-from fedcausal_flwr.constraint.data import client_series, windows
+from fedcausal_flwr.data.series import client_series, evaluator, windows
 from fedcausal_flwr.federation.client import client_class, section_context
 from fedcausal_flwr.settings import section_view
 from fedcausal_flwr.trees.data import TreesData
@@ -27,7 +27,6 @@ def _lags(rc: Mapping[str, Any]) -> int:
 
 def strategy(algorithm: str, rc: Mapping[str, Any]):  # noqa: ARG001
     """FedTrees with the run config's settings, scored against the built-in truth."""
-    from fedcausal_flwr.constraint.app import evaluator
     from fedcausal_flwr.trees.strategy import FedTrees
 
     rc = section_view(SECTION, rc)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from fedcausal_flwr.constraint.data import SeriesData
+from fedcausal_flwr.data.series import SeriesData
 from fedcausal_flwr.settings import setting
 
 KINDS = ("synthetic", "netsim", "dream4", "node")

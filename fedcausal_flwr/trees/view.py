@@ -1,8 +1,9 @@
-"""How a FedTrees result reads as a graph: the layer ``graph`` (i -> j, weighted by its
-importance), each edge's share of sites that keep it beside it."""
+"""How a FedTrees result reads as a graph: one layer ``graph`` (the summary i -> j at some lag,
+weighted by its ranking score), each edge's frequency beside it (replicas or sites)."""
 
 from __future__ import annotations
 
-from fedcausal_flwr.constraint.view import layers, thresholds
+from fedcausal_flwr.results_views import summary_layers as layers
+from fedcausal_flwr.results_views import summary_thresholds as thresholds
 
 __all__ = ["layers", "thresholds"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedcausal_flwr.constraint.data import client_series, windows
+from fedcausal_flwr.data.series import client_series, windows
 from fedcausal_flwr.trees import model
 from fedcausal_flwr.trees.data import TreesData
 from fedcausal_flwr.trees.settings import FedTreesSettings
