@@ -158,7 +158,7 @@ def test_wheel_with_fdbnl_extra_runs_fdbnl_and_the_apps_fdbnl_without_torch(tmp_
     # the wheel carries the examples as the starter Apps' templates (issue 25)
     listing = _run([str(python), "-m", "fedcausal_flwr", "new", "--list"], work, 60)
     assert listing.stdout.split() == [
-        "fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd", "fedpc"]
+        "fdbnl", "pfdbnl", "fedgc", "fedcf", "fediv", "vfedcd", "fedpc", "fedtrees"]
     _run([str(python), "-m", "fedcausal_flwr", "new", "fedgc", "my-fedgc"], work, 60)
     where = _run([str(python), "-c", "from fedcausal_flwr.cli import starter; "
                   "print(starter.templates_dir())"], work, 60).stdout.strip()

@@ -29,6 +29,13 @@ ALGORITHMS = tuple(registry.ALGORITHMS)
 EVERY_PARTY = frozenset(a.name for a in registry.ALGORITHMS.values() if a.every_party)
 #: The faulty partition, and the round its faults start (its earlier replies are honest).
 FAULTY, FROM_ROUND = 1, 2
+#: Algorithms of one exchange: their faults start in round 1.
+FIRST_ROUND = frozenset({"fedtrees"})
+
+
+def start_round(algorithm: str) -> int:
+    """The round the faulty partition's faults start in for ``algorithm``."""
+    return 1 if algorithm in FIRST_ROUND else FROM_ROUND
 #: Reply timeout of the fault runs (the no-reply fault waits for it).
 TIMEOUT_S = 0.5
 
@@ -307,7 +314,8 @@ def oracle(algorithm: str, fault: str) -> RunResult:
         from fedcausal_flwr.client_app import app as client_app
 
         k = fault_nodes(algorithm, fault)
-        _ORACLES[key] = run_app(algorithm, silent_app(client_app, key[1], k), k)
+        _ORACLES[key] = run_app(algorithm, silent_app(client_app, key[1], k,
+                                                      start=start_round(algorithm)), k)
     return _ORACLES[key]
 
 
@@ -320,7 +328,8 @@ def check_fault(algorithm: str, fault: str) -> FaultOutcome:
 
     k = fault_nodes(algorithm, fault)
     t0 = time.perf_counter()
-    res = run_app(algorithm, faulty_app(client_app, fault, k), k, fault_node_configs(fault, k))
+    res = run_app(algorithm, faulty_app(client_app, fault, k, start=start_round(algorithm)), k,
+                  fault_node_configs(fault, k))
     seconds = time.perf_counter() - t0
     ref = oracle(algorithm, fault)
     dropped = list(res.metrics.get("dropped", []))
