@@ -205,29 +205,37 @@ def static_code(algorithm: str) -> str:
             f"a = registry.get({algorithm!r}); a.app(); a.client_class()")
 
 
+def group(module: str) -> str:
+    """The package an import is counted under: ``scipy.stats._stats_py`` -> ``scipy.stats``,
+    ``sklearn.metrics`` -> ``sklearn``."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] in ("scipy", "fedcausal_flwr") else parts[0]
+
+
 def importtime(code: str, top: int = 8) -> list[dict[str, Any]]:
-    """The largest imports of ``code`` beyond Flower's (``-X importtime``, cumulative)."""
+    """The packages that cost most in ``code`` beyond Flower's imports: each module's own
+    import time (``-X importtime``, self) summed per :func:`group`."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    base = subprocess.run([sys.executable, "-c", f"{FLOWER}\nimport sys\n"
-                           "print('\\n'.join(sys.modules))"], capture_output=True, text=True,
-                          env=env, cwd=ROOT, check=True).stdout.split()
     err = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True,
                          text=True, env=env, cwd=ROOT, check=True).stderr
-    rows = []
-    for line in err.splitlines():
-        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
-        if m and m[4] not in base:
-            rows.append((m[4], int(m[2]) / 1e6, len(m[3])))
-    # the imports the package's own modules (or the script) made of others' modules: a line's
-    # importer is the next line less indented (-X importtime lists a module after its imports)
-    out = []
-    for i, (name, cumulative, depth) in enumerate(rows):
-        importer = next((n for n, _, d in rows[i + 1:] if d < depth), None)
-        if not name.startswith("fedcausal_flwr") and (
-                importer is None or importer.startswith("fedcausal_flwr")):
-            out.append({"module": name, "cumulative_s": cumulative, "by": importer})
-    return sorted(out, key=lambda r: -r["cumulative_s"])[:top]
+    lines = [re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", x)
+             for x in err.splitlines()]
+    flower = len(importtime_floor(env))
+    sums: dict[str, float] = {}
+    for m in [m for m in lines if m][flower:]:
+        sums[group(m[4])] = sums.get(group(m[4]), 0.0) + int(m[1]) / 1e6
+    return [{"package": k, "self_s": round(v, 4)}
+            for k, v in sorted(sums.items(), key=lambda kv: -kv[1])[:top]]
+
+
+def importtime_floor(env: dict[str, str]) -> list[str]:
+    """The ``-X importtime`` lines of Flower's imports alone (the first lines of any code
+    that starts with :data:`FLOWER`)."""
+    err = subprocess.run([sys.executable, "-X", "importtime", "-c", FLOWER], capture_output=True,
+                         text=True, env=env, cwd=ROOT, check=True).stderr
+    return [x for x in err.splitlines() if x.startswith("import time:") and "|" in x
+            and not x.rstrip().endswith("cumulative | imported package")]
 
 
 def heavy(modules: list[str]) -> list[str]:
