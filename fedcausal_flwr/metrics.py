@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import average_precision_score, roc_auc_score
 
 
 def _ratio(num: int, den: int) -> float:
@@ -84,6 +83,8 @@ def score_auc(scores: np.ndarray, truth: np.ndarray, *, mask: np.ndarray | None 
         raise ValueError("scores contain NaN/inf")
     if y.all() or not y.any():
         return {"auroc": float("nan"), "aupr": float("nan")}
+    from sklearn.metrics import average_precision_score, roc_auc_score  # server side: lazy
+
     return {"auroc": float(roc_auc_score(y, s)), "aupr": float(average_precision_score(y, s))}
 
 

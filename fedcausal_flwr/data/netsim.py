@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import scipy.io
 
 from fedcausal_flwr.data.nodefiles import check_columns, check_rows, checked_file, logged
 from fedcausal_flwr.data.timeseries import Pair, finite_matrix, lagged
@@ -32,6 +31,8 @@ def load_netsim(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     if not Path(path).expanduser().exists():
         raise FileNotFoundError(f"{path}: no such NetSim .mat file")
     checked_file(path, f"{path} (NetSim .mat file)")
+    import scipy.io  # only a NetSim run reads a .mat: lazy
+
     try:
         mat = scipy.io.loadmat(str(path))
     except Exception as e:  # noqa: BLE001 - scipy raises IndexError, ValueError, TypeError ...

@@ -9,10 +9,8 @@ import numpy as np
 from flwr.app import Context
 
 from fedcausal_flwr.dbn.data import DBNData, data_config
-from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics, lag_scores, netsim_auroc
 from fedcausal_flwr.dbn.settings import PFDBNLSettings
 from fedcausal_flwr.federation.client import client_class, section_context
-from fedcausal_flwr.metrics import mean_metrics, score_auc
 from fedcausal_flwr.settings import section_view
 
 SECTION = "dbn"
@@ -101,6 +99,8 @@ def evaluator(rc: Mapping[str, Any], tau_w: float = PFDBNLSettings.tau_w,
     """``evaluate(estimates, client_ids) -> metrics`` against the truth of the run config's
     built-in data set (synthetic, DREAM4 with a gold standard, NetSim); None when unknown."""
     from fedcausal_flwr.dbn.data import ground_truth
+    from fedcausal_flwr.dbn.evaluation import lag_scores, netsim_auroc
+    from fedcausal_flwr.metrics import mean_metrics, score_auc
 
     kind = str(rc.get("data", "synthetic"))
     if kind == "node":  # the nodes' own data: no truth to score against
@@ -135,6 +135,8 @@ def synthetic_scores(est: Mapping[str, np.ndarray], cids: Sequence[int],
                      tau_a: float) -> list[dict[str, float]]:
     """Each client's SHD/TPR/FDR against its truth. A global graph is scored once per
     distinct truth (a homogeneous federation shares one: once per round, not K times)."""
+    from fedcausal_flwr.dbn.evaluation import dbn_graph_metrics
+
     if "W_local" in est:
         return [dbn_graph_metrics(*client_estimates(est, i), *truths[c], tau_w, tau_a)
                 for i, c in enumerate(cids)]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from fedcausal_flwr.dbn.model import threshold
 from fedcausal_flwr.metrics import graph_metrics, swapped_rates
@@ -34,4 +33,6 @@ def netsim_auroc(W: np.ndarray, A: np.ndarray, net: np.ndarray, tau: float) -> f
     """The official code's NetSim score: AUROC of binarized |W+A| >= tau vs net (diagonal in)."""
     est = (np.abs(lag_scores(W, A)) >= tau).astype(int).ravel()
     ref = (np.asarray(net) != 0).astype(int).ravel()
+    from sklearn.metrics import roc_auc_score  # server side: lazy
+
     return float(roc_auc_score(ref, est))

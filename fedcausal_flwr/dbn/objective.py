@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg as slin
-import scipy.optimize as sopt
+
+if TYPE_CHECKING:  # the solvers import scipy.optimize when they run: an FDBNL client (moments,
+    import scipy.optimize as sopt  # closed-form steps) never loads it
 
 
 class Moments(tuple):
@@ -173,6 +176,8 @@ def _split_bounds(d: int, p: int) -> sopt.Bounds:
 
     As arrays, built once per (d, p): scipy converts a list of pairs on every call.
     """
+    import scipy.optimize as sopt
+
     upper = np.full((2 * (p + 1), d, d), np.inf)
     upper[:2, np.arange(d), np.arange(d)] = 0.0
     upper.flags.writeable = False
@@ -182,6 +187,8 @@ def _split_bounds(d: int, p: int) -> sopt.Bounds:
 def _fixed_bounds(d: int, p: int, fixed: np.ndarray) -> sopt.Bounds:
     """:func:`_split_bounds` with both halves of every ``fixed`` entry ((p + 1) x d x d,
     block by block) pinned to 0."""
+    import scipy.optimize as sopt
+
     upper = np.where(np.reshape(fixed, (p + 1, 1, d, d)), 0.0,
                      _split_bounds(d, p).ub.reshape(p + 1, 2, d, d))
     return sopt.Bounds(np.zeros(upper.size), upper.ravel())
@@ -197,6 +204,8 @@ def _lbfgs(d: int, p: int, restarts: int, alpha: float, rho: float, lambda_w: fl
     (``fixed``: entries held at exactly 0 by the bounds; ``ftol``: L-BFGS-B's relative
     decrease test, None for scipy's default 2.2e-9; ``maxiter`` > 0: at most that many
     iterations per call)."""
+    import scipy.optimize as sopt
+
     x = np.zeros(2 * (p + 1) * d * d) if x0 is None else x0
     args = (d, alpha, rho, lambda_w, lambda_a, mom, V_W, V_A, weight, lam)
     bounds = _split_bounds(d, p) if fixed is None else _fixed_bounds(d, p, fixed)
@@ -263,6 +272,8 @@ def _screened_w_step(V_W: np.ndarray, weight: float | np.ndarray, alpha: float, 
     where the entries on cycles are far more curved than the others, take a few iterations
     instead of hundreds.
     """
+    import scipy.optimize as sopt
+
     S = screen(V_W, weight, lam, fixed)
     sign = np.sign(V_W[S])
     w = weight[S] if np.ndim(weight) else float(weight)

@@ -33,7 +33,6 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as slin
-from scipy.stats import t as student_t
 
 from fedcausal_flwr.statespace.blocks import (  # noqa: F401 - re-exported: statespace.model's
     block,
@@ -468,6 +467,8 @@ def granger_test(stats: GrangerStats, A_hat: np.ndarray, B_hat: np.ndarray,
         for i in range(pa[m], pa[m + 1]):
             V = Hinv @ stats.meat[i][np.ix_(J, J)] @ Hinv
             se[i, J] = np.sqrt(np.clip(np.diag(V), 0.0, None))
+    from scipy.stats import t as student_t  # the server's test: lazy (clients never load it)
+
     est = np.hstack([A_hat, B_hat])
     with np.errstate(divide="ignore", invalid="ignore"):
         p = 2.0 * student_t.sf(np.abs(est / se), df)

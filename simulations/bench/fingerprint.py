@@ -51,6 +51,7 @@ CASES: dict[str, tuple[dict[str, Any], int]] = {
                          "vertical.replicas": 4, "vertical.num-epochs": 3,
                          "vertical.insecure-test-keys": True,
                          "vertical.vfedcd-accept-backends": "mock"}, 3),
+    "fedpc": ({"algorithm": "fedpc"}, 3),
 }
 # Paillier encryption draws fresh randomness per ciphertext (as it must): their messages differ
 # run to run, so only their result and message types are compared

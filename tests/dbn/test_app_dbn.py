@@ -271,7 +271,7 @@ def test_evaluator_scores_a_global_graph_once_per_distinct_truth(monkeypatch, he
     want = mean_metrics([dbn_graph_metrics(est["W"], est["A"], *t, 0.2, 0.2)
                          for t in ground_truth(rc, K)])
     calls = []
-    monkeypatch.setattr(app_dbn, "dbn_graph_metrics",
+    monkeypatch.setattr("fedcausal_flwr.dbn.evaluation.dbn_graph_metrics",
                         lambda *a: calls.append(1) or dbn_graph_metrics(*a))
     assert app_dbn.evaluator(rc)(est, list(range(K))) == want
     assert len(calls) == (K if heterogeneous else 1)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.optimize
 from scipy.optimize import check_grad
 
 from fedcausal_flwr.dbn import model as dbn
-from fedcausal_flwr.dbn import objective
 from fedcausal_flwr.dbn.synthetic import federated_dbn
 
 PAPER = dbn.PFDBNLSettings(lambda_scale="paper", lambda_w=0.1, lambda_a=0.1)  # the paper's lambda
@@ -300,8 +300,8 @@ def test_pfdbnl_local_step_warm_start_equals_cold_start(small, monkeypatch):
     np.testing.assert_allclose(W_warm, W_cold, atol=2e-3)
     np.testing.assert_allclose(A_warm, A_cold, atol=2e-3)
     starts = []
-    minimize = objective.sopt.minimize
-    monkeypatch.setattr(objective.sopt, "minimize",
+    minimize = scipy.optimize.minimize
+    monkeypatch.setattr(scipy.optimize, "minimize",
                         lambda f, x0, **kw: starts.append(x0.copy()) or minimize(f, x0, **kw))
     W_last, A_last = 0.2 * rng.normal(size=(d, d)), 0.2 * rng.normal(size=(2 * d, d))
     np.fill_diagonal(W_last, 0.0)
@@ -323,14 +323,14 @@ def test_pfdbnl_local_step_maxiter_caps_each_call(small, monkeypatch):
     W_anchor, A_anchor = 0.3 * rng.normal(size=(d, d)), 0.3 * rng.normal(size=(2 * d, d))
     args = (mom, W_anchor, A_anchor, mu, alpha, rho1, lam, lam, 2)
     iterations = []
-    minimize = objective.sopt.minimize
+    minimize = scipy.optimize.minimize
 
     def counted(*a, **kw):
         res = minimize(*a, **kw)
         iterations.append(res.nit)
         return res
 
-    monkeypatch.setattr(objective.sopt, "minimize", counted)
+    monkeypatch.setattr(scipy.optimize, "minimize", counted)
     W_full, _ = dbn.pfdbnl_local_step(*args)
     full = list(iterations)
     W_cap, _ = dbn.pfdbnl_local_step(*args, maxiter=3)
