@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from flwr.app import Context
 
-from fedcausal_flwr.constraint.data import ConstraintData, client_series, windows
+from fedcausal_flwr.constraint.data import ConstraintData, client_series
 from fedcausal_flwr.federation.client import client_class, section_context
 from fedcausal_flwr.settings import section_view
 
@@ -36,42 +36,20 @@ def _lags(rc: Mapping[str, Any]) -> int:
 
 def client(algorithm: str, context: Context):
     """This node's client on the run config's data set, or on its own CSV (node config
-    ``data-path``)."""
-    context = section_context(context, SECTION)
-    from fedcausal_flwr.data.csvdata import node_data_path
-    from fedcausal_flwr.data.nodefiles import allow_run_config_paths
+    ``data-path``: :func:`node_data`)."""
+    from fedcausal_flwr.data.series import window_arguments
 
-    pid = int(context.node_config.get("partition-id", 0))
-    k = int(context.node_config.get("num-partitions", 1))
-    path = node_data_path(context.node_config, f"client {pid}")
-    cls = client_class(algorithm)
-    if path is not None:
-        return cls.from_context(context, node_data(algorithm, context, path, f"client {pid}"))
-    rc, p = context.run_config, _lags(context.run_config)
-    if str(rc.get("data", "synthetic")) != "synthetic":
-        allow_run_config_paths(rc, context.node_config, {"data-path": f"{SECTION}.data-path"},
-                               f"client {pid}", pid)
-    try:
-        series, names, _ = client_series(rc, p, max(k, pid + 1))
-        Z = np.vstack(windows(series[pid], p))
-    except ValueError as e:
-        raise ValueError(f"client {pid}: {e}") from e
-    return cls.from_context(context, {"Z": Z, "d": len(names), "names": names})
+    context = section_context(context, SECTION)
+    args = window_arguments(context, SECTION, ConstraintData, _lags(context.run_config))
+    return client_class(algorithm).from_context(context, args)
 
 
 def node_data(algorithm: str, context: Context, path, who: str) -> dict[str, Any]:  # noqa: ARG001
-    """The client arguments of a node's own CSV: one column per variable (header names
-    them), rows in time order when ``constraint.lags`` >= 1 (split at the node config's
-    ``segment-column``); empty or NaN cells are missing values; columns are put in the
-    order of their names, so sites agree whatever their files' order."""
-    from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, read_csv, segments
+    """The client arguments of a node's own CSV (:func:`fedcausal_flwr.data.series.
+    node_window` at the run config's lags)."""
+    from fedcausal_flwr.data.series import node_window
 
-    p = _lags(context.run_config)
-    seg = str(context.node_config.get(SEGMENT_COLUMN, "") or "") or None
-    table = read_csv(path, who, min_rows=p + 2, segment_column=seg, allow_missing=True)
-    order = sorted(range(len(table.names)), key=lambda j: table.names[j])  # match by name
-    Z = np.vstack(windows([s[:, order] for s in segments(table, p + 2, who)], p))
-    return {"Z": Z, "d": len(order), "names": [table.names[j] for j in order]}
+    return node_window(context, path, who, _lags(context.run_config))
 
 
 def truth(algorithm: str, rc: Mapping[str, Any]) -> dict[str, np.ndarray]:  # noqa: ARG001

@@ -162,3 +162,42 @@ def evaluator(rc: Mapping[str, Any], p: int, keys: type[SeriesData]):
         return {} if T is None else summary_scores(est, T)
 
     return evaluate
+
+
+def node_window(context: Any, path: Any, who: str, p: int) -> dict[str, Any]:
+    """The client arguments ``{"Z", "d", "names"}`` of a node's own CSV: one column per
+    variable (header names them), rows in time order when ``p`` >= 1 (split at the node
+    config's ``segment-column``); empty or NaN cells are missing values; columns are put in
+    the order of their names, so sites agree whatever their files' order."""
+    from fedcausal_flwr.data.csvdata import SEGMENT_COLUMN, read_csv, segments
+
+    seg = str(context.node_config.get(SEGMENT_COLUMN, "") or "") or None
+    table = read_csv(path, who, min_rows=p + 2, segment_column=seg, allow_missing=True)
+    order = sorted(range(len(table.names)), key=lambda j: table.names[j])  # match by name
+    Z = np.vstack(windows([s[:, order] for s in segments(table, p + 2, who)], p))
+    return {"Z": Z, "d": len(order), "names": [table.names[j] for j in order]}
+
+
+def window_arguments(context: Any, section: str, keys: type[SeriesData], p: int
+                     ) -> dict[str, Any]:
+    """The client arguments of this node (``context`` already of the family's ``section``):
+    its own CSV (node config ``data-path``, :func:`node_window`) or its share of the run
+    config's built-in set."""
+    from fedcausal_flwr.data.csvdata import node_data_path
+    from fedcausal_flwr.data.nodefiles import allow_run_config_paths
+
+    pid = int(context.node_config.get("partition-id", 0))
+    k = int(context.node_config.get("num-partitions", 1))
+    path = node_data_path(context.node_config, f"client {pid}")
+    if path is not None:
+        return node_window(context, path, f"client {pid}", p)
+    rc = context.run_config
+    if str(rc.get("data", "synthetic")) != "synthetic":
+        allow_run_config_paths(rc, context.node_config, {"data-path": f"{section}.data-path"},
+                               f"client {pid}", pid)
+    try:
+        series, names, _ = client_series(rc, p, max(k, pid + 1), keys)
+        Z = np.vstack(windows(series[pid], p))
+    except ValueError as e:
+        raise ValueError(f"client {pid}: {e}") from e
+    return {"Z": Z, "d": len(names), "names": names}
