@@ -16,17 +16,11 @@ from fedcausal_flwr.settings import setting
 __all__ = ["ConstraintData", "SeriesData", "client_series", "experiments", "synthetic",
            "windows"]
 
-KINDS = ("synthetic", "netsim", "dream4", "sachs", "node")
-
-
 @dataclass(frozen=True)
 class ConstraintData(SeriesData):
     """The data keys of the ``constraint`` section."""
 
     section: ClassVar[str] = "constraint"
-
-    data: str = setting("synthetic", "data", choices=KINDS,
-                        doc="synthetic, netsim, dream4, sachs, or node (each node's own CSV)")
 
     sachs_rows: str = setting("observational", "sachs-rows",
                               choices=("observational", "interventional"),
