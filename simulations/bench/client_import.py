@@ -174,6 +174,9 @@ def client_processes(algorithm: str) -> tuple[str, list[str], list[list[str]]]:
             nodes[pid] = ChildNode()
         return nodes[pid](msg, context)
 
+    from fedcausal_flwr.appconfig import OUTPUTS_ROOT_ENV
+
+    os.environ.setdefault(OUTPUTS_ROOT_ENV, tempfile.gettempdir())  # the operator's root
     with tempfile.TemporaryDirectory() as tmp:
         rc = {**fingerprint.app_config(), **overrides, "outputs": tmp, "run-name": algorithm}
         server_app.run(InProcessGrid(client_app, k, rc), rc)
