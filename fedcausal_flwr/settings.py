@@ -407,6 +407,11 @@ class RunSettings(Settings):
                                         "client's place")
 
 
+#: The robust aggregation rules (``robust-rule``; ``federation.robust.robust_mean``): "mean"
+#: (none: the protocol's plain mean), "trimmed-mean", "median", "clipped-mean".
+ROBUST_RULES = ("mean", "trimmed-mean", "median", "clipped-mean")
+
+
 @dataclass(frozen=True)
 class ScreenedRunSettings(RunSettings):
     """A horizontal protocol's settings, with its Byzantine screen
@@ -426,11 +431,13 @@ class ScreenedRunSettings(RunSettings):
         doc="the typical distance is at least this times the median update's norm (honest "
             "clients that agree almost exactly are not flagged for rounding)")
     robust_rule: str = setting(
-        "mean", "robust-rule", choices=("mean", "trimmed-mean", "median"),
+        "mean", "robust-rule", choices=ROBUST_RULES,
         doc="how the server combines the clients' updates where the protocol supports it "
             "(federation.robust.robust_mean): mean (plain), trimmed-mean (coordinate-wise, "
             "robust-trim of the clients dropped from each side: bounded influence of up to "
-            "that many liars), median")
+            "that many liars), median, clipped-mean (centred clipping around the median: each "
+            "client moves the aggregate by at most half the median client's distance / K per "
+            "pass)")
     robust_trim: float = setting(
         0.2, "robust-trim", ge=0, lt=0.5,
         doc="share of the clients the trimmed mean drops from each side of each coordinate")

@@ -28,6 +28,11 @@ of the honest values of that coordinate, and the median's error is of order
 sigma (f/K + 1/sqrt(n)) for honest spread sigma. So a liar's influence on every coordinate is
 bounded by the honest clients' spread, whatever it sends; what it costs honest runs is the
 efficiency of trimming 2b of K values (measured in ``simulations/studies/byzantine.py``).
+Centred clipping ("clipped-mean", :func:`clipped_mean`; Karimireddy, He and Jaggi 2021,
+"Learning from history for Byzantine robust optimization", ICML) keeps every client's whole
+update but clips its offset from the coordinate-wise median to tau, half the median client's
+distance: f liars move the aggregate by at most f tau / K per pass, whatever they send, and
+an honest run loses only the tails of the honest offsets.
 """
 
 from __future__ import annotations
@@ -38,11 +43,19 @@ from typing import ClassVar
 
 import numpy as np
 
+from fedcausal_flwr.settings import ROBUST_RULES
+
 #: Fewest replies the screen compares: with two, neither can be told from the other.
 MIN_CLIENTS = 3
 #: The robust aggregation rules (``robust-rule``): "mean" (none: the protocol's plain mean),
-#: "trimmed-mean" (coordinate-wise, ``robust-trim`` of K from each side), "median".
-RULES = ("mean", "trimmed-mean", "median")
+#: "trimmed-mean" (coordinate-wise, ``robust-trim`` of K from each side), "median",
+#: "clipped-mean" (centred clipping).
+RULES = ROBUST_RULES
+#: Passes of the centred clipping ("clipped-mean"), each from the last one's centre, and its
+#: clip radius as a share of the median client's distance from the median (chosen on the
+#: adaptive liar's development seeds, ``simulations/studies/byzantine.py``).
+CLIP_PASSES = 3
+CLIP_RADIUS = 0.5
 
 
 def trim_count(k: int, trim: float) -> int:
@@ -63,6 +76,8 @@ def robust_mean(values: Sequence[np.ndarray], rule: str, trim: float = 0.2) -> n
         raise ValueError(f"robust rule must be one of {RULES}, got {rule!r}")
     V = np.stack([np.asarray(v, dtype=np.float64) for v in values])
     n = np.sum(~np.isnan(V), axis=0)
+    if rule == "clipped-mean":
+        return clipped_mean(V, n)
     if rule == "median":
         out = np.zeros(V.shape[1:])
         seen = n > 0
@@ -76,6 +91,30 @@ def robust_mean(values: Sequence[np.ndarray], rule: str, trim: float = 0.2) -> n
     keep = (idx >= b) & (idx < n - b)
     total = np.sum(np.where(keep, S, 0.0), axis=0)
     return total / np.maximum(np.sum(keep, axis=0), 1)
+
+
+def clipped_mean(V: np.ndarray, n: np.ndarray, passes: int = CLIP_PASSES,
+                 radius: float = CLIP_RADIUS) -> np.ndarray:
+    """Centred clipping of the K client arrays ``V`` (K x ...; NaN: not informed; ``n``: the
+    clients informing each coordinate): from c = the coordinate-wise median, ``passes`` times
+    c <- c + sum_k clip(v_k - c, tau) / n, clip(x, tau) = x min(1, tau / ||x||), tau =
+    ``radius`` times the median client's distance ||v_k - c|| from the first centre
+    (Karimireddy, He and Jaggi 2021, Eq. 2). Each client moves c by at most tau / n per pass,
+    and tau is set by an honest client under an honest majority."""
+    seen = n > 0
+    informed = ~np.isnan(V)
+    c = np.zeros(V.shape[1:])
+    c[seen] = np.nanmedian(V[:, seen], axis=0)
+    axes = tuple(range(1, V.ndim))
+    tau = None
+    for _ in range(passes):
+        D = np.where(informed, V - c, 0.0)
+        dist = np.sqrt(np.sum(D * D, axis=axes))
+        if tau is None:
+            tau = radius * float(np.median(dist))
+        scale = np.where(dist > tau, tau / np.maximum(dist, 1e-300), 1.0)
+        c = c + np.sum(scale.reshape((-1,) + (1,) * len(axes)) * D, axis=0) / np.maximum(n, 1)
+    return c
 
 
 def screen_ratios(views: Mapping[int, Sequence[np.ndarray]], floor: float) -> dict[int, float]:

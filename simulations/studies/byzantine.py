@@ -64,7 +64,7 @@ from harness import (
 
 from fedcausal_flwr.appconfig import glue, view
 from fedcausal_flwr.client_app import app as client_app
-from fedcausal_flwr.federation.robust import screen_ratios
+from fedcausal_flwr.federation.robust import CLIP_PASSES, CLIP_RADIUS, screen_ratios
 from fedcausal_flwr.testing import InProcessGrid
 from tests.helpers import faults as T
 
@@ -180,7 +180,9 @@ def run_adaptive(alg: str, k: int, seed: int, rule: str, screen: bool = True,
             "status": res.status, "rounds": len(res.history), "metric": metric,
             "value": res.metrics.get(metric), "robustness": res.metrics.get("robustness"),
             "wall_s": time.perf_counter() - t0,
-            "round_s": float(np.mean([h.get("seconds", 0.0) for h in res.history] or [0]))}
+            "round_s": float(np.mean([h.get("seconds", 0.0) for h in res.history] or [0])),
+            **({"clip_radius": CLIP_RADIUS, "clip_passes": CLIP_PASSES}
+               if rule == "clipped-mean" else {})}
 
 
 #: The robust-rule study's cases (issue 35): algorithm -> (extra run config, metric); FedGC at

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from fedcausal_flwr.federation.robust import (
+    CLIP_PASSES,
     byzantine_outliers,
     robust_mean,
     screen_ratios,
@@ -55,6 +56,29 @@ def test_adaptive_liar_is_unflagged_and_bounded_by_the_rule_not_by_the_mean(k, f
     assert np.any((mean < lo) | (mean > hi))  # the plain mean is moved outside: it can fail
 
 
+@pytest.mark.parametrize("k,f", [(5, 1), (10, 2)])
+def test_clipped_mean_moves_at_most_passes_tau_over_k_per_liar_whatever_it_sends(k, f):
+    """Centred clipping: a liar's pull saturates at the clip radius (the median client's
+    distance), so a lie 10^6 times farther moves the aggregate no more than one just over it."""
+    rng = np.random.default_rng(k)
+    honest = _honest(rng, k - f)
+    c = np.median(np.stack(honest + adaptive_liars(honest, f)), axis=0)
+    tau = np.median([np.linalg.norm(v - c) for v in honest + adaptive_liars(honest, f)])
+    clean = robust_mean(honest + [np.mean(honest, axis=0)] * f, "clipped-mean")
+    for scale in (1.0, 1e3, 1e6):
+        lies = [scale * v for v in adaptive_liars(honest, f)]
+        got = robust_mean(honest + lies, "clipped-mean")
+        assert np.linalg.norm(got - clean) <= 2 * CLIP_PASSES * f * tau / k + 1e-9, scale
+    assert np.linalg.norm(robust_mean(honest + lies, "mean") - clean) > 1e3 * tau
+
+
+def test_clipped_mean_equals_the_mean_of_agreeing_clients_and_skips_nan():
+    v = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(robust_mean([v, v, v], "clipped-mean"), v)
+    V = [np.array([1.0, np.nan]), np.array([1.0, 2.0]), np.array([1.0, 2.0])]
+    np.testing.assert_allclose(robust_mean(V, "clipped-mean"), [1.0, 2.0])
+
+
 def test_trimmed_mean_of_honest_updates_keeps_to_their_spread_and_skips_nan():
     V = [np.array([1.0, 2.0]), np.array([2.0, np.nan]), np.array([3.0, 4.0]),
          np.array([100.0, 5.0]), np.array([4.0, 6.0])]
@@ -81,7 +105,7 @@ def test_fdbnl_consensus_goes_through_the_rule():
     assert np.abs(consensus_targets(B, z, 1.0) - np.eye(3)).max() > 10
 
 
-@pytest.mark.parametrize("rule", ["mean", "trimmed-mean"])
+@pytest.mark.parametrize("rule", ["mean", "trimmed-mean", "clipped-mean"])
 def test_every_run_names_its_rule_what_it_flagged_and_what_is_unscreened(rule):
     from fedcausal_flwr.client_app import app as client_app
     from tests.helpers.faults import SMALL, run_app
