@@ -19,7 +19,7 @@ class Forest(Settings):
 
     section: ClassVar[str] = "trees"
 
-    lags: int = setting(1, "lags", ge=1, le=8, wire=True,
+    lags: int = setting(2, "lags", ge=1, le=8, wire=True,
                         doc="time lags of the inputs (x(t-1) ... x(t-p) predict x(t))")
     trees: int = setting(300, "trees", ge=1, le=MAX_TREES, wire=True,
                          doc="extra-trees per target and site (dynGENIE3: 300 ... 1000)")

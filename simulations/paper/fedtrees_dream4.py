@@ -1,5 +1,5 @@
 """FedTrees on DREAM4 size 100 (issue 34): K = 5 sites of two replicates each, the App's
-defaults (one lag, 300 trees, sqrt features), networks 1-2 for design and 3-5 for
+defaults (two lags, 300 trees, sqrt features), networks 1-2 for design and 3-5 for
 evaluation; each run is the reference loop, which equals the Flower run
 (``tests/trees/test_fedtrees.py``).
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import _sims  # noqa: F401 - simulations/ on sys.path
 import numpy as np
-from harness import log, parser, write_results
+from harness import bold, dot, log, markdown, parser, read_results, write_results
 
 from fedcausal_flwr.data.series import client_series, windows
 from fedcausal_flwr.metrics import score_auc
@@ -60,6 +60,30 @@ def main() -> None:
         v = [r[key] for r in rows]
         log(f"mean {key} {np.mean(v):.3f} +- {np.std(v, ddof=1) if len(v) > 1 else 0:.3f}")
     write_results(NAME, {"settings": s.asdict(), "networks": rows}, args.out)
+
+
+# ----------------------------------------------------------------------------- tables
+POOLED_TREES = {"auroc": 0.749, "aupr": 0.145}  # one pooled extra-trees lag-1 ranking on the
+# same rows (realdata_baselines.py, issue 34's measurement)
+CSID = {"auroc": 0.728, "aupr": 0.208}  # CSId (Penfold et al. 2011) on size 100, as published
+
+
+def table_fedtrees_dream4() -> str:
+    """Ranking AUROC / AUPR per network, mean +- sample sd, beside the pooled trees and CSId."""
+    r = read_results(NAME)
+    nets = [row["network"] for row in r["networks"]]
+    rows = []
+    for key in ("auroc", "aupr"):
+        v = [row[key] for row in r["networks"]]
+        sd = float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+        rows.append([f"FedTrees {key.upper()}", *(dot(x, 3) for x in v),
+                     bold(float(np.mean(v)), sd), f"{POOLED_TREES[key]:.3f}", f"{CSID[key]:.3f}"])
+    return markdown(["network", *map(str, nets), "mean", "pooled extra trees, same rows",
+                     "literature (CSId)"], rows)
+
+
+#: this script's tables in RESULTS.md and docs (``<!-- table:NAME -->``)
+TABLES = {NAME: table_fedtrees_dream4}
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ def test_client_sends_only_its_importances():
     X, _ = _nonlinear(3, n=60)
     Z = np.vstack(windows([X], 1))
     c = FedTreesClient(Z, d=4)
-    arrays, n, metrics = c.importance([], FedTreesSettings(trees=5).to_wire())
+    arrays, n, metrics = c.importance([], FedTreesSettings(trees=5, lags=1).to_wire())
     assert [a.shape for a in arrays] == [(4, 4)] and n == len(Z) and metrics == {}
     with pytest.raises(ValueError, match="at least 10"):
         FedTreesClient(Z[:5], d=4)
@@ -110,9 +110,9 @@ def test_federated_run_equals_the_reference_loop():
     assert result.status == "completed"
     assert [h["phase"] for h in result.history] == ["importance"]
     section = {key.split(".", 1)[1]: v for key, v in rc.items() if key.startswith("trees.")}
-    series, _, _ = client_series(section, 1, k, TreesData)
     s = FedTreesSettings.from_run_config(section)
-    ref = model.reference([np.vstack(windows(x, 1)) for x in series], section["d"], s.trees,
+    series, _, _ = client_series(section, s.lags, k, TreesData)
+    ref = model.reference([np.vstack(windows(x, s.lags)) for x in series], section["d"], s.trees,
                           s.max_features, s.forest_seed, s.min_leaf, s.edge_factor)
     for key, want in ref.items():
         assert np.array_equal(np.asarray(result.estimates[key]), want), key
