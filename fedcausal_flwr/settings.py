@@ -407,6 +407,27 @@ class RunSettings(Settings):
                                         "client's place")
 
 
+#: The federation's variables when sites hold different ones (``variables``;
+#: ``federation.sites``): their union, those every site shares, or the same at every site.
+VARIABLE_SETS = ("union", "shared", "same")
+
+
+def variables_setting() -> Any:
+    """The ``variables`` key (one default, one doc, for every family that takes it)."""
+    return setting("union", "variables", choices=VARIABLE_SETS,
+                   doc="graph over the union of the sites' variables, the shared ones, or "
+                       "the same ones at every site")
+
+
+@dataclass(frozen=True)
+class SiteSettings(Settings):
+    """``variables``: the federation's variables when sites hold different ones (``"union"``:
+    all, each entry learned from the sites that hold both its variables; ``"shared"``: those
+    every site has; ``"same"``: a site with other variables is dropped)."""
+
+    variables: str = variables_setting()
+
+
 #: The robust aggregation rules (``robust-rule``; ``federation.robust.robust_mean``): "mean"
 #: (none: the protocol's plain mean), "trimmed-mean", "median", "clipped-mean".
 ROBUST_RULES = ("mean", "trimmed-mean", "median", "clipped-mean")

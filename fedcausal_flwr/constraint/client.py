@@ -10,6 +10,7 @@ import numpy as np
 from fedcausal_flwr.constraint import model
 from fedcausal_flwr.constraint.settings import ClientInputs
 from fedcausal_flwr.federation.client import CausalClient, Fit
+from fedcausal_flwr.federation.sites import federation_window, sent_variables
 from fedcausal_flwr.names import default_names, joined
 
 #: Fewest rows a client answers with (its sums of fewer rows would say too much of them).
@@ -29,7 +30,10 @@ class FedPCClient(CausalClient):
     d : int, optional
         Variables per time slice (default: every column, p = 0).
     names : sequence of str, optional
-        The d variable names (the federation matches them; default ``x0, x1, ...``).
+        The d variable names (the federation matches them; default ``x0, x1, ...``). Sites
+        may hold different variables in any order: the server sends the federation's
+        ``variables`` to a site whose list differs, and the site answers over them, its
+        window placed in the federation's columns with no rows where it lacks a variable.
     """
 
     phases = {"moments": "moments", "ratio": "ratio"}
@@ -52,6 +56,19 @@ class FedPCClient(CausalClient):
         self.Z, self.partition_id, self.num_partitions = Z, partition_id, num_partitions
         self.p = Z.shape[1] // self.d - 1
         self.names = list(names) if names is not None else default_names(self.d)
+        self.placed: tuple[str, np.ndarray] | None = None
+
+    def window(self, config: dict[str, Any]) -> np.ndarray:
+        """The window rows over the federation's variables (config ``variables``; none: the
+        site's own, in its order)."""
+        who = f"client {self.partition_id}"
+        variables = sent_variables(config, self.names, who)
+        if variables is None:
+            return self.Z
+        if self.placed is None or self.placed[0] != config["variables"]:
+            self.placed = (config["variables"],
+                           federation_window(self.Z, self.names, variables, self.p))
+        return self.placed[1]
 
     def get_properties(self, config: dict[str, Any]) -> dict[str, Any]:
         """Who it is, the shape of its window and its variable names (no data)."""
@@ -64,25 +81,27 @@ class FedPCClient(CausalClient):
         from fedcausal_flwr.stability import complementary_halves
 
         msg = ClientInputs.from_wire(config)
-        out = model.moments(self.Z).arrays()
+        Z = self.window(config)
+        out = model.moments(Z).arrays()
         if msg.replicas:
-            halves = [model.moments(self.Z[complementary_halves(len(self.Z), r,
-                                                                 msg.replica_seed)]).arrays()
+            halves = [model.moments(Z[complementary_halves(len(Z), r,
+                                                            msg.replica_seed)]).arrays()
                       for r in range(1, msg.replicas + 1)]
             out += [np.stack([h[k] for h in halves]) for k in range(len(model.MOMENTS))]
         return out, len(self.Z), {}
 
     def ratio(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
-        """``[rows, sum e tanh(e)^T, sum e e^T]`` of its residuals given the server's
-        ``[B, intercept, sd]``."""
+        """``[pairwise rows, sum e tanh(e)^T, sum e e^T]`` of its residuals given the
+        server's ``[B, intercept, sd]``."""
         msg = ClientInputs.from_wire(config)
         if msg.lags != self.p:
             raise ValueError(f"client {self.partition_id}: the server asks for {msg.lags} lags, "
                              f"this client holds {self.p}")
         B, c, sd = (np.asarray(a, float) for a in parameters)
-        d = self.d
+        Z = self.window(config)
+        d = Z.shape[1] // (self.p + 1)
         if B.shape != (d * self.p, d) or c.shape != (d,) or sd.shape != (d,) or \
                 not (np.isfinite(B).all() and np.isfinite(c).all() and (sd > 0).all()):
             raise ValueError(f"client {self.partition_id}: malformed regression from the server")
-        E = model.residuals(self.Z, B, c, sd, np.arange(d), np.arange(d, self.Z.shape[1]))
+        E = model.residuals(Z, B, c, sd, np.arange(d), np.arange(d, Z.shape[1]))
         return list(model.tanh_moments(E)), len(E), {}

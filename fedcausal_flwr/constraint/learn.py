@@ -181,7 +181,7 @@ def reference(windows: list[np.ndarray], s: FedPCSettings, d: int,
         parts = [model.tanh_moments(model.residuals(Z, B, c, sd, np.arange(d),
                                                     np.arange(d, Z.shape[1])))
                  for Z in windows]
-        n = sum(float(q[0]) for q in parts)
+        n = sum(q[0] for q in parts)
         R = model.likelihood_ratio(n, sum(q[1] for q in parts), sum(q[2] for q in parts))
         G = oriented(st, R, None if masks is None else ~allowed(d, s.lags, masks))
     out = summary(st, G, s.reverse_weight, R)

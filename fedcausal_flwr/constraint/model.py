@@ -154,26 +154,36 @@ def regression(m: Moments, targets: np.ndarray, inputs: np.ndarray
 
 def residuals(Z: np.ndarray, B: np.ndarray, intercept: np.ndarray, sd: np.ndarray,
               targets: np.ndarray, inputs: np.ndarray) -> np.ndarray:
-    """Standardised residuals of the complete rows of ``Z`` (a row with a NaN is left out)."""
-    Z = np.asarray(Z, float)[:, np.r_[np.asarray(targets, int), np.asarray(inputs, int)]]
-    Z = Z[~np.isnan(Z).any(1)]
-    t = len(targets)
-    return (Z[:, :t] - intercept - Z[:, t:] @ B) / sd
+    """Standardised residuals of the rows of ``Z``, NaN where the target or an input its
+    regression uses is missing (a site without a variable informs no residual that needs it)."""
+    Z = np.asarray(Z, float)
+    T, X = Z[:, np.asarray(targets, int)], Z[:, np.asarray(inputs, int)]
+    lost = np.isnan(T) | ((np.isnan(X).astype(float) @ (B != 0).astype(float)) > 0)
+    E = (T - intercept - np.where(np.isnan(X), 0.0, X) @ B) / sd
+    E[lost] = np.nan
+    return E
 
 
 def tanh_moments(E: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A client's sums for the likelihood ratio: rows, ``sum e_i tanh(e_j)`` and
-    ``sum e_i e_j`` over its standardised residuals ``E``."""
+    """A client's sums for the likelihood ratio over its standardised residuals ``E`` (NaN:
+    missing): pairwise row counts, ``sum e_i tanh(e_j)`` and ``sum e_i e_j`` over the rows
+    where both are observed."""
     E = np.asarray(E, float)
-    return np.asarray(float(len(E))), E.T @ np.tanh(E), E.T @ E
+    obs = (~np.isnan(E)).astype(float)
+    E = np.where(obs > 0, E, 0.0)
+    return obs.T @ obs, E.T @ np.tanh(E), E.T @ E
 
 
-def likelihood_ratio(n: float, ET: np.ndarray, EE: np.ndarray) -> np.ndarray:
+def likelihood_ratio(n: np.ndarray | float, ET: np.ndarray, EE: np.ndarray) -> np.ndarray:
     """Hyvarinen & Smith's pairwise ratio ``R_ij = rho_ij E[e_i tanh(e_j) - tanh(e_i) e_j]``
-    from pooled sums (``R_ij > 0``: i -> j; antisymmetric)."""
-    if n < 2:
+    from pooled sums over ``n`` rows (per pair; ``R_ij > 0``: i -> j; antisymmetric; 0 for a
+    pair with fewer than 2 rows)."""
+    n = np.broadcast_to(np.asarray(n, float), np.shape(ET))
+    if (n < 2).all():
         return np.zeros_like(ET)
+    few = n < 2
+    n = np.where(few, 1.0, n)
     M = EE / n
     sd = np.sqrt(np.maximum(np.diag(M), 1e-300))
     rho = M / np.outer(sd, sd)
-    return rho * (ET - ET.T) / n
+    return np.where(few, 0.0, rho * (ET - ET.T) / n)

@@ -12,6 +12,7 @@ from fedcausal_flwr.settings import (
     ClientMessage,
     ScreenedRunSettings,
     Settings,
+    SiteSettings,
     setting,
 )
 
@@ -86,10 +87,12 @@ class ClientInputs(ClientMessage):
 
 
 @dataclass(frozen=True)
-class FedPCSettings(Search, Orientation, Confidence, ScreenedRunSettings, KnowledgeSettings):
+class FedPCSettings(Search, Orientation, Confidence, SiteSettings, ScreenedRunSettings,
+                    KnowledgeSettings):
     """Every setting of FedPC: the search (:class:`Search`), the orientation
-    (:class:`Orientation`), edge confidence (:class:`Confidence`), the run and screen pieces
-    and prior knowledge (forbidden and required edges, tiers, exogenous variables)."""
+    (:class:`Orientation`), edge confidence (:class:`Confidence`), the federation's
+    variables when sites hold different ones, the run and screen pieces and prior knowledge
+    (forbidden and required edges, tiers, exogenous variables)."""
 
     section: ClassVar[str] = "constraint"
     client_message: ClassVar[type[ClientMessage]] = ClientInputs

@@ -10,10 +10,11 @@ import numpy as np
 
 from fedcausal_flwr.constraint import learn, model
 from fedcausal_flwr.constraint.settings import FedPCSettings
+from fedcausal_flwr.federation.sites import SiteVariables
 from fedcausal_flwr.federation.strategy import CausalStrategy, NodeInfo, Shape
 
 
-class FedPC(CausalStrategy):
+class FedPC(SiteVariables, CausalStrategy):
     """The PC algorithm on the clients' pooled moments (Spirtes et al. 2000; stable skeleton
     of Colombo & Maathuis 2014), time tiers for a lagged window, contemporaneous edges
     oriented by Hyvarinen & Smith's (2013) pairwise likelihood ratio on pooled sums.
@@ -23,6 +24,11 @@ class FedPC(CausalStrategy):
     Round 2 (``train.ratio``, when an edge is left to orient): the server sends the
     regression of lag 0 on the lags; each client returns its row count and the sums
     ``sum e tanh(e)^T`` and ``sum e e^T`` of its standardised residuals.
+
+    Sites may hold different variables (``variables``, :mod:`~fedcausal_flwr.federation.
+    sites`): the moments are pairwise complete, so a pair's sums run over the sites that hold
+    both (a test's sample size is its fewest pair's); a site lacking a variable adds nothing
+    to a residual whose regression uses it.
     """
 
     algorithm = "fedpc"
@@ -30,13 +36,19 @@ class FedPC(CausalStrategy):
     settings: FedPCSettings
     progress_keys = ("phase", "n_clients", "tests", "edges", "seconds")
 
+    def expected_props(self, infos):
+        """The same lags everywhere; with named variables and ``variables`` "union" or
+        "shared", any variables (:func:`~fedcausal_flwr.federation.sites.site_props`)."""
+        return self.site_props(infos, self.settings.lags)
+
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
         info = next(iter(nodes.values())).props
-        self.d, self.p = int(info["d"]), int(info["p"])
+        self.p = int(info["p"])
         if self.p != self.settings.lags:
             raise ValueError(f"the clients hold windows of {self.p} lags; the run config's "
                              f"constraint.lags is {self.settings.lags}")
-        self.names = self.agreed_names(self.d)
+        self.names = self.site_variables(nodes, int(info["d"]))
+        self.d = len(self.names)
         k = self.settings.knowledge()
         self.masks = k.masks(self.names, self.p) if k else None
         self.stage, self.pooled, self.st, self.halves = "moments", None, None, []
@@ -55,10 +67,11 @@ class FedPC(CausalStrategy):
             rec.update(self.record(phase))
 
     def payload(self, cid: int) -> tuple[list[np.ndarray], dict[str, Any]]:
+        config = {**self.settings.to_wire(), **self.site_config(cid)}
         if self.stage == "moments":
-            return [], self.settings.to_wire()
+            return [], config
         B, c, sd = learn.ratio_inputs(self.pooled, self.d, self.p)
-        return [B, c, sd], self.settings.to_wire()
+        return [B, c, sd], config
 
     def reply_shapes(self) -> list[Shape]:
         m, d = self._m(), self.d
@@ -66,17 +79,18 @@ class FedPC(CausalStrategy):
             R = self.settings.replicas
             return [(m, m)] * len(model.MOMENTS) + ([(R, m, m)] * len(model.MOMENTS) if R
                                                      else [])
-        return [(), (d, d), (d, d)]
+        return [(d, d)] * 3
 
     def robust_view(self, phase: str, cid: int, arrays: list[np.ndarray]
                     ) -> list[np.ndarray] | None:
         """The Byzantine screen compares clients' correlation matrices (moments) or their
-        per-row ratio sums."""
+        per-row ratio sums, over the pairs each client holds."""
         if phase == "moments":
             m = model.Moments(*arrays[:len(model.MOMENTS)])
-            return [np.nan_to_num(model.correlation(m))]
-        n = max(float(arrays[0]), 1.0)
-        return [np.asarray(arrays[1]) / n]
+            R = model.correlation(m)
+            return [np.where(m.n > 0, np.nan_to_num(R), np.nan)]  # NaN: a pair it lacks
+        n = np.asarray(arrays[0], float)
+        return [np.where(n > 0, np.asarray(arrays[1]) / np.maximum(n, 1.0), np.nan)]
 
     def aggregate(self, replies: Mapping[int, list[np.ndarray]]) -> None:
         if self.stage == "moments":
@@ -89,7 +103,7 @@ class FedPC(CausalStrategy):
             self.G = self.st.graph
             self.stage = "ratio" if self.st.to_orient.any() else "done"
             return
-        n = sum(float(r[0]) for r in replies.values())
+        n = sum(np.asarray(r[0], float) for r in replies.values())
         self.R = model.likelihood_ratio(n, sum(r[1] for r in replies.values()),
                                         sum(r[2] for r in replies.values()))
         forbidden = None if self.masks is None else ~learn.allowed(self.d, self.p, self.masks)
@@ -117,7 +131,7 @@ class FedPC(CausalStrategy):
 
     def _finish(self, result, t0: float) -> None:
         super()._finish(result, t0)
-        if self.halves and self.st is not None:
+        if getattr(self, "halves", None) and self.st is not None:
             from fedcausal_flwr.stability import edge_stability
 
             sel = np.stack([learn.replica_selected(h, self.G, self.R) for h in self.halves])

@@ -5,8 +5,11 @@ columns of the window (pairwise counts, means, co-moments and sums of squares; n
 with R replicas the same four of each half sample of the client's rows, ``n_r`` ...
 ``square_r`` (R x m x m; absent when R = 0).
 ``ratio``: down the regression of lag 0 on the lags ``B`` (p d x d), ``intercept`` (d) and
-residual ``sd`` (d); up the row count ``rows`` (), ``e_tanh`` = sum e tanh(e)^T and ``e_e`` =
-sum e e^T (d x d). The settings travel as :meth:`~fedcausal_flwr.settings.Settings.to_wire`.
+residual ``sd`` (d); up the pairwise row counts ``rows``, ``e_tanh`` = sum e tanh(e)^T and
+``e_e`` = sum e e^T (d x d each, over the rows where both residuals are observed). The
+settings travel as :meth:`~fedcausal_flwr.settings.Settings.to_wire`; a site whose variables
+differ from the federation's also gets ``variables`` (``federation.sites``), and its arrays
+are over the federation's d variables, zero counts where it holds none.
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ from fedcausal_flwr.dbn.replicas import (
 from fedcausal_flwr.dbn.sites import SiteView, lag_index
 from fedcausal_flwr.dbn.wire import LIKE, PHASES
 from fedcausal_flwr.federation.client import CausalClient, Fit, check_shapes, checked_lagged
+from fedcausal_flwr.federation.sites import sent_variables
 from fedcausal_flwr.knowledge import Masks
-from fedcausal_flwr.names import checked_names, joined, split
+from fedcausal_flwr.names import checked_names, joined
 from fedcausal_flwr.settings import MAX_REPLICAS, numbers
 
 MIN_OBSERVED = 2
@@ -108,10 +109,7 @@ class FDBNLClient(CausalClient):
                                  "that does not observe all its columns")
             return None
         if text not in self.views:
-            variables = split(text)
-            if len(set(variables)) != len(variables) or not set(self.names) & set(variables):
-                raise ValueError(f"{self.who}: the server's 'variables' repeat a name or "
-                                 "share none with this site's")
+            variables = sent_variables(config, self.names, self.who)
             self.views = {text: SiteView(self.names, variables, self.p)}
         return self.views[text]
 

@@ -42,11 +42,11 @@ from fedcausal_flwr.dbn.objective import (  # noqa: F401 - re-exported: dbn.mode
 )
 from fedcausal_flwr.dbn.settings import (  # noqa: F401 - re-exported: dbn.model's names
     LOCAL_STARTS,
-    VARIABLE_SETS,
     FDBNLSettings,
     PFDBNLSettings,
 )
 from fedcausal_flwr.knowledge import Masks
+from fedcausal_flwr.settings import VARIABLE_SETS  # noqa: F401 - re-exported
 
 #: A robust centre of per-client arrays (NaN: not informed), in place of their mean.
 Combine = Callable[[list[np.ndarray]], np.ndarray]

@@ -30,9 +30,9 @@ from fedcausal_flwr.settings import (
     Settings,
     numbers,
     setting,
+    variables_setting,
 )
 
-VARIABLE_SETS = ("union", "shared", "same")
 #: where PFDBNL's local step (10) starts: the client's last W_k, A_k, its copies, 0
 LOCAL_STARTS = ("previous", "copies", "zero")
 
@@ -190,14 +190,10 @@ class ReplicaPlan(DBNPiece):
 
 @dataclass(frozen=True)
 class Sites(DBNPiece):
-    """``variables``: the federation's variables when sites hold different ones (``"union"``:
-    all, each entry learned from the sites that observe both its variables; ``"shared"``:
-    those every site has; ``"same"``: a site with other variables is dropped).
+    """The federation's ``variables`` (:class:`~fedcausal_flwr.settings.SiteSettings`) and
     ``max_missing``: a site with a larger share of missing cells is dropped."""
 
-    variables: str = setting("union", "variables", choices=VARIABLE_SETS,
-                             doc="graph over the union of the sites' variables, the shared "
-                                 "ones, or the same ones at every site")
+    variables: str = variables_setting()
     max_missing: float = setting(0.5, "max-missing", ge=0, le=1,
                                  doc="largest share of missing cells a site may have")
 

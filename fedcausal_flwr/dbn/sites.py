@@ -18,11 +18,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedcausal_flwr.dbn.objective import Moments
+from fedcausal_flwr.federation.sites import lag_index, shared, union
 
-
-def lag_index(idx: np.ndarray, d: int, p: int) -> np.ndarray:
-    """Rows of the lag matrix (p d x d) of the variables ``idx`` of ``d``, lag by lag."""
-    return np.concatenate([k * d + idx for k in range(p)])
+__all__ = ["SiteView", "lag_index", "shared", "union"]
 
 
 class SiteView:
@@ -75,18 +73,3 @@ class SiteView:
         seen = np.zeros(self.D, bool)
         seen[self.cols] = True
         return np.outer(seen, seen), np.outer(np.tile(seen, self.p), seen)
-
-
-def union(lists: Sequence[Sequence[str]]) -> list[str]:
-    """The variables of all lists, in order of first appearance."""
-    out: dict[str, None] = {}
-    for names in lists:
-        out.update(dict.fromkeys(names))
-    return list(out)
-
-
-def shared(lists: Sequence[Sequence[str]]) -> list[str]:
-    """The variables every list has, in the first list's order."""
-    common = set(lists[0]).intersection(*map(set, lists[1:])) if lists else set()
-    return [n for n in lists[0] if n in common] if lists else []
-

@@ -5,7 +5,6 @@ PFDBNL strategy: personalized DBNs by proximal ADMM; exact averaging on the serv
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from logging import INFO
 from typing import Any
@@ -17,16 +16,15 @@ from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn import replicas as rep
 from fedcausal_flwr.dbn import wire
 from fedcausal_flwr.dbn.model import FDBNLSettings, PFDBNLSettings
-from fedcausal_flwr.dbn.sites import SiteView, shared, union
-from fedcausal_flwr.federation.limits import over_cap
+from fedcausal_flwr.dbn.sites import SiteView
+from fedcausal_flwr.federation.sites import federation_variables, held, site_props
 from fedcausal_flwr.federation.strategy import (
     CausalStrategy,
     NodeInfo,
     Payload,
     Shape,
-    majority_props,
 )
-from fedcausal_flwr.names import default_names, joined, lagged_names, split
+from fedcausal_flwr.names import joined, lagged_names, split
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.settings import numbers
 from fedcausal_flwr.stability import (
@@ -36,13 +34,6 @@ from fedcausal_flwr.stability import (
     one_standard_error,
     selection_frequency,
 )
-
-
-def unnamed(info: NodeInfo) -> bool:
-    """Whether a node's variables carry only the default names ``x0, x1, ...``: unnamed
-    columns are matched by position, so such nodes must agree on d."""
-    d = int(info.props.get("d", 0))
-    return split(info.props.get("names")) in (None, default_names(d))
 
 
 class FDBNL(CausalStrategy):
@@ -110,11 +101,9 @@ class FDBNL(CausalStrategy):
         """Clients must agree on p (and, with ``variables="same"`` or when no node names its
         variables, on d and the names); the configured ones when given."""
         s = self.settings
-        if s.variables != "same" and not all(unnamed(i) for i in infos):
-            return {"p": s.p} if s.p else majority_props(infos, ("p",))
         want = super().expected_props(infos)
         want.update({k: v for k, v in (("d", s.d), ("p", s.p)) if v})
-        return want
+        return site_props(s.variables, infos, want, s.p)
 
     def refused(self, info: NodeInfo) -> str | None:
         """A site with more missing cells than ``max_missing`` allows."""
@@ -129,28 +118,21 @@ class FDBNL(CausalStrategy):
         inform and the masks of the prior knowledge (errors here stop the run before any
         round)."""
         s = self.settings
-        held = {c: split(i.props.get("names")) or default_names(int(i.props["d"]))
-                for c, i in sorted(nodes.items())}
+        held_by = held(nodes)
         dead = {c: split(i.props.get("unobserved")) or [] for c, i in nodes.items()}
         if s.variables == "same":
             self.variables = self.agreed_names(int(next(iter(nodes.values())).props["d"]))
         else:
-            self.variables = (union if s.variables == "union" else shared)(list(held.values()))
-        if s.variables == "union":  # each list is within the cap (parse_info); the union too
-            seen = Counter(n for names in held.values() for n in set(names))
-            own = {f"client {c} (node {nodes[c].node_id})": sum(seen[n] == 1 for n in names)
-                   for c, names in held.items()}
-            if why := over_cap(len(self.variables), "the union of the sites' variables", own,
-                               "names no other site holds"):
-                raise ValueError(f"run config {s.app_key('variables')!r} = 'union': {why}")
-        if len(self.variables) < 2:
+            self.variables = federation_variables(s.variables, held_by, nodes,
+                                                  s.app_key("variables"))
+        if len(self.variables) < 2:  # "same" (the others are checked above)
             raise ValueError(f"run config {s.app_key('variables')!r} = {s.variables!r}: "
                              f"{len(self.variables)} variable(s) in the federation; need 2")
         if s.d and s.d != len(self.variables):
             raise ValueError(f"run config {s.app_key('d')!r} = {s.d}: the sites' variables "
                              f"({s.variables}) are {len(self.variables)}")
-        self.views = {c: SiteView([n for n in held[c] if n not in dead[c]], self.variables,
-                                  self.p) for c in held}
+        self.views = {c: SiteView([n for n in held_by[c] if n not in dead[c]], self.variables,
+                                  self.p) for c in held_by}
         self.differs = {c for c, v in self.views.items() if not v.identity}
         self.informed = ({c: v.informed() for c, v in self.views.items()}
                          if self.differs else None)
@@ -159,8 +141,8 @@ class FDBNL(CausalStrategy):
             for k in (0, 1)]
         if self.sites is not None:
             np.fill_diagonal(self.sites[0], len(self.informed))
-        self.absent = {c: [n for n in self.variables if n not in held[c] or n in dead[c]]
-                       for c in held}
+        self.absent = {c: [n for n in self.variables if n not in held_by[c] or n in dead[c]]
+                       for c in held_by}
         self.missing = {c: float(i.props.get("missing", 0.0)) for c, i in nodes.items()}
         k = s.knowledge()
         self.masks = k.masks(self.variables, self.p) if k else None

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.federation.client import CausalClient, Fit
+from fedcausal_flwr.federation.sites import lag_index, sent_variables
 from fedcausal_flwr.names import default_names, joined
 from fedcausal_flwr.trees import model
 from fedcausal_flwr.trees.settings import ClientInputs
@@ -57,11 +58,22 @@ class FedTreesClient(CausalClient):
                 "n": len(self.X), "d": self.d, "p": self.p, "names": joined(self.names)}
 
     def importance(self, parameters: list[np.ndarray], config: dict[str, Any]) -> Fit:
-        """``[importance]`` (d p x d) of forests grown as the server's message says."""
+        """``[importance]`` (d p x d) of forests grown as the server's message says; for a
+        site whose variables differ from the federation's (config ``variables``), forests of
+        its variables in the federation on their lags, placed in the federation's (D p x D),
+        zero where it holds no variable."""
         msg = ClientInputs.from_wire(config)
         if msg.lags != self.p:
             raise ValueError(f"client {self.partition_id}: the server asks for {msg.lags} lags, "
                              f"this client holds {self.p}")
-        imp = model.forest_importance(self.X, self.Y, msg.trees, msg.max_features,
-                                    msg.forest_seed, msg.min_leaf)
-        return [imp], len(self.X), {}
+        variables = sent_variables(config, self.names, f"client {self.partition_id}")
+        if variables is None:
+            return [model.forest_importance(self.X, self.Y, msg.trees, msg.max_features,
+                                            msg.forest_seed, msg.min_leaf)], len(self.X), {}
+        at = {n: i for i, n in enumerate(variables)}
+        mine = [j for j, n in enumerate(self.names) if n in at]
+        ids = [at[self.names[j]] for j in mine]
+        imp = model.forest_importance(self.X[:, lag_index(mine, self.d, self.p)],
+                                      self.Y[:, mine], msg.trees, msg.max_features,
+                                      msg.forest_seed, msg.min_leaf, ids)
+        return [model.placed(imp, ids, len(variables))], len(self.X), {}

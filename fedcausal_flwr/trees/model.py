@@ -17,9 +17,11 @@ import numpy as np
 
 
 def forest_importance(X: np.ndarray, Y: np.ndarray, trees: int, max_features: str,
-                      seed: int, min_leaf: int = 1) -> np.ndarray:
+                      seed: int, min_leaf: int = 1,
+                      ids: Sequence[int] | None = None) -> np.ndarray:
     """(m x d): column j the normalised impurity importances of the m inputs ``X`` in an
-    extra-trees forest of ``Y[:, j]`` (a constant target: zeros)."""
+    extra-trees forest of ``Y[:, j]`` (a constant target: zeros), seeded ``seed + ids[j]``
+    (``ids``: the targets' places among the federation's variables; default ``j``)."""
     from sklearn.ensemble import ExtraTreesRegressor
 
     m, d = X.shape[1], Y.shape[1]
@@ -28,7 +30,8 @@ def forest_importance(X: np.ndarray, Y: np.ndarray, trees: int, max_features: st
         if np.ptp(Y[:, j]) == 0:
             continue
         forest = ExtraTreesRegressor(n_estimators=trees, max_features=_features(max_features),
-                                     min_samples_leaf=min_leaf, random_state=seed + j,
+                                     min_samples_leaf=min_leaf,
+                                     random_state=seed + (j if ids is None else int(ids[j])),
                                      n_jobs=1)
         out[:, j] = forest.fit(X, Y[:, j]).feature_importances_
     return out
@@ -51,14 +54,44 @@ def summary(importance: np.ndarray, d: int) -> np.ndarray:
     return sum(importance[k * d:(k + 1) * d] for k in range(p))
 
 
+def placed(importance: np.ndarray, at: Sequence[int], D: int) -> np.ndarray:
+    """A site's (d' p x d') importances over its variables at places ``at`` among the
+    federation's ``D``, as a (D p x D) array (zero where the site holds no variable), on the
+    federation's scale: times d' / D, so that an input of the uniform share 1 / (d' p) of
+    the site's inputs has the federation's uniform share 1 / (D p)."""
+    at = np.asarray(at, int)
+    p = importance.shape[0] // len(at)
+    rows = np.concatenate([k * D + at for k in range(p)])
+    out = np.zeros((D * p, D))
+    out[np.ix_(rows, at)] = importance * (len(at) / D)
+    return out
+
+
+def informed(holds: np.ndarray, p: int) -> np.ndarray:
+    """(D p x D) mask of the importances a site holding variables ``holds`` (boolean D)
+    informs: its inputs (every lag) into its targets."""
+    holds = np.asarray(holds, bool)
+    return np.outer(np.tile(holds, p), holds)
+
+
 def pooled(importances: Sequence[np.ndarray], rows: Sequence[float],
-           combine: Callable[[Sequence[np.ndarray]], np.ndarray] | None = None) -> np.ndarray:
+           combine: Callable[[Sequence[np.ndarray]], np.ndarray] | None = None,
+           masks: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """The sites' importances averaged with their row counts as weights, or by a robust
-    centre ``combine`` (unweighted, as robust rules are)."""
+    centre ``combine`` (unweighted, as robust rules are); each entry over the sites whose
+    ``masks`` say they inform it (default: all; an entry no site informs is 0)."""
     if combine is not None:
-        return combine(list(importances))
+        if masks is None:
+            return combine(list(importances))
+        return combine([np.where(m, i, np.nan) for i, m in zip(importances, masks,
+                                                               strict=True)])
     w = np.asarray(rows, float)
-    return np.tensordot(w / w.sum(), np.stack(importances), axes=1)
+    if masks is None:
+        return np.tensordot(w / w.sum(), np.stack(importances), axes=1)
+    M = np.stack(masks).astype(float) * w[:, None, None]
+    total = M.sum(axis=0)
+    return np.where(total > 0, (M * np.stack(importances)).sum(axis=0)
+                    / np.where(total > 0, total, 1.0), 0.0)
 
 
 def graph(score: np.ndarray, factor: float, inputs: int) -> np.ndarray:
@@ -71,16 +104,24 @@ def graph(score: np.ndarray, factor: float, inputs: int) -> np.ndarray:
 
 def estimates(importances: Sequence[np.ndarray], rows: Sequence[float], d: int,
               edge_factor: float,
-              combine: Callable[[Sequence[np.ndarray]], np.ndarray] | None = None
+              combine: Callable[[Sequence[np.ndarray]], np.ndarray] | None = None,
+              masks: Sequence[np.ndarray] | None = None
               ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """``({"score", "graph", "graph_frequency"}, sites)`` of the sites' importances: the
-    pooled ranking, its graph, and each edge's share of sites whose own importances keep it
-    (``sites``: K x d x d, site k's own graph)."""
+    pooled ranking, its graph, and each edge's share of the sites informing it whose own
+    importances keep it (``sites``: K x d x d, site k's own graph; ``masks``: what each
+    site informs, :func:`informed`)."""
     inputs = importances[0].shape[0]
-    score = summary(pooled(importances, rows, combine), d)
+    score = summary(pooled(importances, rows, combine, masks), d)
     sites = np.stack([graph(summary(i, d), edge_factor, inputs) for i in importances])
+    if masks is None:
+        freq = sites.mean(axis=0)
+    else:
+        seen = np.stack([summary(m.astype(float), d) > 0 for m in masks])
+        k = seen.sum(axis=0)
+        freq = np.where(k > 0, (sites * seen).sum(axis=0) / np.maximum(k, 1), 0.0)
     return {"score": score, "graph": graph(score, edge_factor, inputs),
-            "graph_frequency": sites.mean(axis=0)}, sites
+            "graph_frequency": freq}, sites
 
 
 def reference(windows: Sequence[np.ndarray], d: int, trees: int, max_features: str,

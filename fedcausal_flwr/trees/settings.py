@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass
 from typing import ClassVar
 
-from fedcausal_flwr.settings import ClientMessage, ScreenedRunSettings, Settings, setting
+from fedcausal_flwr.settings import (
+    ClientMessage,
+    ScreenedRunSettings,
+    Settings,
+    SiteSettings,
+    setting,
+)
 
 MAX_FEATURES = ("sqrt", "log2", "all")
 #: Most trees per target a client grows (its CPU, not the wire, is the cost).
@@ -59,9 +65,10 @@ class ClientInputs(ClientMessage):
     forest_seed: int = setting(MISSING, ge=0)
 
 @dataclass(frozen=True)
-class FedTreesSettings(Forest, Selection, ScreenedRunSettings):
+class FedTreesSettings(Forest, Selection, SiteSettings, ScreenedRunSettings):
     """Every setting of FedTrees: the forests (:class:`Forest`), the graph and its stability
-    (:class:`Selection`), the run and screen pieces (rounds is unused: one exchange)."""
+    (:class:`Selection`), the federation's variables when sites hold different ones, the run
+    and screen pieces (rounds is unused: one exchange)."""
 
     section: ClassVar[str] = "trees"
     client_message: ClassVar[type[ClientMessage]] = ClientInputs
