@@ -170,10 +170,20 @@ def table_reliability() -> str:
     faults = [f for f in r["faults"] if any((f, a) in cell for a in algos)]
     rows = [[f"`{f}`: {r['faults'][f]}"] + [cell.get((f, a), "-") for a in algos]
             for f in faults]
-    lines = [f"**{summ['handled']} of {summ['cases']} cases handled; "
-             f"{summ['silent_wrong']} silent wrong results"
-             + (f" ({', '.join(summ['silent_wrong_cases'])})" if summ["silent_wrong"] else "")
-             + f".** Made by `{r['meta']['script']}` on {r['meta']['finished']} "
+    outcomes = [c["outcome"] for c in r["cases"]]
+    dropped = sum(o.startswith("dropped") and "equal" in o for o in outcomes)
+    stopped = sum(o.startswith("stopped") for o in outcomes)
+    wrong = (f"{summ['silent_wrong']} completed with a wrong result "
+             f"({', '.join(summ['silent_wrong_cases'])})" if summ["silent_wrong"] else
+             "none completed with a result other than the run without the faulty node")
+    lines = [f"**Malformed, crashing and unresponsive nodes ({summ['cases']} cases): "
+             f"{dropped} detected and dropped, named, the result equal to the run without "
+             f"the node; {stopped} detected and stopped, naming the party; "
+             f"{summ['cases'] - summ['handled']} not handled; {wrong}.** Out of this "
+             "matrix's scope: well-formed lies inside the honest spread, which the screen "
+             "cannot see (bounded only by a robust rule, and only where one applies: the "
+             "adaptive-liar table below; FedGC/FedCF/VFedCD unscreened). "
+             f"Made by `{r['meta']['script']}` on {r['meta']['finished']} "
              f"({r['elapsed_s']:.0f} s).", ""]
     if r.get("honest"):
         lines += ["Honest runs of the same configs (no fault): largest max |x| of a reply's "
