@@ -14,6 +14,10 @@ replaces ``sum`` if its mean AUROC exceeds ``sum``'s by at least 0.005 and its m
 not lower by more than 0.005; the best such variant by AUROC wins. Networks 3-5 are run
 only with ``--networks 3,4,5`` after the choice, to report.
 
+Result (2026-12-04, networks 1-2, results/fedtrees_normalise.json): sum 0.741/0.179,
+offdiag 0.741/0.178, max 0.732/0.119 (mean AUROC/AUPR): no variant passes the rule, so the
+default stays and networks 3-5 were not run.
+
     python simulations/studies/fedtrees_normalise.py               # networks 1, 2
     python simulations/studies/fedtrees_normalise.py --networks 3,4,5
 """
