@@ -6,25 +6,29 @@ PFDBNL strategy: personalized DBNs by proximal ADMM; exact averaging on the serv
 from __future__ import annotations
 
 from collections.abc import Mapping
-from logging import INFO
 from typing import Any
 
 import numpy as np
-from flwr.common.logger import log
 
 from fedcausal_flwr.dbn import model as dbn
 from fedcausal_flwr.dbn import replicas as rep
 from fedcausal_flwr.dbn import wire
 from fedcausal_flwr.dbn.model import FDBNLSettings, PFDBNLSettings
 from fedcausal_flwr.dbn.sites import SiteView
-from fedcausal_flwr.federation.sites import federation_variables, held, site_props
+from fedcausal_flwr.federation.sites import (
+    SiteVariables,
+    federation_variables,
+    held,
+    log_sites,
+    site_props,
+)
 from fedcausal_flwr.federation.strategy import (
     CausalStrategy,
     NodeInfo,
     Payload,
     Shape,
 )
-from fedcausal_flwr.names import joined, lagged_names, split
+from fedcausal_flwr.names import lagged_names, split
 from fedcausal_flwr.results import RunResult
 from fedcausal_flwr.settings import numbers
 from fedcausal_flwr.stability import (
@@ -36,7 +40,7 @@ from fedcausal_flwr.stability import (
 )
 
 
-class FDBNL(CausalStrategy):
+class FDBNL(SiteVariables, CausalStrategy):
     """Federated DBN structure learning (Algorithm 1 of Chen, Ma, Yue 2025).
 
     Each round sends client k ``[W, A, beta_k, gamma_k]`` with ``rho2`` (its clients read no
@@ -118,7 +122,7 @@ class FDBNL(CausalStrategy):
         inform and the masks of the prior knowledge (errors here stop the run before any
         round)."""
         s = self.settings
-        held_by = held(nodes)
+        self.held = held_by = held(nodes)
         dead = {c: split(i.props.get("unobserved")) or [] for c, i in nodes.items()}
         if s.variables == "same":
             self.variables = self.agreed_names(int(next(iter(nodes.values())).props["d"]))
@@ -146,14 +150,7 @@ class FDBNL(CausalStrategy):
         self.missing = {c: float(i.props.get("missing", 0.0)) for c, i in nodes.items()}
         k = s.knowledge()
         self.masks = k.masks(self.variables, self.p) if k else None
-        for c in sorted(self.differs):
-            log(INFO, "client %d: holds %d of the %d variables%s", c, len(self.views[c].cols),
-                len(self.variables), f" (lacks {', '.join(self.absent[c])})"
-                if self.absent[c] else " in another column order")
-
-    def site_config(self, cid: int) -> dict[str, Any]:
-        """The federation's ``variables`` for a site whose list differs (else nothing)."""
-        return {"variables": joined(self.variables)} if cid in self.differs else {}
+        log_sites(self.variables, self.absent, self.differs)
 
     def setup(self, nodes: Mapping[int, NodeInfo]) -> None:
         """W = A = 0 for the agreed d, p (for every replica); a number of halves or a
@@ -474,9 +471,10 @@ class PFDBNL(FDBNL):
         return dbn.pfdbnl_client_payload(state, cid)
 
     def site_config(self, cid: int) -> dict[str, Any]:
-        """:meth:`FDBNL.site_config` and the prior knowledge's masks over the federation's
-        variables, which PFDBNL's clients enforce in their step (:meth:`Masks.to_config
-        <fedcausal_flwr.knowledge.Masks.to_config>`; nothing without knowledge)."""
+        """The federation's ``variables`` (``SiteVariables.site_config``) and the prior
+        knowledge's masks over the federation's variables, which PFDBNL's clients enforce
+        in their step (:meth:`Masks.to_config <fedcausal_flwr.knowledge.Masks.to_config>`;
+        nothing without knowledge)."""
         out = super().site_config(cid)
         if self.masks is not None:
             out.update(self.masks.to_config())

@@ -98,17 +98,36 @@ def sent_variables(config: Mapping[str, Any], names: Sequence[str], who: str
     return variables
 
 
+def places(names: Sequence[str], variables: Sequence[str]) -> tuple[list[int], list[int]]:
+    """``(mine, at)``: the indices of a site's ``names`` that the federation's ``variables``
+    hold, in the site's order, and their places among the federation's."""
+    pos = {n: i for i, n in enumerate(variables)}
+    mine = [j for j, n in enumerate(names) if n in pos]
+    return mine, [pos[names[j]] for j in mine]
+
+
 def window_columns(names: Sequence[str], variables: Sequence[str], p: int
                    ) -> tuple[np.ndarray, np.ndarray]:
     """``(own, at)``: a site's window columns ``[x_t, x_{t-1}, ..., x_{t-p}]`` over its
     ``names`` that the federation's ``variables`` hold, and where they sit in the
     federation's window (lag by lag)."""
-    pos = {n: i for i, n in enumerate(variables)}
-    mine = [j for j, n in enumerate(names) if n in pos]
-    d, D = len(names), len(variables)
-    own = lag_index(np.array(mine, int), d, p + 1)
-    at = lag_index(np.array([pos[names[j]] for j in mine], int), D, p + 1)
-    return own, at
+    mine, at = places(names, variables)
+    return (lag_index(np.array(mine, int), len(names), p + 1),
+            lag_index(np.array(at, int), len(variables), p + 1))
+
+
+def log_sites(variables: Sequence[str], absent: Mapping[int, Sequence[str]],
+              differs: set[int]) -> None:
+    """Log, for each site whose list differs, how many of the federation's variables it
+    holds and which it lacks (``absent``)."""
+    from logging import INFO
+
+    from flwr.common.logger import log
+
+    for c in sorted(differs):
+        log(INFO, "client %d: holds %d of the %d variables%s", c,
+            len(variables) - len(absent[c]), len(variables),
+            f" (lacks {', '.join(absent[c])})" if absent[c] else " in another column order")
 
 
 def federation_window(Z: np.ndarray, names: Sequence[str], variables: Sequence[str],
@@ -137,21 +156,14 @@ class SiteVariables:
     def site_variables(self, nodes: Mapping[int, NodeInfo], d: int) -> list[str]:
         """Set and return the federation's variables for the kept ``nodes``, the sites whose
         list differs, and log what each lacks."""
-        from logging import INFO
-
-        from flwr.common.logger import log
-
         s = self.settings
         self.held = held(nodes)
         self.variables = (self.agreed_names(d) if s.variables == "same" else
                           federation_variables(s.variables, self.held, nodes,
                                                s.app_key("variables")))
         self.differs = {c for c, v in self.held.items() if v != self.variables}
-        for c in sorted(self.differs):
-            lacks = [n for n in self.variables if n not in self.held[c]]
-            log(INFO, "client %d: holds %d of the %d variables%s", c,
-                len(set(self.held[c]) & set(self.variables)), len(self.variables),
-                f" (lacks {', '.join(lacks)})" if lacks else " in another column order")
+        log_sites(self.variables, {c: [n for n in self.variables if n not in self.held[c]]
+                                   for c in self.differs}, self.differs)
         return self.variables
 
     def informs(self, cid: int) -> np.ndarray:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from fedcausal_flwr.federation.client import CausalClient, Fit
-from fedcausal_flwr.federation.sites import lag_index, sent_variables
+from fedcausal_flwr.federation.sites import lag_index, places, sent_variables
 from fedcausal_flwr.names import default_names, joined
 from fedcausal_flwr.trees import model
 from fedcausal_flwr.trees.settings import ClientInputs
@@ -70,9 +70,7 @@ class FedTreesClient(CausalClient):
         if variables is None:
             return [model.forest_importance(self.X, self.Y, msg.trees, msg.max_features,
                                             msg.forest_seed, msg.min_leaf)], len(self.X), {}
-        at = {n: i for i, n in enumerate(variables)}
-        mine = [j for j, n in enumerate(self.names) if n in at]
-        ids = [at[self.names[j]] for j in mine]
+        mine, ids = places(self.names, variables)
         imp = model.forest_importance(self.X[:, lag_index(mine, self.d, self.p)],
                                       self.Y[:, mine], msg.trees, msg.max_features,
                                       msg.forest_seed, msg.min_leaf, ids)
