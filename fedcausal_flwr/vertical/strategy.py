@@ -311,14 +311,15 @@ class VFedCD(CausalStrategy):
         first = ask("vfedcd_psi_blind", {m: ([], {}) for m in range(K)},
                     {m: m for m in range(K)}, "psi_key", psi.POINT_BYTES)
         problems = parallel(lambda m: psi.points_problem(first[m][0]), range(K))
-        bad = [f"{who(m)} sent {problem}" for m, problem in enumerate(problems) if problem]
+        bad = [f"in the blinded set {who(m)} sent, {problem}"
+               for m, problem in enumerate(problems) if problem]
         bad += [f"{who(m)} sent an invalid key commitment" for m, (_, key) in
                 sorted(first.items()) if psi.points_problem(
                     np.frombuffer(key, dtype=np.uint8).reshape(1, -1))]
         if bad:
-            raise ProtocolStopped(f"private set intersection: {'; '.join(bad)} in its own "
-                                  "blinded set (a party's set must be distinct points of "
-                                  "the group); nothing was relayed")
+            raise ProtocolStopped(f"private set intersection: {'; '.join(bad)} (a party's "
+                                  "own set must be distinct points of the group); nothing "
+                                  "was relayed")
         committed = {m: key for m, (_, key) in first.items()}
         sets = {m: pts for m, (pts, _) in first.items()}
         for h in range(1, K):

@@ -1,11 +1,15 @@
-"""Issue 20's security rows ("Trust no one"): every probe of a hostile party, re-run.
+"""Issues 20 and 35's security rows ("Trust no one", and its hostile inputs found later):
+every probe of a hostile party, re-run.
 
 Issue 20 probed the App as a run submitter, a node operator and a client acting against the
-others would. Each probe here repeats one finding the way it was seen, in process (the App's
-ServerApp and ClientApp on :class:`fedcausal_flwr.testing.InProcessGrid`, or the public function
-the finding went through), and returns ``(outcome words, handled, detail)``. "before" is what
-the same probe gave on the code before the issue's fixes (be41777; checked once by hand, not
-rerun here). Who is trusted with what, and what is not defended: ``docs/threat-model.md``.
+others would; issue 35 found more hostile inputs (name lists from nodes, PSI parties that
+deviate, knowledge files, non-finite numbers, the outputs root). Each probe here repeats one
+finding the way it was seen, in process (the App's ServerApp and ClientApp on
+:class:`fedcausal_flwr.testing.InProcessGrid`, the launcher's ``--knowledge``, or the public
+function the finding went through), and returns ``(outcome words, handled, detail)``. "before"
+is what the same probe gave on the code before the issue's fixes (issue 20: be41777; issue 35:
+3c8cd83, its rows' "before" starting "issue 35:"; checked once by hand, not rerun here). Who
+is trusted with what, and what is not defended: ``docs/threat-model.md``.
 
 No probe puts a file's content or a cell's value in its words: a probe that finds one where it
 must not be says where, redacted. Writes ``results/security.json``, then regenerates the
@@ -25,8 +29,10 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 import os
 import resource
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -65,11 +71,11 @@ FAST = {"min-nodes": 2, "node-wait-s": 2.0, "round-timeout-s": 5.0}
 
 @dataclass(frozen=True)
 class Probe:
-    """One finding of issue 20 and the function that repeats it."""
+    """One finding of issue 20 or 35 and the function that repeats it."""
 
     name: str
     what: str  # the probe, as the table names it
-    before: str  # what the issue saw
+    before: str  # what the issue saw (issue 35's rows say so)
     fn: Callable[[Path], Outcome]
     cheap: bool = True  # a few seconds at most: the tests rerun it
 
@@ -163,10 +169,12 @@ class AppRun:
 
 
 def app_run(tmp: Path, rc: Mapping[str, Any], k: int,
-            node_configs: Mapping[int, Mapping[str, Any]] | None = None) -> AppRun:
-    """Run the App's ServerApp with ``rc`` on ``k`` in-process nodes; results under ``tmp``."""
+            node_configs: Mapping[int, Mapping[str, Any]] | None = None,
+            app: Callable = client_app) -> AppRun:
+    """Run the App's ServerApp with ``rc`` on ``k`` in-process nodes of ``app`` (default the
+    App's ClientApp); results under ``tmp``."""
     rc = {**rc, "outputs": str(tmp / "outputs"), "run-name": "probe"}
-    grid = InProcessGrid(client_app, k, rc, node_configs)
+    grid = InProcessGrid(app, k, rc, node_configs)
     raised = ""
     try:
         server_app.run(grid, rc)
@@ -515,11 +523,11 @@ class SlowStart(InProcessGrid):
 
 
 def fdbnl_run(grid_class: type[InProcessGrid], k: int, rc: Mapping[str, Any],
-              events: Mapping[int, Callable[[InProcessGrid], Any]] | None = None
-              ) -> tuple[RunResult, InProcessGrid, Any]:
-    """FDBNL (the App's glue and ClientApp) on ``k`` in-process nodes; ``events[r](grid)`` runs
-    after round ``r``. The result, the grid and the strategy."""
-    grid = grid_class(client_app, k, rc)
+              events: Mapping[int, Callable[[InProcessGrid], Any]] | None = None,
+              app: Callable = client_app) -> tuple[RunResult, InProcessGrid, Any]:
+    """FDBNL (the App's glue; ``app``, default its ClientApp) on ``k`` in-process nodes;
+    ``events[r](grid)`` runs after round ``r``. The result, the grid and the strategy."""
+    grid = grid_class(app, k, rc)
     strategy = glue("fdbnl").strategy("fdbnl", view("fdbnl", rc))
     events = events or {}
     strategy.checkpoint = lambda res: events.get(len(res.history), lambda g: None)(grid)
@@ -665,6 +673,481 @@ def impersonation(tmp: Path) -> Outcome:
     return words, ok, clip(named[0] if named else result.status)
 
 
+# ----------------------------------------------------------------------------- issue 35
+# Issue 35 ("hostile inputs, again") found more, at 3c8cd83; each row below repeats one of them.
+ISSUE_35 = "issue 35: "  # its rows' "before" says whose finding it was
+
+
+@contextmanager
+def env(name: str, value: str | None) -> Iterator[None]:
+    """This process's environment variable ``name`` set to ``value`` (None: unset), then
+    restored."""
+    old = os.environ.pop(name, None)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+        if old is not None:
+            os.environ[name] = old
+
+
+@contextmanager
+def patched(obj: Any, attr: str, value: Any) -> Iterator[None]:
+    """``obj.attr`` replaced by ``value``, then restored (a defence taken away on purpose)."""
+    old = getattr(obj, attr)
+    setattr(obj, attr, value)
+    try:
+        yield
+    finally:
+        setattr(obj, attr, old)
+
+
+def app_refusal(tmp: Path, rc: Mapping[str, Any]) -> tuple[str, str]:
+    """What the App's ServerApp raised for ``rc`` with no grid (a refusal needs no node), and
+    the status its result.json records."""
+    rc = {**rc, "outputs": str(tmp / "outputs"), "run-name": "probe"}
+    try:
+        server_app.run(None, rc)  # type: ignore[arg-type] - no node may be needed
+        said = "accepted"
+    except Exception as e:  # noqa: BLE001 - the refusal
+        said = f"{type(e).__name__}: {e}"
+    path = tmp / "outputs" / "probe" / "result.json"
+    return said, json.loads(path.read_text())["status"] if path.exists() else "no result.json"
+
+
+def lying_info(props: Mapping[str, Any], pid: int = 2) -> Callable:
+    """The App's ClientApp whose partition ``pid`` answers ``query.info`` with ``props``
+    changed (its data and every other reply stay honest)."""
+    from flwr.app import ConfigRecord, Message, RecordDict
+
+    def call(msg: Any, context: Any) -> Any:
+        reply = client_app(msg, context)
+        if msg.metadata.message_type == "query.info" and not reply.has_error() \
+                and int(context.node_config["partition-id"]) == pid:
+            changed = {**dict(reply.content["properties"]), **props}
+            reply = Message(RecordDict({"properties": ConfigRecord(changed)}), reply_to=msg)
+        return reply
+
+    return call
+
+
+def drop_of_partition(result: RunResult, grid: InProcessGrid, pid: int) -> str:
+    """The drop line naming partition ``pid``'s node and partition (empty if none)."""
+    who = f"node {grid.node_id(pid)} (partition-id {pid})"
+    return next((d for d in result.metrics.get("dropped", []) if who in d), "")
+
+
+@probe("node-names-count", "`dbn.variables=union`, a node listing 10**5 variable names (and "
+       "one listing 3,000); sites each within the 2,000-variable cap, their union above it",
+       ISSUE_35 + "the server attempted a 9.3 GiB allocation before any round (the 2,000-"
+       "variable cap was checked on the run config, not on the union of the names nodes "
+       "send); 3,000 names started a 3,003-variable run that died at 5.7 GB")
+def node_names_count(tmp: Path) -> Outcome:
+    """A node's name list is bounded at discovery; the union of the sites' names before any
+    array of the federation's size exists."""
+    from fedcausal_flwr.federation.nodes import NodeInfo
+    from fedcausal_flwr.settings import MAX_VARS
+
+    rc = {**SMALL["fdbnl"][0], "dbn.variables": "union", "dbn.num-rounds": 2}
+    rss = peak_rss_mb()
+    runs = {}
+    for count in (3000, 10**5):
+        names = ",".join(f"{SECRET}{i}" for i in range(count))
+        result, grid, _ = fdbnl_run(InProcessGrid, 4, rc, app=lying_info({"names": names}))
+        runs[count] = (result, drop_of_partition(result, grid, 2))
+    grown = peak_rss_mb() - rss
+    strategy = glue("fdbnl").strategy("fdbnl", view("fdbnl", rc))
+    strategy.p = 1  # as setup() sets it before federation()
+    lists = [[f"x{i}" for i in range(5)]] * 2 + [[f"{SECRET}{i}" for i in range(MAX_VARS - 1)]]
+    try:
+        strategy.federation({c: NodeInfo(100 + c, c, 3, {"d": len(x), "p": 1, "n": 40,
+                                                         "names": ",".join(x)})
+                             for c, x in enumerate(lists)})
+        union = "accepted"
+    except ValueError as e:
+        union = str(e)
+    drops = [d for _, d in runs.values()]
+    ok, failed = verdict({
+        "a node over the cap was not dropped naming its node, partition and the cap": all(
+            f"lists {n} names, above the variable cap of {MAX_VARS}" in d
+            for n, (_, d) in runs.items()),
+        "the run did not go on with the other 3 nodes' 5 variables": all(
+            r.status == "completed" and r.metrics.get("clients") == 3
+            and len(r.names.get("variables", [])) == 5 for r, _ in runs.values()),
+        "the union over the cap was not refused naming dbn.variables and each site":
+            "'dbn.variables' = 'union'" in union and "client 2 (node 102)" in union
+            and f"are {MAX_VARS + 4}, above the variable cap of {MAX_VARS}" in union,
+        "a node's names are echoed": not any(SECRET in t for t in [*drops, union]),
+        f"peak memory grew by {grown:.0f} MB": grown < 256})
+    words = ("dropped at discovery, naming the node, its partition and the 2,000-variable cap "
+             "(its names not echoed); the run goes on with the others; a union above the cap "
+             "is refused naming `dbn.variables` and each site's count, before any array"
+             if ok else f"NOT HANDLED: {failed}")
+    return words, ok, redact(f"{clip(drops[-1])}; union: {clip(union)}; peak memory "
+                             f"+{grown:.0f} MB", [SECRET])
+
+
+@probe("node-name-length", "a node's `query.info` names one variable with 100,000 characters "
+       "(the App's ServerApp, plots included)",
+       ISSUE_35 + "accepted; the plots stalled (> 150 s)")
+def node_name_length(tmp: Path) -> Outcome:
+    """A name longer than the limit is refused at discovery, quoted by a short prefix only."""
+    from fedcausal_flwr.federation.limits import MAX_NAME_CHARS, PREFIX_CHARS
+
+    t0 = time.perf_counter()
+    run = app_run(tmp, {**SMALL["fdbnl"][0], "dbn.num-rounds": 2}, 4,
+                  app=lying_info({"names": f"x0,x1,{'s' * 100_000},x3,x4"}))
+    took = time.perf_counter() - t0
+    drop = dropped_of(run, run.grid.node_id(2))
+    ok, failed = verdict({
+        "the node was not refused naming its partition and the limit":
+            "(partition-id 2)" in drop and f"100000 characters, above {MAX_NAME_CHARS}" in drop,
+        "more of the name than its prefix is quoted":
+            len(drop) < 1000 and "s" * (PREFIX_CHARS + 1) not in drop,
+        "the run did not complete without it": run.status == "completed",
+        f"the run took {took:.0f} s": took < 60})
+    words = (f"refused at discovery, naming the node and the {MAX_NAME_CHARS}-character limit, "
+             f"the name quoted by its first {PREFIX_CHARS} characters; the run and its plots "
+             "complete without it" if ok else f"NOT HANDLED: {failed}")
+    return words, ok, f"{clip(drop, 240)}; {took:.1f} s"
+
+
+# PSI: three parties' own CSVs, aligned by private set intersection (tests/vertical/test_psi.py's
+# smallest run); party 1 deviates
+PSI_BAD = 1
+
+
+def psi_run(tmp: Path, app: Callable = client_app,
+            node: Mapping[int, Mapping[str, Any]] | None = None,
+            rc: Mapping[str, Any] | None = None) -> tuple[str, InProcessGrid]:
+    """VFedCD on the PSI tests' three parties (30, 30 and 25 IDs; node configs plus ``node``);
+    its status and grid."""
+    from tests.vertical.test_psi import HELD, RC, own_csvs
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    cfgs = own_csvs(tmp, HELD)
+    for m, extra in (node or {}).items():
+        cfgs[m] = {**cfgs[m], **extra}
+    rc = {**RC, **(rc or {})}
+    with env("FEDCAUSAL_ID_KEY", None):  # PSI, not the keyed hash
+        grid = InProcessGrid(app, 3, rc, cfgs)
+        result = glue("vfedcd").strategy("vfedcd", rc).start(grid=grid)
+    return result.status, grid
+
+
+def psi_tampering(phase: str, fn: Callable[[np.ndarray], np.ndarray]) -> Callable:
+    """The App's ClientApp whose party :data:`PSI_BAD` replaces the points of its ``phase``
+    reply (its first array) by ``fn(points)``."""
+    from flwr.app import ArrayRecord
+
+    def call(msg: Any, context: Any) -> Any:
+        reply = client_app(msg, context)
+        if msg.metadata.message_type == f"train.vfedcd_{phase}" and not reply.has_error() \
+                and int(context.node_config["partition-id"]) == PSI_BAD:
+            arrays = reply.content["arrays"].to_numpy_ndarrays()
+            arrays[0] = np.ascontiguousarray(fn(arrays[0]), dtype=np.uint8)
+            reply.content["arrays"] = ArrayRecord(arrays)
+        return reply
+
+    return call
+
+
+def sent_types(grid: InProcessGrid) -> set[str]:
+    """The message types the server sent."""
+    return {m.metadata.message_type for m in grid.sent}
+
+
+def swap_two(a: np.ndarray) -> np.ndarray:
+    """``a`` with its first two rows swapped."""
+    out = a.copy()
+    out[[0, 1]] = out[[1, 0]]
+    return out
+
+
+@probe("psi-reorder", "a VFedCD party reorders the set it re-blinds at its PSI hop (two points "
+       "swapped; all reversed)",
+       ISSUE_35 + "the intersection size unchanged (257), the learned B moved by up to 0.31 "
+       "(largest honest entry 0.53), silently")
+def psi_reorder(tmp: Path) -> Outcome:
+    """A hop's output must come with a proof that it is its input times the committed key,
+    position by position: a reorder fails it, and the run stops naming the party."""
+    seen = []
+    for what, fn in (("swapped", swap_two), ("reversed", lambda a: a[::-1])):
+        st, grid = psi_run(tmp / what, psi_tampering("psi_hop", fn))
+        seen.append((st, grid.node_id(PSI_BAD), sent_types(grid)))
+    ok, failed = verdict({
+        "the run did not stop naming the party, its hop and whose set": all(
+            st.startswith("stopped") and f"party {PSI_BAD} (node {node}) at hop 1, on party "
+            "0's set" in st for st, node, _ in seen),
+        "another party or the ID column is blamed": not any(
+            "ID column" in st or "party 2 (node" in st for st, _, _ in seen),
+        "keys or training went on": not any(
+            {"train.vfedcd_keys", "train.vfedcd_plain_setup"} & sent for _, _, sent in seen)})
+    words = ("stopped at the hop, naming the party, the hop and whose set (its proof fails); "
+             "nothing relayed, no training" if ok else f"NOT HANDLED: {failed}")
+    return words, ok, clip(seen[0][0], 240)
+
+
+@probe("psi-points", "a VFedCD party sends repeated points (and random bytes) as its own "
+       "blinded PSI set",
+       ISSUE_35 + "the run stopped, but the message blamed the ID column, not the party")
+def psi_points(tmp: Path) -> Outcome:
+    """A party's own first set is checked for the group and for repeats before it is relayed,
+    and the party named."""
+    seen = []
+    for what, fn, says in (
+            ("repeated", lambda a: a[np.arange(len(a)) // 2], "repeated"),
+            ("random", lambda a: np.random.default_rng(3).integers(0, 256, a.shape,
+                                                                   dtype=np.uint8),
+             "not a valid point of the prime-order group")):
+        st, grid = psi_run(tmp / what, psi_tampering("psi_blind", fn))
+        seen.append((st, f"party {PSI_BAD} (node {grid.node_id(PSI_BAD)}) sent" in st
+                     and says in st, sent_types(grid)))
+    ok, failed = verdict({
+        "the run did not stop naming the party and what is wrong with its points": all(
+            st.startswith("stopped") and named for st, named, _ in seen),
+        "another party or the ID column is blamed": not any(
+            "ID column" in st or "party 2" in st for st, _, _ in seen),
+        "its set was relayed": not any("train.vfedcd_psi_hop" in sent for _, _, sent in seen)})
+    words = ("stopped before its set is relayed, naming the party and what is wrong (repeated "
+             "points; not a valid point of the group)" if ok else f"NOT HANDLED: {failed}")
+    return words, ok, clip(seen[0][0], 240)
+
+
+@probe("psi-set-size", "a VFedCD party's set above another party's node config `max-psi-set` "
+       "(30 IDs, limit 26; the run config asks 10**6), and with the server's check taken away",
+       ISSUE_35 + "a party with 10**7 IDs: no bound, ~4,600 s per hop for every other party")
+def psi_set_size(tmp: Path) -> Outcome:
+    """The server stops at discovery naming both parties and the key; the run config cannot
+    raise the limit; a party refuses an oversize set itself, before any work per point."""
+    from fedcausal_flwr.vertical.strategy import VFedCD
+
+    st, grid = psi_run(tmp / "server", node={0: {"max-psi-set": 26}},
+                       rc={"max-psi-set": 10**6, "vertical.max-psi-set": 10**6})
+    with patched(VFedCD, "_check_psi_limits", lambda *a: None):
+        own, _ = psi_run(tmp / "party", node={2: {"max-psi-set": 29}})
+    ok, failed = verdict({
+        "the run did not stop at discovery naming both parties and max-psi-set":
+            st.startswith("stopped") and "party 1 holds 30 IDs, above party 0's limit of 26"
+            in st and "'max-psi-set'" in st,
+        "something was blinded": sent_types(grid) == {"query.info"},
+        "a party did not refuse the oversize set itself": own.startswith("stopped")
+            and "party 2: hop 1: party 1's set of 30 points" in own and "'max-psi-set'" in own})
+    words = ("stopped at discovery, nothing blinded, naming both parties and the node-config "
+             "key `max-psi-set` (default 1,000,000; the run config cannot raise it); each party "
+             "also refuses such a set before any work per point" if ok
+             else f"NOT HANDLED: {failed}")
+    return words, ok, f"{clip(st)} | party's own: {clip(own)}"
+
+
+def stack_depth() -> int:
+    """How many frames the stack holds here."""
+    frame, n = sys._getframe(), 0
+    while frame is not None:
+        frame, n = frame.f_back, n + 1
+    return n
+
+
+@probe("knowledge-chain", "knowledge `require` a chain of 1,000 edges (v0->v1, ..., "
+       "v999->v1000), and the same chain closed into a cycle",
+       ISSUE_35 + "RecursionError, no key named")
+def knowledge_chain(tmp: Path) -> Outcome:
+    """The cycle check walks the required edges without recursion: run here with only 200
+    frames above this one allowed, which a recursive walk of the chain would exceed."""
+    from fedcausal_flwr.knowledge import Knowledge
+
+    names = [f"v{i}" for i in range(1001)]
+    chain = ", ".join(f"{a}->{b}" for a, b in zip(names, names[1:], strict=False))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(stack_depth() + 200)
+    said = []
+    try:
+        for text in (chain, chain + ", v1000->v0"):
+            try:
+                said.append(int(Knowledge.parse(require=text).masks(names).require_W.sum()))
+            except (ValueError, RecursionError) as e:
+                said.append(f"{type(e).__name__}: {e}")
+    finally:
+        sys.setrecursionlimit(limit)
+    ok, failed = verdict({
+        "the chain's 1,000 required edges were not set": said[0] == 1000,
+        "the cycle was not refused naming require":
+            str(said[1]).startswith("ValueError: knowledge 'require'") and "cycle" in str(said[1])})
+    words = ("walked without recursion: the 1,000 required edges set; the chain closed into a "
+             "cycle is refused naming `require` and the cycle" if ok
+             else f"NOT HANDLED: {failed}")
+    return words, ok, f"chain: {clip(said[0], 80)}; cycle: {clip(said[1], 120)}"
+
+
+REPO = Path(__file__).resolve().parents[2]  # the source checkout: the App's directory
+
+
+def launch_knowledge(path: Path | str) -> str:
+    """What the launcher's ``--knowledge path`` gives (the run config it would send, or its
+    error), read on this machine (the submitting one)."""
+    from fedcausal_flwr.cli import launch
+
+    args = launch.parser().parse_args(["simulate", "--knowledge", str(path)])
+    try:
+        return repr(launch.run_config(args, REPO))
+    except (OSError, ValueError) as e:
+        return f"{type(e).__name__}: {e}"
+
+
+@probe("knowledge-tiers", "`--knowledge` file with a tier level `nan`; one with a name at two "
+       "tier levels",
+       ISSUE_35 + "tier level nan: tiers misordered silently; a name at two levels: the last "
+       "row won silently")
+def knowledge_tiers(tmp: Path) -> Outcome:
+    """A tier level is a finite integer and a name has one level: otherwise the file is
+    refused naming the row (both rows for a name at two levels)."""
+    f = tmp / "k.csv"
+    f.write_text("tier,a,0\ntier,b,nan\n")
+    level = launch_knowledge(f)
+    f.write_text("tier,a,0\ntier,b,1\ntier,a,2\n")
+    twice = launch_knowledge(f)
+    ok, failed = verdict({
+        "a nan level was not refused naming its row":
+            "--knowledge:" in level and "row 2: tier level must be a finite integer" in level,
+        "a name at two levels was not refused naming both rows":
+            "row 3: 'a' is already at tier level 0 (row 1)" in twice})
+    words = ("refused by the launcher naming the row: a tier level must be a finite integer; a "
+             "name at two levels names both rows" if ok else f"NOT HANDLED: {failed}")
+    return words, ok, f"{clip(level)} | {clip(twice)}"
+
+
+@probe("number-lists", "`dbn.lambda-path=\"0.2,nan\"` (holdout), `dbn.tau-path=\"0.1,nan\"`, "
+       "a `dbn.tau-path` of 10**5 values (fdbnl)",
+       ISSUE_35 + "nan: passed validation; every client failed without the key named; 10**5 "
+       "values: accepted (run 10x slower)")
+def number_lists(tmp: Path) -> Outcome:
+    """Every list of numbers is finite and at most ``settings.MAX_LIST`` long, refused by the
+    App's ServerApp before any node, naming the key (a long value not echoed whole)."""
+    from fedcausal_flwr.settings import MAX_LIST
+
+    cases = [({"dbn.lambda-path": "0.2,nan", "dbn.lambda-select": "holdout"},
+              "'dbn.lambda-path' = '0.2,nan': NaN and inf are not values"),
+             ({"dbn.tau-path": "0.1,nan"}, "'dbn.tau-path' = '0.1,nan': NaN and inf are not "
+              "values"),
+             ({"dbn.tau-path": ",".join(["0.1"] * 10**5)},
+              f"100000 values, at most {MAX_LIST}")]
+    seen = [(says, *app_refusal(tmp / str(i), {"algorithm": "fdbnl", **rc}))
+            for i, (rc, says) in enumerate(cases)]
+    ok, failed = verdict({
+        "a list was not refused naming its key and why": all(
+            says in said and "run config 'dbn." in said for says, said, _ in seen),
+        "result.json's status does not name it": all(says in st for says, _, st in seen),
+        "the long value is echoed whole": len(seen[2][1]) < 600})
+    words = (f"refused before any node, naming the key: NaN and inf are not values; at most "
+             f"{MAX_LIST} values" if ok else f"NOT HANDLED: {failed}")
+    return words, ok, " | ".join(clip(said, 120) for _, said, _ in seen)
+
+
+@probe("knowledge-file", "`--knowledge /dev/zero`; a 200 MB knowledge file (limit 4 MB)",
+       ISSUE_35 + "read without a limit on the submitting machine")
+def knowledge_file(tmp: Path) -> Outcome:
+    """A knowledge file must be a regular file within the size limit, checked before it is
+    read."""
+    from fedcausal_flwr.knowledge import MAX_FILE
+
+    big = tmp / "big.csv"
+    big.write_text("forbid,a,b\n")
+    os.truncate(big, 200 * 2**20)  # sparse: nothing written
+    rss = peak_rss_mb()
+    zero, large = launch_knowledge("/dev/zero"), launch_knowledge(big)
+    grown = peak_rss_mb() - rss
+    ok, failed = verdict({
+        "/dev/zero was not refused as not a regular file": "/dev/zero: not a regular file" in zero,
+        "the large file was not refused by its size":
+            f"{200 * 2**20} bytes, more than the limit {MAX_FILE}" in large,
+        f"peak memory grew by {grown:.0f} MB": grown < 64})
+    words = ("refused by the launcher before reading: not a regular file; over the 4 MB limit "
+             "(its size named); no memory growth" if ok else f"NOT HANDLED: {failed}")
+    return words, ok, f"{clip(zero)} | {clip(large)}; peak memory +{grown:.0f} MB"
+
+
+@probe("outputs-elsewhere", "the run config's `outputs` an absolute folder elsewhere (and "
+       "`..`) on the ServerApp host",
+       ISSUE_35 + "results written to any absolute folder on the ServerApp host")
+def outputs_elsewhere(tmp: Path) -> Outcome:
+    """The outputs root is the operator's (``FEDCAUSAL_OUTPUTS_ROOT``); the run config's
+    ``outputs`` only names a folder beneath it."""
+    roots = [(tmp / f"root{i}").resolve() for i in range(2)]  # one per case: a record each
+    said, records = [], []
+    for root, bad in zip(roots, (str(tmp / "elsewhere"), ".."), strict=True):
+        rc = {"algorithm": "fdbnl", "outputs": bad, "run-name": "probe"}
+        with env(OUTPUTS_ROOT_ENV, str(root)):
+            try:
+                server_app.run(None, rc)  # type: ignore[arg-type] - refused before any node
+                said.append((bad, "accepted"))
+            except Exception as e:  # noqa: BLE001 - the refusal
+                said.append((bad, f"{type(e).__name__}: {e}"))
+        records.append([json.loads(p.read_text())["status"] for p in root.rglob("result.json")])
+    outside = [p for p in tmp.rglob("*") if p.is_file()
+               and not any(p.is_relative_to(root) for root in roots)]
+    ok, failed = verdict({
+        "outputs was not refused naming the key and the root": all(
+            f"ValueError: run config 'outputs' = '{bad}': must be a folder under the outputs "
+            f"root" in s and OUTPUTS_ROOT_ENV in s for bad, s in said),
+        f"{len(outside)} files outside the root": not outside,
+        "the failure is not recorded under the root": all(
+            len(r) == 1 and r[0].startswith("failed: ValueError: run config 'outputs'")
+            for r in records)})
+    words = ("refused before any node, naming `outputs` and the operator's root "
+             f"(`{OUTPUTS_ROOT_ENV}`); the failure recorded under the root, nothing written "
+             "where it points" if ok else f"NOT HANDLED: {failed}")
+    return words, ok, clip(said[0][1], 240)
+
+
+@probe("outputs-unwritable", "an outputs root that cannot be written (a folder under a file)",
+       ISSUE_35 + "uncaught FileNotFoundError, no result.json")
+def outputs_unwritable(tmp: Path) -> Outcome:
+    """An unwritable root fails clearly, before any node, its status recorded under the
+    temporary folder."""
+    blocker = tmp / "a-file"
+    blocker.write_text("not a folder")
+    root, fallback = (blocker / "outputs").resolve(), tmp / "fallback"
+    with env(OUTPUTS_ROOT_ENV, str(root)), patched(tempfile, "tempdir", str(fallback)):
+        try:
+            server_app.run(None, {"algorithm": "fdbnl",  # type: ignore[arg-type] - no node
+                                  "run-name": "probe"})
+            said = "accepted"
+        except Exception as e:  # noqa: BLE001 - the failure
+            said = f"{type(e).__name__}: {e}"
+    record = fallback / server_app.UNWRITABLE_RECORDS / "probe" / "result.json"
+    status = json.loads(record.read_text())["status"] if record.is_file() else "no record"
+    ok, failed = verdict({
+        "it did not fail with OutputsUnwritable naming the root and who sets it":
+            said.startswith(f"OutputsUnwritable: the outputs root {root} cannot be written")
+            and OUTPUTS_ROOT_ENV in said,
+        "its status was not recorded": status.startswith("failed: OutputsUnwritable")})
+    words = ("fails before any node with `OutputsUnwritable`, naming the root and "
+             f"`{OUTPUTS_ROOT_ENV}`; the status recorded under the temporary folder" if ok
+             else f"NOT HANDLED: {failed}")
+    return words, ok, clip(said, 240)
+
+
+@probe("inf-keys", "`round-timeout-s`, `node-wait-s`, `node-grace-s` and `dbn.lambda-w` = inf "
+       "(fdbnl)",
+       ISSUE_35 + "accepted")
+def inf_keys(tmp: Path) -> Outcome:
+    """Every float key refuses inf (and NaN), timeouts included, before any node."""
+    keys = ("round-timeout-s", "node-wait-s", "node-grace-s", "dbn.lambda-w")
+    seen = [(key, *app_refusal(tmp / key, {"algorithm": "fdbnl", key: math.inf}))
+            for key in keys]
+    ok, failed = verdict({
+        "a key was not refused by name": all(
+            f"ValueError: run config '{key}' = inf: inf is not a value" in said
+            for key, said, _ in seen),
+        "result.json's status does not name it": all(f"'{key}' = inf" in st
+                                                     for key, _, st in seen)})
+    words = ("refused before any node, naming the key: inf is not a value" if ok
+             else f"NOT HANDLED: {failed}")
+    return words, ok, " | ".join(clip(said, 90) for _, said, _ in seen)
+
+
 # ----------------------------------------------------------------------------- running
 def run_probe(p: Probe) -> dict[str, Any]:
     """Run one probe in a fresh temporary folder; its row (an exception is not handled)."""
@@ -717,8 +1200,8 @@ def main() -> None:
 
 # ----------------------------------------------------------------------------- tables
 def table_security() -> str:
-    """Issue 20's probes (security.json): how many are handled, and each probe's before and
-    now."""
+    """Issues 20 and 35's probes (security.json): how many are handled, and each probe's
+    before and now."""
     r = read_results(SCRIPT)
     summ = r["summary"]
     lines = [f"**{summ['handled']} of {summ['probes']} probes handled.** Made by "
@@ -733,7 +1216,8 @@ def table_security() -> str:
     rows = [[cell(x["probe"]), cell(x["before"]), cell(x["now"]),
              "yes" if x["handled"] else "**no**"] for x in r["rows"]]
     return "\n".join(lines) + "\n" + markdown(
-        ["probe", "what was seen before (issue 20, at be41777)", "now", "handled"], rows)
+        ["probe", "what was seen before (issue 20, at be41777; issue 35, at 3c8cd83)",
+         "now", "handled"], rows)
 
 
 #: this script's tables in results/*.md (``<!-- table:NAME -->``), which

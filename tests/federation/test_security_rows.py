@@ -1,10 +1,11 @@
-"""Issue 20's security rows stay true (``simulations/results/reliability.md``, table
+"""Issues 20 and 35's security rows stay true (``simulations/results/reliability.md``, table
 ``security``, made by ``simulations/bench/security.py``).
 
-The script's probes cover every row of the issue; the committed ``security.json`` holds one
-row per probe and the table shows it; a fresh run of each cheap probe says what the committed
-row says (rerun the script when a defence changes); every probe is handled except the known
-gaps named here; and a probe does see a defence taken away, without repeating what leaked.
+The script's probes cover every row of both issues (issue 20's, then issue 35's, whose
+"before" says so); the committed ``security.json`` holds one row per probe and the table shows
+it; a fresh run of each cheap probe says what the committed row says (rerun the script when a
+defence changes); every probe is handled except the known gaps named here; and a probe does
+see a defence taken away, without repeating what leaked.
 """
 
 from __future__ import annotations
@@ -36,6 +37,20 @@ ISSUE_ROWS = {
     "the result.json checkpoint cost": ["checkpoint-cost"],
     "impersonation of a bound partition": ["impersonation"],
 }
+#: issue 35's rows (found at 3c8cd83) -> the probes that repeat them, after issue 20's
+ISSUE_35_ROWS = {
+    "dbn.variables=union, a node listing 10**5 variable names": ["node-names-count"],
+    "names of 100k characters": ["node-name-length"],
+    "a PSI party reordering at its hop; random or repeated points; 10**7 IDs": [
+        "psi-reorder", "psi-points", "psi-set-size"],
+    "a require chain of ~1,000 edges": ["knowledge-chain"],
+    "a knowledge file with tier level nan; one name at two levels": ["knowledge-tiers"],
+    "nan in dbn.lambda-path/dbn.tau-path; a 10**5-value tau-path": ["number-lists"],
+    "--knowledge /dev/zero or a 200 MB file": ["knowledge-file"],
+    "outputs naming an absolute folder elsewhere; an unwritable outputs": [
+        "outputs-elsewhere", "outputs-unwritable"],
+    "inf timeouts and dbn.lambda-w=inf": ["inf-keys"],
+}
 #: probes that report "not handled" today, and why (the table says so too); none now
 KNOWN_GAPS: set[str] = set()
 CHEAP = [name for name, p in security.PROBES.items() if p.cheap]
@@ -52,8 +67,12 @@ def secrets() -> list[str]:
     return [security.SECRET, *security.file_lines(security.PASSWD)]
 
 
-def test_the_probes_cover_every_row_of_the_issue():
-    assert [n for names in ISSUE_ROWS.values() for n in names] == list(security.PROBES)
+def test_the_probes_cover_every_row_of_the_issues():
+    rows = [*ISSUE_ROWS.values(), *ISSUE_35_ROWS.values()]
+    assert [n for names in rows for n in names] == list(security.PROBES)
+    issue_35 = {n for names in ISSUE_35_ROWS.values() for n in names}
+    for name, p in security.PROBES.items():  # the before column says whose finding it was
+        assert p.before.startswith(security.ISSUE_35) == (name in issue_35), name
     assert KNOWN_GAPS <= set(security.PROBES)
     assert "checkpoint-cost" not in CHEAP and len(CHEAP) == len(security.PROBES) - 1
 
@@ -123,3 +142,12 @@ def test_a_run_name_that_escapes_fails_its_probe(monkeypatch):
     monkeypatch.setattr(results, "inside", lambda directory, root: Path(directory))
     row = security.run_probe(security.PROBES["run-name"])
     assert not row["handled"], row["now"]
+
+
+def test_a_psi_hop_left_unproved_fails_its_probe(monkeypatch):
+    from fedcausal_flwr.secure import psi
+
+    monkeypatch.setattr(psi, "hop_proof_ok", lambda *a: True)
+    row = security.run_probe(security.PROBES["psi-reorder"])
+    assert not row["handled"], row["now"]
+    assert "did not stop naming the party, its hop" in row["now"]
