@@ -53,12 +53,13 @@ FLOWER_CLIENTAPP = "import flwr.clientapp"
 #: algorithm -> fingerprint.py's case its client processes answer (VFedCD: real Paillier keys,
 #: 256 bits, so the client path loads phe as a deployment's does)
 RUNS = {"fdbnl": "fdbnl", "pfdbnl": "pfdbnl", "fedgc": "fedgc", "fedcf": "fedcf",
-        "fediv": "fediv", "vfedcd": "vfedcd-paillier", "fedpc": "fedpc"}
+        "fediv": "fediv", "vfedcd": "vfedcd-paillier", "fedpc": "fedpc",
+        "fedtrees": "fedtrees"}
 #: the packages no client process may load unless its family computes with them
 HEAVY = ("sklearn", "pandas", "matplotlib", "networkx", "torch", "phe", "gmpy2",
          "scipy.stats", "scipy.io", "causallearn", "tigramite", "statsmodels", "PIL")
 #: what each family's client computes with (the only heavy packages it may load)
-ALLOWED = {"fediv": {"torch"}, "vfedcd": {"phe", "gmpy2", "scipy.stats"}}
+ALLOWED = {"fediv": {"torch"}, "vfedcd": {"phe", "gmpy2", "scipy.stats"}, "fedtrees": {"sklearn"}}
 TARGET_S = 0.5
 
 CHILD = r"""

@@ -52,6 +52,7 @@ CASES: dict[str, tuple[dict[str, Any], int]] = {
                          "vertical.insecure-test-keys": True,
                          "vertical.vfedcd-accept-backends": "mock"}, 3),
     "fedpc": ({"algorithm": "fedpc"}, 3),
+    "fedtrees": ({"algorithm": "fedtrees", "trees.trees": 20}, 3),
 }
 # Paillier encryption draws fresh randomness per ciphertext (as it must): their messages differ
 # run to run, so only their result and message types are compared
