@@ -41,9 +41,28 @@ class Moments(tuple):
         return (Moments, (*self, self.factor))
 
 
+_last: tuple[np.ndarray, np.ndarray] | None = None  # (W, exp(W o W)) of the latest call
+
+
+def _expm(M: np.ndarray) -> np.ndarray:
+    """exp(M) by scipy (Pade with scaling and squaring)."""
+    return slin.expm(M)
+
+
 def _exp_sq(W: np.ndarray) -> np.ndarray:
-    """exp(W o W), the one matrix exponential of h."""
-    return slin.expm(W * W)
+    """exp(W o W), the one matrix exponential of h (read-only: shared with the next call).
+
+    The latest one is kept: the FDBNL server step asks again at its minimizer (h of the new
+    state) and, when the screened support holds, the next round's curvature at that same W.
+    """
+    global _last
+    last = _last
+    if last is not None and last[0].shape == W.shape and np.array_equal(last[0], W):
+        return last[1]
+    E = _expm(W * W)
+    E.setflags(write=False)
+    _last = (W.copy(), E)
+    return E
 
 
 def _h_and_grad(W: np.ndarray) -> tuple[float, np.ndarray]:

@@ -7,7 +7,8 @@ thread (BLAS pinned), CPU seconds (``time.process_time``) split by component:
 - ``client``: the clients' closed-form local steps (2), all K per round (by Woodbury's
   identity when a client has fewer rows than (p + 1) d, as here from d = 150);
 - ``expm``: the matrix exponentials of h inside the server step (3) (one per objective
-  evaluation, one per call for the solver's scaling, one for h of the new W);
+  evaluation, one per call for the solver's scaling; h of the new W, and the next round's
+  scaling where the support holds, reuse the latest one);
 - ``bounds``: scipy's conversion of the L-BFGS-B bounds (``Bounds`` -> old list -> arrays);
 - ``lbfgsb``: the rest of the server step (L-BFGS-B's own iterations, the objective without
   h, the duals).
@@ -81,7 +82,7 @@ class Meter:
 
 
 METER = Meter()
-METER.wrap(objective, "_exp_sq", "expm")  # h(W)'s matrix exponential
+METER.wrap(objective, "_expm", "expm")  # h(W)'s matrix exponentials (not the kept ones)
 METER.wrap(smin, "new_bounds_to_old", "bounds")  # minimize: Bounds -> old list
 METER.wrap(slb, "old_bound_to_new", "bounds")  # L-BFGS-B: old list -> arrays
 

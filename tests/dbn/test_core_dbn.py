@@ -101,6 +101,20 @@ def test_acyclicity_zero_on_dag_positive_on_cycle():
     assert fd == pytest.approx(G[3, 0], rel=1e-6)
 
 
+def test_kept_exponential_is_the_one_of_the_matrix_asked_for():
+    """The latest exp(W o W) is reused for an equal W only, not after W changes in place."""
+    import scipy.linalg
+
+    from fedcausal_flwr.dbn import objective
+
+    W = np.triu(np.full((5, 5), 0.4), k=1)
+    first = objective._exp_sq(W)
+    assert objective._exp_sq(W.copy()) is first  # equal matrix: the kept one
+    W[4, 0] = 0.7  # a cycle, written into the same array
+    assert np.array_equal(objective._exp_sq(W), scipy.linalg.expm(W * W))
+    assert dbn.acyclicity(W) > 1e-3
+
+
 def test_threshold():
     M = np.array([[0.1, -0.5], [0.3, -0.29]])
     np.testing.assert_array_equal(dbn.threshold(M, 0.3), [[0.0, -0.5], [0.3, 0.0]])
