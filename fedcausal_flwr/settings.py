@@ -42,6 +42,27 @@ from difflib import get_close_matches
 from typing import Any, ClassVar, Self
 
 _META = "fedcausal"
+_SEEN: dict[tuple, Any] = {}  # (class, config, overrides) -> its settings (from_run_config)
+_SEEN_MAX = 256
+
+
+def _config_key(cls: type, config: Mapping[str, Any], overrides: Mapping[str, Any]
+                ) -> tuple | None:
+    """The memo key of a run config: its items with each value's type (1, 1.0 and True
+    differ); None when a value cannot be hashed (a list)."""
+    try:
+        key = (cls, *((k, type(v), v) for k, v in sorted(config.items(), key=_first)), None,
+               *((k, type(v), v) for k, v in sorted(overrides.items())))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _first(item: tuple[Any, Any]) -> str:
+    """The key of a (key, value) item, as a string (configs may mix key types)."""
+    return str(item[0])
+
 
 SHARED_KEYS = frozenset({"algorithm", "seed", "outputs", "run-name", "min-nodes", "node-wait-s",
                          "round-timeout-s", "node-grace-s", "bind-partitions"})
@@ -282,7 +303,24 @@ class Settings:
         :meth:`section_keys`; the nearest key named), and the other key of a field this class
         reads under its own (:meth:`read_instead`) set to other than its default, which this
         class would otherwise ignore.
+
+        The settings of a config seen before are returned again (they are frozen): a
+        client process answers every message of a run from the same run config.
         """
+        key = _config_key(cls, config, overrides)
+        if key is not None and (hit := _SEEN.get(key)) is not None:
+            return hit
+        settings = cls._parse_run_config(config, overrides)
+        if key is not None:
+            if len(_SEEN) >= _SEEN_MAX:
+                _SEEN.clear()
+            _SEEN[key] = settings
+        return settings
+
+    @classmethod
+    def _parse_run_config(cls, config: Mapping[str, Any], overrides: Mapping[str, Any]
+                          ) -> Self:
+        """:meth:`from_run_config` without the memo."""
         if cls.section and any(str(k).startswith(cls.section + ".") for k in config):
             stale = [k for k in cls.keys() if k in config and k not in SHARED_KEYS]
             if stale:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -13,6 +15,13 @@ import numpy as np
 #: answers with another, even under the same node id (SuperNode authentication gives a
 #: registered key its node id at every start).
 NODE_RECORD = "node"
+
+
+@functools.cache
+def _dtype(dtype: Any) -> tuple[str, int]:
+    """The name and item size of a dtype (numpy's, or its name as Flower's ``Array`` keeps it)."""
+    dt = np.dtype(dtype)
+    return str(dt), dt.itemsize
 
 
 class WireLog:
@@ -36,8 +45,12 @@ class WireLog:
     def add(self, rnd: int, phase: str, direction: str, node: int,
             arrays: Sequence[Any], config_keys: Iterable[str] | None = None) -> None:
         """Count one message (``arrays``: numpy arrays or Flower ``Array`` objects)."""
-        specs = [(tuple(int(n) for n in a.shape), str(a.dtype)) for a in arrays]
-        nbytes = sum(int(np.prod(sh)) * np.dtype(dt).itemsize for sh, dt in specs)
+        specs, nbytes = [], 0
+        for a in arrays:
+            shape = a.shape if type(a.shape) is tuple else tuple(int(n) for n in a.shape)
+            dtype, itemsize = _dtype(a.dtype)
+            specs.append((shape, dtype))
+            nbytes += math.prod(shape) * itemsize
         s = self._phases.setdefault(f"{phase} {direction}", {
             "messages": 0, "bytes": 0, "first_round": rnd, "last_round": rnd,
             "shapes": set(), "shapes_dropped": 0, "nodes": set()})

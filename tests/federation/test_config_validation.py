@@ -97,3 +97,21 @@ def test_a_bad_value_is_refused_naming_key_value_and_allowed(algorithm, key, val
 def test_the_declared_app_config_itself_is_accepted(algorithm):
     """The cases above fail because of their one key, not because the base is wrong."""
     glue(algorithm).strategy(algorithm, {**APP_CONFIG, "algorithm": algorithm})
+
+
+def test_a_config_seen_again_gives_its_settings_again_and_a_bad_one_fails_every_time():
+    """``from_run_config`` keeps the settings of a config it parsed (a client process reads the
+    same run config per message); the value's type is part of the key, and a refused config
+    is refused again."""
+    from fedcausal_flwr.strategies import FDBNLSettings
+
+    a = FDBNLSettings.from_run_config({"dbn.lambda-w": 0.05, "dbn.num-rounds": 7})
+    assert FDBNLSettings.from_run_config({"dbn.num-rounds": 7, "dbn.lambda-w": 0.05}) is a
+    assert FDBNLSettings.from_run_config({"dbn.lambda-w": 0.05, "dbn.num-rounds": 7},
+                                         max_rounds=8).max_rounds == 8
+    assert a.max_rounds == 7
+    for _ in range(2):
+        with pytest.raises(ValueError, match="num-rounds"):
+            FDBNLSettings.from_run_config({"dbn.num-rounds": "seven"})
+    with pytest.raises(ValueError, match="num-rounds"):  # True is not 1 for an integer key
+        FDBNLSettings.from_run_config({"dbn.lambda-w": 0.05, "dbn.num-rounds": True})
