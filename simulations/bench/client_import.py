@@ -58,8 +58,10 @@ RUNS = {"fdbnl": "fdbnl", "pfdbnl": "pfdbnl", "fedgc": "fedgc", "fedcf": "fedcf"
 #: the packages no client process may load unless its family computes with them
 HEAVY = ("sklearn", "pandas", "matplotlib", "networkx", "torch", "phe", "gmpy2",
          "scipy.stats", "scipy.io", "causallearn", "tigramite", "statsmodels", "PIL")
-#: what each family's client computes with (the only heavy packages it may load)
-ALLOWED = {"fediv": {"torch"}, "vfedcd": {"phe", "gmpy2", "scipy.stats"}, "fedtrees": {"sklearn"}}
+#: what each family's client computes with (the only heavy packages it may load); FedTrees'
+#: scikit-learn itself imports scipy.stats and, where it is installed, pandas
+ALLOWED = {"fediv": {"torch"}, "vfedcd": {"phe", "gmpy2", "scipy.stats"},
+           "fedtrees": {"sklearn", "pandas", "scipy.stats"}}
 TARGET_S = 0.5
 
 CHILD = r"""
