@@ -47,7 +47,7 @@ class WireLog:
         """Count one message (``arrays``: numpy arrays or Flower ``Array`` objects)."""
         specs, nbytes = [], 0
         for a in arrays:
-            shape = a.shape if type(a.shape) is tuple else tuple(int(n) for n in a.shape)
+            shape = tuple(map(int, a.shape))
             dtype, itemsize = _dtype(a.dtype)
             specs.append((shape, dtype))
             nbytes += math.prod(shape) * itemsize
