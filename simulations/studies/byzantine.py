@@ -32,6 +32,15 @@ study, were run once with the chosen defaults:
     python simulations/studies/byzantine.py --summarize simulations/results/byzantine_eval.jsonl \\
         simulations/results/byzantine_eval_iv.jsonl
 
+The adaptive liar (issue 35, ``adaptive_liar``) under each robust rule, honest runs beside,
+then its table (``results/adaptive.json``):
+
+    nice python simulations/studies/byzantine.py --adaptive mean clipped-mean trimmed-mean \\
+        median --algorithms fdbnl pfdbnl fediv --clients 5 10 --seeds 8000..8002 \\
+        --jsonl simulations/results/adaptive_eval2.jsonl
+    python simulations/studies/byzantine.py --summarize simulations/results/adaptive_eval2.jsonl \\
+        --adaptive-summary
+
 A run already in ``--jsonl`` is skipped (resume). ``--summarize`` writes
 ``results/byzantine.json`` and prints the tables (``simulations/tables.py`` puts them in
 ``results/reliability.md``).
@@ -41,7 +50,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -176,9 +185,12 @@ def run_adaptive(alg: str, k: int, seed: int, rule: str, screen: bool = True,
     strategy.reply_filters.insert(0, adaptive_liar(strategy, attacked))
     t0 = time.perf_counter()
     res = strategy.start(grid=InProcessGrid(client_app, k, rc))
+    value = (honest_value(strategy, res.estimates, metric, liars)  # PFDBNL: honest clients'
+             if "W_local" in res.estimates else None)
     return {"algorithm": alg, "k": k, "seed": seed, "rule": rule, "liars": attacked,
             "status": res.status, "rounds": len(res.history), "metric": metric,
-            "value": res.metrics.get(metric), "robustness": res.metrics.get("robustness"),
+            "value": res.metrics.get(metric) if value is None else value,
+            "robustness": res.metrics.get("robustness"),
             "wall_s": time.perf_counter() - t0,
             "round_s": float(np.mean([h.get("seconds", 0.0) for h in res.history] or [0])),
             **({"clip_radius": CLIP_RADIUS, "clip_passes": CLIP_PASSES}
@@ -297,17 +309,77 @@ def table_robust() -> str:
                            table)
 
 
-def honest_value(strategy: Any, est: Mapping[str, Any], metric: str) -> float | None:
-    """The metric over the honest clients only (PFDBNL scores each client's personalized
-    graph; the liar's own graph is not what the screen protects); others: the run's value."""
+def summarize_adaptive(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per (algorithm, K, rule) of the adaptive-liar study (one file's records: one set of
+    seeds): the metric of the honest and of the attacked runs over the seeds, their statuses,
+    what was flagged and the seconds per round of the attacked runs."""
+    def rule_of(r: dict[str, Any]) -> str:
+        tau = r.get("clip_radius")
+        return r["rule"] if tau is None else f"{r['rule']} (tau {tau:g})"
+
+    rows = []
+    for alg, k, rule in sorted({(r["algorithm"], r["k"], rule_of(r)) for r in records},
+                               key=lambda x: (list(CASES).index(x[0]), x[1], x[2] != "mean",
+                                              x[2])):
+        cell = {h: sorted((r for r in records if (r["algorithm"], r["k"], rule_of(r),
+                                                  r["honest"]) == (alg, k, rule, h)),
+                          key=lambda r: r["seed"]) for h in (True, False)}
+        honest, attacked = cell[True], cell[False]
+        rows.append({
+            "algorithm": alg, "k": k, "rule": rule, "metric": (honest or attacked)[0]["metric"],
+            "liars": attacked[0]["liars"] if attacked else [],
+            "seeds": sorted({r["seed"] for r in honest + attacked}),
+            "honest_values": [r["value"] for r in honest],
+            "attacked_values": [r["value"] for r in attacked],
+            "honest": mean_sd(r["value"] for r in honest),
+            "attacked": mean_sd(r["value"] for r in attacked),
+            "not_completed": sum(r["status"] != "completed" for r in honest + attacked),
+            "flagged": sorted({c for r in attacked
+                               for c in (r["robustness"] or {}).get("flagged", {})}),
+            "round_s": float(np.mean([r["round_s"] for r in attacked] or [0.0]))})
+    return {"rows": rows}
+
+
+def table_adaptive() -> str:
+    """Issue 35's adaptive-liar rows (adaptive.json): honest and attacked runs per rule."""
+    r = read_results("adaptive")
+    rows = r["rows"]
+    head = (f"**Adaptive liar(s), evaluation seeds (mean ± sample sd over the seeds).** Made by "
+            f"`{r['meta']['script']}` on {r['meta']['finished']}.\n\n")
+    base = {(x["algorithm"], x["k"], seed_range(x["seeds"])): x["honest"][0] for x in rows
+            if x["rule"] == "mean"}
+
+    def cell(x: dict[str, Any], which: str) -> str:
+        out = fmt(*x[which], digits=3 if x["algorithm"] == "fediv" else 1)
+        b = base.get((x["algorithm"], x["k"], seed_range(x["seeds"])))
+        if x["algorithm"] == "fediv" and b:
+            out += f" ({x[which][0] / b:.2f}x)"
+        return out
+
+    table = [[x["algorithm"], f"{x['k']} ({len(x['liars'])})", seed_range(x["seeds"]),
+              "mean (rule off, default)" if x["rule"] == "mean" else x["rule"],
+              f"{x['metric']} {cell(x, 'honest')}", cell(x, "attacked"),
+              ", ".join(map(str, x["flagged"])) or "-", x["not_completed"],
+              f"{1000 * x['round_s']:.0f} ms"] for x in rows]
+    return head + markdown(["algorithm", "K (liars)", "seeds", "rule", "honest (x the rule-off "
+                            "honest "
+                            "mean)", "adaptive liar", "flagged", "runs not completed",
+                            "server round (attacked)"], table)
+
+
+def honest_value(strategy: Any, est: Mapping[str, Any], metric: str,
+                 liars: Sequence[int] = (LIAR,)) -> float | None:
+    """The metric over the clients other than ``liars`` (PFDBNL scores each client's
+    personalized graph; a liar's own graph is not what the screen protects); others: the
+    run's value."""
     if strategy.evaluate_fn is None or not est:
         return None
     cids = sorted(strategy.nodes)
     if "W_local" in est:
-        keep = [i for i, c in enumerate(cids) if c != LIAR]
+        keep = [i for i, c in enumerate(cids) if c not in liars]
         est = {k: (np.asarray(v)[keep] if k.startswith(("W_local", "A_local", "client_ids"))
                    else v) for k, v in est.items()}
-        cids = [c for c in cids if c != LIAR]
+        cids = [c for c in cids if c not in liars]
     return strategy.evaluate_fn(est, cids).get(metric)
 
 
@@ -406,6 +478,9 @@ def main() -> None:
     ap.add_argument("--robust-summary", action="store_true",
                     help="with --summarize: the robust-rule study's records, written to "
                          "results/byzantine_robust.json")
+    ap.add_argument("--adaptive-summary", action="store_true",
+                    help="with --summarize: the adaptive-liar study's records, written to "
+                         "results/adaptive.json")
     args = ap.parse_args()
     if args.robust:
         logging.getLogger("flwr").setLevel(logging.ERROR)
@@ -432,11 +507,17 @@ def main() -> None:
         return
     if args.adaptive:
         logging.getLogger("flwr").setLevel(logging.ERROR)
+        done = set()
+        if args.jsonl and args.jsonl.exists():
+            done = {(r["algorithm"], r["k"], r["seed"], r["rule"], r["honest"])
+                    for r in read_jsonl(args.jsonl)}
         for alg in args.algorithms:
             for k in args.clients:
                 for seed in args.seeds:
                     for rule in args.adaptive:
                         for honest in (True, False):
+                            if (alg, k, seed, rule, honest) in done:
+                                continue
                             rec = run_adaptive(alg, k, seed, rule) if not honest else \
                                 run_adaptive_honest(alg, k, seed, rule)
                             rec["honest"] = honest
@@ -446,6 +527,15 @@ def main() -> None:
                                 f"{rec['status'][:30]} {rec['metric']}={rec['value']} "
                                 f"flagged={rec['robustness'] and rec['robustness']['flagged']}"
                                 f" round {rec['round_s']:.3f}s")
+        return
+    if args.summarize and args.adaptive_summary:
+        s = {"rows": [x for p in args.summarize
+                      for x in summarize_adaptive(read_jsonl(p))["rows"]]}
+        for x in s["rows"]:
+            log(f"  {x['algorithm']:6s} K={x['k']:2d} {x['rule']:13s} {x['metric']} honest "
+                f"{fmt(*x['honest'], digits=3)} attacked {fmt(*x['attacked'], digits=3)}")
+        write_results("byzantine", {"files": [str(p) for p in args.summarize], **s},
+                      args.out or results_path("adaptive"))
         return
     if args.summarize and args.robust_summary:
         s = summarize_robust([r for p in args.summarize for r in read_jsonl(p)])
@@ -511,7 +601,8 @@ def table_byzantine() -> str:
 
 
 #: this script's table in results/reliability.md (``simulations/tables.py`` renders it)
-TABLES = {"byzantine": table_byzantine, "robust": table_robust}
+TABLES = {"byzantine": table_byzantine, "robust": table_robust,
+          "adaptive": table_adaptive}
 
 
 if __name__ == "__main__":
