@@ -20,7 +20,9 @@ Three parts, on this machine's CPUs:
 * ``flwr``: ``launch.simulate`` (``flwr run``, Ray, one virtual SuperNode per client, App
   data): a whole default FDBNL run at each K, FedIV for a few rounds at the largest K,
   FDBNL with ``clients-per-round`` at the largest K, and short FDBNL runs there with 1, 2
-  and 4 Ray actors (``--runs`` picks; rows of runs not made are kept). Reported: ``flwr
+  and 4 Ray actors, and the default FDBNL run at the largest K with ``--busy`` CPU-bound
+  loops (``yes > /dev/null``) beside it (``--runs`` picks; rows of runs not made are kept,
+  each with the date it was measured). Reported: ``flwr
   run`` wall time, the time before round 1 (discovery: every node builds its client once),
   seconds per round, and the peak RSS of the ``flwr-simulation`` process (the ServerApp's
   process: it also holds Flower's in-memory SuperLink state and the Ray driver) and of all
@@ -32,6 +34,9 @@ Three parts, on this machine's CPUs:
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -70,7 +75,7 @@ FDBNL_RC: dict[str, Any] = {"algorithm": "fdbnl", "seed": 0}
 #: FedIV's App defaults, a few rounds (the paper's "abs" scenario, 20,000 pooled rows)
 FEDIV_RC: dict[str, Any] = {"algorithm": "fediv", "seed": 0}
 PARTS = ("inprocess", "scan", "flwr")
-RUNS = ("default", "fediv", "sampled", "actors")
+RUNS = ("default", "fediv", "sampled", "actors", "busy")
 #: the server's parts of a round (in-process), the strategy base's among them (goal 5)
 PARTS_OF_ROUND = ("clients", "flower_records", "grid", "exchange_bookkeeping", "screens",
                   "algorithm", "evaluation", "checkpoint", "recorder", "refresh", "other")
@@ -293,9 +298,25 @@ class Memory(threading.Thread):
             self.tree_kb = max(self.tree_kb, total)
 
 
+@contextmanager
+def busy_loops(n: int) -> Iterator[None]:
+    """``n`` CPU-bound processes (``yes > /dev/null``) for the block's length, stopped by the
+    PIDs started here."""
+    yes = shutil.which("yes")
+    cmd = [yes] if yes else [sys.executable, "-c", "while True: pass"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for q in procs:
+            q.kill()
+            q.wait()
+
+
 def flwr_run(label: str, k: int, rc: dict[str, Any], work: Path, timeout: float,
-             actors: int | None = None) -> dict[str, Any]:
-    """One ``launch.simulate`` run of ``rc`` at ``k`` SuperNodes: times, rounds, memory."""
+             actors: int | None = None, busy: int = 0) -> dict[str, Any]:
+    """One ``launch.simulate`` run of ``rc`` at ``k`` SuperNodes (``busy`` CPU-bound loops
+    beside it): times, rounds, memory."""
     algorithm = rc["algorithm"]
     port = launch.free_port_block(launch.SIMULATE_PORTS)
     home = (work / f"flwr-{label}").resolve()
@@ -304,9 +325,10 @@ def flwr_run(label: str, k: int, rc: dict[str, Any], work: Path, timeout: float,
     t0 = time.perf_counter()
     error = None
     try:
-        launch.simulate(k, app_config(algorithm, {**rc, "outputs": str(work),
-                                                  "run-name": label}),
-                        flwr_home=home, timeout=timeout, port=port, ray_cpus=actors)
+        with busy_loops(busy):
+            launch.simulate(k, app_config(algorithm, {**rc, "outputs": str(work),
+                                                      "run-name": label}),
+                            flwr_home=home, timeout=timeout, port=port, ray_cpus=actors)
     except Exception as e:  # noqa: BLE001 - reported in the row
         error = f"{type(e).__name__}: {e}"
     wall = time.perf_counter() - t0
@@ -317,7 +339,7 @@ def flwr_run(label: str, k: int, rc: dict[str, Any], work: Path, timeout: float,
     secs = [float(h.get("seconds", 0.0)) for h in hist]
     strategy_s = float(res.get("timing", {}).get("wall_s", float("nan")))
     return {"label": label, "algorithm": algorithm, "K": k, "run_config": rc,
-            "actors": actors,
+            "actors": actors, "busy": busy, "date": time.strftime("%Y-%m-%d"),
             "status": res.get("status"),
             "error": error, "flwr_wall_s": wall, "strategy_s": strategy_s,
             "rounds": len(hist), "before_round1_s": strategy_s - sum(secs),
@@ -398,6 +420,9 @@ def main() -> None:
                     help="runs 'actors': Ray actors (ClientApps at once: Ray's CPUs, 1 per "
                     "client) of short FDBNL runs at the largest K")
     ap.add_argument("--actor-rounds", type=int, default=5)
+    ap.add_argument("--busy", type=int, default=2,
+                    help="runs 'busy': CPU-bound loops beside the default FDBNL run at the "
+                    "largest K (the issue's 'both cores busy': 2)")
     ap.add_argument("--timeout", type=float, default=1800)
     args = ap.parse_args()
     if args.quick:
@@ -442,6 +467,10 @@ def main() -> None:
                                      {**FDBNL_RC, "num-rounds": args.actor_rounds}, work,
                                      args.timeout, actors=n))
                 log(f"flwr run FDBNL K={big}, {n} Ray actors: {fmt_run(runs[-1])}")
+            if "busy" in args.runs and args.busy:
+                runs.append(flwr_run(f"fdbnl-{big}-busy{args.busy}", big, FDBNL_RC, work,
+                                     args.timeout, busy=args.busy))
+                log(f"flwr run FDBNL K={big}, {args.busy} busy loops: {fmt_run(runs[-1])}")
     kept = earlier_parts(args.out, args.part)
     inproc = inproc or kept.get("inprocess", [])
     scans = scans or kept.get("flower_scan", [])
@@ -478,7 +507,8 @@ def earlier_parts(out: Path | None, run: list[str]) -> dict[str, Any]:
     doc = json.loads(path.read_text())
     keys = {"inprocess": "inprocess", "scan": "flower_scan", "flwr": "flwr"}
     kept = {keys[p]: doc.get(keys[p], []) for p in PARTS if p not in run}
-    kept["flwr"] = doc.get("flwr", [])  # rows of the runs not made now stay
+    made = doc.get("meta", {}).get("finished", "?")[:10]  # rows of the runs not made now stay
+    kept["flwr"] = [{"date": made, **x} for x in doc.get("flwr", [])]
     kept["settings_by_part"] = {p: v for p, v in doc.get("settings_by_part", {}).items()
                                 if p not in run}
     return kept
@@ -506,6 +536,10 @@ def acceptance(inproc: list[dict[str, Any]], runs: list[dict[str, Any]], big: in
         out[f"default FDBNL run at K={big} completes within 15 minutes of flwr run"] = check(
             fd[big]["status"] == "completed" and fd[big]["flwr_wall_s"] <= 900)
     for r in runs:
+        if r.get("busy"):
+            out[f"default FDBNL run at K={r['K']} with {r['busy']} busy loops completes within "
+                f"15 minutes of flwr run"] = check(r["status"] == "completed"
+                                                   and r["flwr_wall_s"] <= 900)
         if r["label"].startswith("fediv"):
             out[f"FedIV at K={r['K']} completes"] = check(r["status"] == "completed")
         if r["label"].endswith("sampled"):
@@ -533,10 +567,11 @@ def table_many_clients_flwr() -> str:
     rows = [[x["label"], x["K"], x["status"], f"{x['flwr_wall_s']:.0f}",
              f"{x['before_round1_s']:.1f}", x["rounds"], f"{x['s_per_round']:.2f}",
              f"{1e3 * x['s_per_round'] / (x.get('sent_per_round') or [x['K']])[0]:.1f}",
-             f"{x['simulation_rss_mb']:.0f}", f"{x['tree_rss_mb']:.0f}"] for x in r["flwr"]]
+             f"{x['simulation_rss_mb']:.0f}", f"{x['tree_rss_mb']:.0f}",
+             x.get("busy", 0), x.get("date", r["meta"]["finished"][:10])] for x in r["flwr"]]
     return markdown(["run", "K", "status", "`flwr run` s", "before round 1 s", "rounds",
                      "s/round", "ms/round per client sent", "flwr-simulation peak RSS MB",
-                     "all processes RSS MB"], rows)
+                     "all processes RSS MB", "busy loops beside", "measured"], rows)
 
 
 def table_many_clients_scan() -> str:
