@@ -4,6 +4,8 @@ and Flower's extractor pass handing out one message per node."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from flwr.app import ArrayRecord, Message
 
@@ -33,3 +35,18 @@ def test_inprocess_round_is_split_into_its_parts(tmp_path):
 def test_flower_extractor_pass_hands_out_one_message_per_node():
     scan = many_clients.flower_scan(12)
     assert scan["handed_out"] == 12 and scan["next_pass_s"] > 0
+
+
+def test_busy_loops_run_while_the_block_runs_and_stop_after(monkeypatch):
+    started = []
+    popen = many_clients.subprocess.Popen
+
+    def spy(*args, **kwargs):
+        started.append(popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(many_clients.subprocess, "Popen", spy)
+    with many_clients.busy_loops(2):
+        time.sleep(0.3)
+        assert len(started) == 2 and all(p.poll() is None for p in started)
+    assert all(p.poll() is not None for p in started)  # stopped by the PIDs it started
