@@ -269,10 +269,10 @@ def summarize_robust(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"rows": rows}
 
 
-def table_robust() -> str:
-    """Issue 35's rows (byzantine_robust.json): FedIV under each robust rule and FedGC with and
+def table_robust(name: str = "byzantine_robust") -> str:
+    """Issue 35's rows (``name``.json): FedIV under each robust rule and FedGC with and
     without its state screen, honest and with one liar (partition 1)."""
-    r = read_results("byzantine_robust")
+    r = read_results(name)
     rows = r["rows"]
     seeds = seed_range(sorted({s for x in rows for s in x["seeds"]}))
     head = (f"**Robust rule and state screen, one liar (partition {LIAR}) of K, evaluation "
@@ -602,6 +602,7 @@ def table_byzantine() -> str:
 
 #: this script's table in results/reliability.md (``simulations/tables.py`` renders it)
 TABLES = {"byzantine": table_byzantine, "robust": table_robust,
+          "robust_fresh": lambda: table_robust("byzantine_robust_fresh"),
           "adaptive": table_adaptive}
 
 
