@@ -36,10 +36,12 @@ The adaptive liar (issue 35, ``adaptive_liar``) under each robust rule, honest r
 then its table (``results/adaptive.json``):
 
     nice python simulations/studies/byzantine.py --adaptive mean clipped-mean trimmed-mean \\
-        median --algorithms fdbnl pfdbnl fediv --clients 5 10 --seeds 8000..8002 \\
-        --jsonl simulations/results/adaptive_eval2.jsonl
+        median --algorithms fdbnl pfdbnl --clients 5 10 --seeds 8000..8002 \\
+        --jsonl simulations/results/adaptive_eval2.jsonl   # FedIV: adaptive_eval2_iv.jsonl
     python simulations/studies/byzantine.py --summarize simulations/results/adaptive_eval2.jsonl \\
-        --adaptive-summary
+        simulations/results/adaptive_eval2_iv.jsonl ... --adaptive-summary
+
+(every command and file: ``results/reliability.md``, "Adaptive liar and the robust rule").
 
 A run already in ``--jsonl`` is skipped (resume). ``--summarize`` writes
 ``results/byzantine.json`` and prints the tables (``simulations/tables.py`` puts them in
@@ -361,10 +363,9 @@ def table_adaptive() -> str:
               f"{x['metric']} {cell(x, 'honest')}", cell(x, "attacked"),
               ", ".join(map(str, x["flagged"])) or "-", x["not_completed"],
               f"{1000 * x['round_s']:.0f} ms"] for x in rows]
-    return head + markdown(["algorithm", "K (liars)", "seeds", "rule", "honest (x the rule-off "
-                            "honest "
-                            "mean)", "adaptive liar", "flagged", "runs not completed",
-                            "server round (attacked)"], table)
+    return head + markdown(["algorithm", "K (liars)", "seeds", "rule",
+                            "honest (x the rule-off honest mean)", "adaptive liar", "flagged",
+                            "runs not completed", "server round (attacked)"], table)
 
 
 def honest_value(strategy: Any, est: Mapping[str, Any], metric: str,
@@ -459,6 +460,13 @@ def print_summary(s: dict[str, Any]) -> None:
             + (f"unscreened {un[0]:.4g}" if un else "") + f" {r['status']}")
 
 
+def runs_in(path: Path | None, *keys: str) -> set[tuple]:
+    """(algorithm, k, seed, *keys) of every run already in the JSONL ``path`` (resume)."""
+    if not path or not path.exists():
+        return set()
+    return {(r["algorithm"], r["k"], r["seed"], *(r[x] for x in keys)) for r in read_jsonl(path)}
+
+
 def main() -> None:
     ap = parser(__doc__, seeds=[0, 1, 2])
     ap.add_argument("--algorithms", nargs="+", default=list(CASES))
@@ -484,10 +492,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.robust:
         logging.getLogger("flwr").setLevel(logging.ERROR)
-        done = set()
-        if args.jsonl and args.jsonl.exists():
-            done = {(r["algorithm"], r["k"], r["seed"], r["rule"], r["attack"])
-                    for r in read_jsonl(args.jsonl)}
+        done = runs_in(args.jsonl, "rule", "attack")
         clock = Clock()
         for alg in args.algorithms:
             for k in args.clients:
@@ -507,10 +512,7 @@ def main() -> None:
         return
     if args.adaptive:
         logging.getLogger("flwr").setLevel(logging.ERROR)
-        done = set()
-        if args.jsonl and args.jsonl.exists():
-            done = {(r["algorithm"], r["k"], r["seed"], r["rule"], r["honest"])
-                    for r in read_jsonl(args.jsonl)}
+        done = runs_in(args.jsonl, "rule", "honest")
         for alg in args.algorithms:
             for k in args.clients:
                 for seed in args.seeds:
@@ -554,10 +556,7 @@ def main() -> None:
         write_results("byzantine", {"files": [str(p) for p in args.summarize], **s}, args.out)
         return
     logging.getLogger("flwr").setLevel(logging.ERROR)
-    done = set()
-    if args.jsonl and args.jsonl.exists():
-        done = {(r["algorithm"], r["k"], r["seed"], r["attack"], r["screen"])
-                for r in read_jsonl(args.jsonl)}
+    done = runs_in(args.jsonl, "attack", "screen")
     clock, records = Clock(), []
     todo = [j for j in jobs(args.algorithms, args.clients, args.seeds) if j not in done
             and (j[3] is None or not args.honest)]
